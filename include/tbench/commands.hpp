@@ -1,0 +1,12 @@
+#pragma once
+// The subcommands of the tbench CLI, each in src/cli/<command>_command.cpp.
+#include <CLI/CLI.hpp>
+
+namespace tbench {
+
+// Adds every subcommand and its options to `app`.
+void register_commands(CLI::App& app);
+// Runs the subcommand the user chose; returns the process exit code.
+int run_selected_command(CLI::App& app);
+
+}  // namespace tbench

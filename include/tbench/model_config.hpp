@@ -1,0 +1,47 @@
+#pragma once
+// A model's hyper-parameters, read from an HF-format config.json and normalised across
+// architectures (BERT's hidden_size is DistilBERT's dim and XLNet's d_model).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tbench {
+
+enum class Architecture { bert, distilbert, roberta, xlnet };
+const char* to_string(Architecture a);
+
+struct ModelConfig {
+  std::string name;     // "bert-base-cased", or the config file's stem
+  std::string source;   // "<shipped>" or the config file's path, for error messages
+  Architecture arch = Architecture::bert;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t max_position_embeddings = 0;  // 0: no learned absolute positions (XLNet)
+  int64_t type_vocab_size = 0;          // 0: no token-type embeddings (DistilBERT)
+  int64_t pad_token_id = 0;
+  double layer_norm_eps = 1e-12;
+  double hidden_dropout = 0.1;
+  double attention_dropout = 0.1;
+  double classifier_dropout = 0.1;  // dropout before the classification head
+  double initializer_range = 0.02;
+  std::string activation = "gelu";
+  bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
+  nlohmann::json raw;                 // the config.json as read
+
+  int64_t head_dim() const { return hidden_size / num_heads; }
+};
+
+// Parses an HF config.json text; errors name `source` and the offending key.
+ModelConfig parse_model_config(const std::string& text, const std::string& name, const std::string& source);
+ModelConfig read_model_config(const std::string& path);
+
+// The configs shipped in models/ (compiled into the binary), by name.
+std::vector<std::string> shipped_model_names();
+ModelConfig shipped_model_config(const std::string& name);  // throws with a did-you-mean
+
+}  // namespace tbench

@@ -1,0 +1,51 @@
+#pragma once
+// BERT's embeddings and encoder, shared with RoBERTa (which differs only in its position ids,
+// its missing pooler and its classification head).
+#include "tbench/models/classifier.hpp"
+#include "tbench/models/layers.hpp"
+
+namespace tbench::bert {
+
+// word + position (+ token type) embeddings -> LayerNorm -> dropout.
+class EmbeddingsImpl : public torch::nn::Module {
+ public:
+  explicit EmbeddingsImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+                        const torch::Tensor& position_ids);
+
+  torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
+  torch::nn::LayerNorm norm{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(Embeddings);
+
+// One post-LayerNorm transformer block, named as HF's BertLayer.
+class LayerImpl : public torch::nn::Module {
+ public:
+  explicit LayerImpl(const ModelConfig& c);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias);
+
+ private:
+  torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias);
+
+  int64_t num_heads_;
+  double attention_dropout_;
+  std::string activation_;
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, attention_out{nullptr};
+  torch::nn::LayerNorm attention_norm{nullptr};
+  torch::nn::Linear intermediate{nullptr}, output{nullptr};
+  torch::nn::LayerNorm output_norm{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+};
+TORCH_MODULE(Layer);
+
+class EncoderImpl : public torch::nn::Module {
+ public:
+  explicit EncoderImpl(const ModelConfig& c);
+  torch::Tensor forward(torch::Tensor x, const torch::Tensor& bias);
+
+  torch::nn::ModuleList layers{nullptr};
+};
+TORCH_MODULE(Encoder);
+
+}  // namespace tbench::bert

@@ -1,0 +1,28 @@
+#pragma once
+// The interface every architecture implements: token ids in, class logits out, with parameter
+// names that match HF's *ForSequenceClassification state_dict keys.
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "tbench/model_config.hpp"
+
+namespace tbench {
+
+struct ModelInputs {
+  torch::Tensor input_ids;       // [B, S] int64
+  torch::Tensor attention_mask;  // [B, S] int64, 1 = real token, 0 = padding
+  torch::Tensor token_type_ids;  // [B, S] int64 (segment ids; ignored by DistilBERT)
+};
+
+class SequenceClassifier : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(const ModelInputs& inputs) = 0;  // logits [B, num_labels]
+};
+
+// Builds the classifier for `config` with HF's random initialisation (seed torch first).
+std::shared_ptr<SequenceClassifier> build_classifier(const ModelConfig& config, int64_t num_labels);
+
+int64_t count_parameters(const torch::nn::Module& module);
+
+}  // namespace tbench

@@ -1,0 +1,41 @@
+#pragma once
+// Pieces every architecture shares, written once: multi-head attention arithmetic, the padding
+// mask, activations and HF's weight initialisation. Module layouts (and so parameter names) stay
+// in each architecture's own file.
+#include <string>
+
+#include <torch/torch.h>
+
+#include "tbench/model_config.hpp"
+
+namespace tbench::layers {
+
+// gelu (exact erf form, HF's "gelu"), gelu_new (tanh approximation) or relu.
+torch::Tensor activation(const std::string& name, const torch::Tensor& x);
+
+// [B, S] of 1 (real token) / 0 (padding) -> additive bias [B, 1, 1, S]: 0 where attended,
+// the dtype's most negative value where masked, exactly as HF builds its extended mask.
+torch::Tensor padding_bias(const torch::Tensor& attention_mask, torch::ScalarType dtype);
+
+// [B, S, H*D] -> [B, H, S, D] and back.
+torch::Tensor split_heads(const torch::Tensor& x, int64_t num_heads);
+torch::Tensor merge_heads(const torch::Tensor& x);
+
+// softmax(q k^T / sqrt(D) + bias) v, with dropout on the probabilities while training.
+// q, k, v: [B, H, S, D]; bias broadcastable to [B, H, S, S]. Uses the fused
+// scaled_dot_product_attention kernel where the torch version has one.
+torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& bias, double dropout_p, bool training);
+
+// HF's _init_weights: Linear and Embedding weights ~ N(0, std), biases 0, the padding row of an
+// embedding 0, LayerNorm weight 1 and bias 0.
+void init_weights(torch::nn::Module& module, double std);
+
+// A bare named module that only groups children, so parameter names follow HF's nesting
+// (e.g. "attention.self.query.weight") without a class per level.
+std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const std::string& name);
+
+torch::nn::Linear linear(int64_t in, int64_t out);
+torch::nn::LayerNorm layer_norm(int64_t size, double eps);
+
+}  // namespace tbench::layers

@@ -1,0 +1,45 @@
+#pragma once
+// What a run measures: one record per optimizer step, one per epoch. Plain data; the trainer
+// fills them, the recorder streams and summarises them.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace tbench {
+
+struct IterationRecord {
+  int64_t epoch = 0;        // 1-based
+  int64_t step = 0;         // optimizer step within the epoch, 1-based
+  int64_t global_step = 0;  // optimizer step in the run, 1-based
+  int64_t samples = 0;      // samples in this step (batch x accumulation)
+  int64_t tokens = 0;       // computed tokens (padding included)
+  int64_t real_tokens = 0;  // tokens that are not padding
+  double seconds = 0;       // wall time of the whole step: data, forward, backward, optimizer
+  double data_seconds = 0;  // part of `seconds` spent assembling and moving batches
+  double loss = 0;          // mean training loss over the step's micro-batches
+  double lr = 0;            // learning rate this step used
+  double loss_scale = 1;    // fp16 dynamic loss scale (1 otherwise)
+  bool skipped = false;     // fp16: step skipped for non-finite gradients
+  bool warmup = false;      // excluded from the summary statistics
+  double ended_at = 0;      // seconds since the run's start when the step finished
+};
+
+struct EpochRecord {
+  int64_t epoch = 0;
+  int64_t steps = 0;
+  int64_t samples = 0;
+  int64_t tokens = 0;
+  double seconds = 0;  // wall time of the epoch, first step to last
+  double samples_per_s = 0;
+  double tokens_per_s = 0;
+  double it_per_s = 0;
+  double loss = 0;     // mean training loss over the epoch's steps
+  bool complete = true;  // false if the run stopped inside this epoch
+};
+
+void to_json(nlohmann::json& j, const IterationRecord& r);
+void to_json(nlohmann::json& j, const EpochRecord& r);
+void from_json(const nlohmann::json& j, IterationRecord& r);
+
+}  // namespace tbench

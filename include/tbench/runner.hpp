@@ -1,0 +1,38 @@
+#pragma once
+// One benchmark run, end to end: spec -> model + data -> trainer -> result files.
+#include <string>
+
+#include "tbench/errors.hpp"
+#include "tbench/model_config.hpp"
+#include "tbench/model_cost.hpp"
+#include "tbench/spec.hpp"
+#include "tbench/trainer.hpp"
+
+namespace tbench {
+
+struct RunOptions {
+  bool force = false;  // overwrite an existing result
+  bool quiet = false;  // no progress output
+};
+
+// Everything decided before any tensor is allocated. Building it performs every check that can
+// fail on bad input, so `tbench validate` and `tbench run` reject the same specs.
+struct RunPlan {
+  RunSpec spec;
+  ModelConfig model;
+  ModelCost cost;
+  StepPlan steps;
+  int threads = 1;          // CPU intra-op threads the run will use
+  std::string output_path;  // placeholders expanded
+};
+
+RunPlan prepare_run(const RunSpec& spec);
+
+// Runs the plan and writes its result. Returns the process exit code: ok, interrupted (the
+// result is still written, marked "interrupted") or run_failed (written, marked "failed").
+ExitCode execute_run(const RunPlan& plan, const RunOptions& options);
+
+// The model config a spec names (shipped or from a file); errors name the spec and the field.
+ModelConfig model_config_for(const RunSpec& spec);
+
+}  // namespace tbench

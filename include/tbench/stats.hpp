@@ -1,0 +1,25 @@
+#pragma once
+// Summary statistics of timing samples.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tbench {
+
+struct Spread {
+  int64_t count = 0;
+  double median = 0, p10 = 0, p90 = 0, mean = 0, stdev = 0, min = 0, max = 0;
+};
+
+// Percentile with linear interpolation between order statistics (numpy's default).
+double percentile(std::vector<double> values, double q);
+// stdev is the sample standard deviation (n - 1); 0 for fewer than two values.
+Spread spread(const std::vector<double>& values);
+void to_json(nlohmann::json& j, const Spread& s);
+
+// 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times).
+std::string format_duration(double seconds);
+
+}  // namespace tbench

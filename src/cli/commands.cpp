@@ -1,0 +1,146 @@
+#include <cstdio>
+#include <functional>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "tbench/commands.hpp"
+#include "tbench/embedded.hpp"
+#include "tbench/env.hpp"
+#include "tbench/model_cost.hpp"
+#include "tbench/runner.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+struct Options {
+  std::string spec_path;
+  std::vector<std::string> overrides;
+  bool force = false;
+  bool quiet = false;
+  bool print = false;
+  bool fields = false;
+  bool as_json = false;
+  int64_t seq_len = 128;
+  std::string log_level = "info";
+};
+
+Options g_options;
+std::function<int()> g_action;
+
+void set_log_level() {
+  spdlog::set_level(g_options.quiet ? spdlog::level::warn : spdlog::level::from_str(g_options.log_level));
+}
+
+int run_command() {
+  set_log_level();
+  const RunPlan plan = prepare_run(load_spec(g_options.spec_path, g_options.overrides));
+  const ExitCode code = execute_run(plan, {g_options.force, g_options.quiet});
+  std::printf("%s\n", plan.output_path.c_str());
+  return static_cast<int>(code);
+}
+
+int validate_command() {
+  set_log_level();
+  if (g_options.fields) {
+    std::cout << spec_field_reference().dump(2) << "\n";
+    return 0;
+  }
+  const RunPlan plan = prepare_run(load_spec(g_options.spec_path, g_options.overrides));
+  if (g_options.print) {
+    std::cout << plan.spec.resolved.dump(2) << "\n";
+  } else {
+    std::cout << plan.spec.source << ": ok (" << plan.model.name << ", " << plan.steps.total_steps
+              << " optimizer steps, output " << plan.output_path << ")\n";
+  }
+  return 0;
+}
+
+std::string with_thousands(int64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+int models_command() {
+  json rows = json::array();
+  for (const auto& name : shipped_model_names()) {
+    const ModelConfig c = shipped_model_config(name);
+    const ModelCost cost = model_cost(c, 2, g_options.seq_len);
+    rows.push_back({{"name", name}, {"arch", to_string(c.arch)}, {"layers", c.num_layers},
+                    {"hidden", c.hidden_size}, {"heads", c.num_heads}, {"vocab", c.vocab_size},
+                    {"base_params", cost.base_params}, {"classifier_params", cost.classifier_params},
+                    {"train_flops_per_sample", cost.train_flops_per_sample}, {"seq_len", g_options.seq_len}});
+  }
+  if (g_options.as_json) {
+    std::cout << rows.dump(2) << "\n";
+    return 0;
+  }
+  std::printf("%-36s %-10s %6s %6s %13s %13s %14s\n", "model", "arch", "layers", "hidden", "base params",
+              "classifier", "GFLOP/sample");
+  for (const auto& r : rows) {
+    std::printf("%-36s %-10s %6lld %6lld %13s %13s %14.1f\n", r["name"].get<std::string>().c_str(),
+                r["arch"].get<std::string>().c_str(), static_cast<long long>(r["layers"].get<int64_t>()),
+                static_cast<long long>(r["hidden"].get<int64_t>()), with_thousands(r["base_params"]).c_str(),
+                with_thousands(r["classifier_params"]).c_str(), r["train_flops_per_sample"].get<double>() / 1e9);
+  }
+  std::printf("(training FLOPs per sample at seq_len %lld, forward + backward, 2-label head)\n",
+              static_cast<long long>(g_options.seq_len));
+  return 0;
+}
+
+int env_command() {
+  std::cout << collect_env().dump(2) << "\n";
+  return 0;
+}
+
+int schema_command() {
+  std::cout << embedded::result_schema();
+  return 0;
+}
+
+void add_spec_options(CLI::App* cmd, bool spec_required) {
+  auto* spec = cmd->add_option("spec", g_options.spec_path, "run spec (.json, .yaml, .yml)");
+  if (spec_required) spec->required();
+  cmd->add_option("--set", g_options.overrides, "override a field: --set train.batch_size=16 (repeatable)")
+      ->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("--log-level", g_options.log_level, "trace, debug, info, warn, error");
+}
+
+}  // namespace
+
+void register_commands(CLI::App& app) {
+  auto* run = app.add_subcommand("run", "train for timed epochs and write a result (no SPEC: the embedded default)");
+  add_spec_options(run, false);
+  run->add_flag("--force", g_options.force, "overwrite an existing result file");
+  run->add_flag("-q,--quiet", g_options.quiet, "no progress output");
+  run->callback([] { g_action = run_command; });
+
+  auto* validate = app.add_subcommand("validate", "check a spec (and the model it names) without running");
+  add_spec_options(validate, false);
+  validate->add_flag("--print", g_options.print, "print the resolved spec (defaults filled) as JSON");
+  validate->add_flag("--fields", g_options.fields, "print every spec field with type, default and help");
+  validate->callback([] {
+    if (g_options.spec_path.empty() && !g_options.fields) {
+      throw CLI::RequiredError("spec (or --fields)");
+    }
+    g_action = validate_command;
+  });
+
+  auto* models = app.add_subcommand("models", "list shipped models with parameters and training FLOPs per sample");
+  models->add_flag("--json", g_options.as_json, "machine-readable output");
+  models->add_option("--seq-len", g_options.seq_len, "sequence length for the FLOPs column")->check(CLI::PositiveNumber);
+  models->callback([] { g_action = models_command; });
+
+  app.add_subcommand("env", "print the machine as a result records it")->callback([] { g_action = env_command; });
+  app.add_subcommand("schema", "print the result file's JSON Schema")->callback([] { g_action = schema_command; });
+}
+
+int run_selected_command(CLI::App&) { return g_action ? g_action() : 0; }
+
+}  // namespace tbench

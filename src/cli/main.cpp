@@ -1,0 +1,41 @@
+// tbench command line: run, validate, models, env, schema. Logs and progress go to stderr;
+// stdout carries only what a script would read (a result path, a table, JSON).
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <c10/util/Exception.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "tbench/commands.hpp"
+#include "tbench/errors.hpp"
+
+int main(int argc, char** argv) {
+  auto logger = spdlog::stderr_color_mt("tbench");
+  logger->set_pattern("[%H:%M:%S] %^%l%$ %v");
+  spdlog::set_default_logger(logger);
+
+  CLI::App app{"tbench: benchmark transformer fine-tuning on LibTorch"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(TBENCH_VERSION));
+  tbench::register_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help or the parse error
+    return code == 0 ? 0 : static_cast<int>(tbench::ExitCode::bad_input);
+  }
+  try {
+    return tbench::run_selected_command(app);
+  } catch (const tbench::Error& e) {
+    spdlog::error("{}", e.what());
+    return static_cast<int>(e.code());
+  } catch (const c10::Error& e) {
+    spdlog::error("internal error (LibTorch): {}", e.what_without_backtrace());
+    return static_cast<int>(tbench::ExitCode::internal);
+  } catch (const std::exception& e) {
+    spdlog::error("internal error: {}", e.what());
+    return static_cast<int>(tbench::ExitCode::internal);
+  }
+}

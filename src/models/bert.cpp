@@ -1,0 +1,116 @@
+// BERT for sequence classification (Devlin et al., 2018), laid out as HF's
+// BertForSequenceClassification so state_dict keys match:
+//   bert.embeddings.{word,position,token_type}_embeddings, bert.embeddings.LayerNorm
+//   bert.encoder.layer.N.attention.self.{query,key,value}, ...attention.output.{dense,LayerNorm}
+//   bert.encoder.layer.N.intermediate.dense, ...output.{dense,LayerNorm}
+//   bert.pooler.dense, classifier
+#include "tbench/models/architectures.hpp"
+#include "tbench/models/bert.hpp"
+
+namespace tbench::bert {
+
+using layers::add_group;
+
+EmbeddingsImpl::EmbeddingsImpl(const ModelConfig& c) {
+  const int64_t h = c.hidden_size;
+  word_embeddings = register_module(
+      "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, h).padding_idx(c.pad_token_id)));
+  auto positions = torch::nn::EmbeddingOptions(c.max_position_embeddings, h);
+  if (c.arch == Architecture::roberta) positions.padding_idx(c.pad_token_id);  // RoBERTa's positions skip padding
+  position_embeddings = register_module("position_embeddings", torch::nn::Embedding(positions));
+  if (c.type_vocab_size > 0) {
+    token_type_embeddings =
+        register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, h));
+  }
+  norm = register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
+  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+}
+
+torch::Tensor EmbeddingsImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
+                                      const torch::Tensor& position_ids) {
+  auto x = word_embeddings(input_ids) + position_embeddings(position_ids);
+  if (token_type_embeddings) x = x + token_type_embeddings(token_type_ids);
+  return dropout(norm(x));
+}
+
+LayerImpl::LayerImpl(const ModelConfig& c)
+    : num_heads_(c.num_heads), attention_dropout_(c.attention_dropout), activation_(c.activation) {
+  const int64_t h = c.hidden_size, f = c.intermediate_size;
+  auto attention = add_group(*this, "attention");
+  auto self = add_group(*attention, "self");
+  query = self->register_module("query", layers::linear(h, h));
+  key = self->register_module("key", layers::linear(h, h));
+  value = self->register_module("value", layers::linear(h, h));
+  auto attention_output = add_group(*attention, "output");
+  attention_out = attention_output->register_module("dense", layers::linear(h, h));
+  attention_norm = attention_output->register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
+  intermediate = add_group(*this, "intermediate")->register_module("dense", layers::linear(h, f));
+  auto out = add_group(*this, "output");
+  output = out->register_module("dense", layers::linear(f, h));
+  output_norm = out->register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
+  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+}
+
+torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Tensor& bias) {
+  auto q = layers::split_heads(query(x), num_heads_);
+  auto k = layers::split_heads(key(x), num_heads_);
+  auto v = layers::split_heads(value(x), num_heads_);
+  return layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training()));
+}
+
+torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias) {
+  // x' = LayerNorm(x + Dropout(W_o · MultiHeadAttention(x)))
+  auto attended = attention_norm(x + dropout(attention_out(self_attention(x, bias))));
+  // y = LayerNorm(x' + Dropout(W_2 · act(W_1 · x')))
+  auto hidden = layers::activation(activation_, intermediate(attended));
+  return output_norm(attended + dropout(output(hidden)));
+}
+
+EncoderImpl::EncoderImpl(const ModelConfig& c) {
+  layers = register_module("layer", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(Layer(c));
+}
+
+torch::Tensor EncoderImpl::forward(torch::Tensor x, const torch::Tensor& bias) {
+  for (const auto& layer : *layers) x = layer->as<Layer>()->forward(x, bias);
+  return x;
+}
+
+namespace {
+
+class ForSequenceClassification : public SequenceClassifier {
+ public:
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
+    auto bert = add_group(*this, "bert");
+    embeddings_ = bert->register_module("embeddings", Embeddings(c));
+    encoder_ = bert->register_module("encoder", Encoder(c));
+    pooler_ = add_group(*bert, "pooler")->register_module("dense", layers::linear(c.hidden_size, c.hidden_size));
+    dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
+    classifier_ = register_module("classifier", layers::linear(c.hidden_size, num_labels));
+    layers::init_weights(*this, c.initializer_range);
+  }
+
+  torch::Tensor forward(const ModelInputs& in) override {
+    const auto seq_len = in.input_ids.size(1);
+    auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
+    auto x = embeddings_(in.input_ids, in.token_type_ids, positions);
+    x = encoder_(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+    // Pooler: tanh(W_p · h_[CLS]), then dropout and the linear classifier.
+    auto pooled = torch::tanh(pooler_(x.select(1, 0)));
+    return classifier_(dropout_(pooled));
+  }
+
+ private:
+  Embeddings embeddings_{nullptr};
+  Encoder encoder_{nullptr};
+  torch::nn::Linear pooler_{nullptr}, classifier_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels) {
+  return std::make_shared<ForSequenceClassification>(c, num_labels);
+}
+
+}  // namespace tbench::bert

@@ -1,0 +1,119 @@
+// DistilBERT for sequence classification (Sanh et al., 2019), laid out as HF's
+// DistilBertForSequenceClassification: BERT with half the layers, no token types, no pooler.
+//   distilbert.embeddings.{word_embeddings,position_embeddings,LayerNorm}
+//   distilbert.transformer.layer.N.attention.{q_lin,k_lin,v_lin,out_lin}, ...sa_layer_norm
+//   distilbert.transformer.layer.N.ffn.{lin1,lin2}, ...output_layer_norm
+//   pre_classifier, classifier
+#include <cmath>
+
+#include "tbench/models/architectures.hpp"
+#include "tbench/models/layers.hpp"
+
+namespace tbench::distilbert {
+namespace {
+
+using layers::add_group;
+
+// Fixed sin/cos table of "Attention is all you need" (sinusoidal_pos_embds: true).
+void fill_sinusoidal(torch::Tensor table) {
+  const int64_t positions = table.size(0), dim = table.size(1);
+  auto pos = torch::arange(positions, torch::kDouble).unsqueeze(1);
+  auto i = torch::arange(dim, torch::kDouble);
+  auto angle = pos / torch::pow(10000.0, 2 * torch::floor_divide(i, 2) / dim);
+  auto values = torch::empty({positions, dim}, torch::kDouble);
+  values.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)},
+                    torch::sin(angle.index({torch::indexing::Slice(), torch::indexing::Slice(0, torch::indexing::None, 2)})));
+  values.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)},
+                    torch::cos(angle.index({torch::indexing::Slice(), torch::indexing::Slice(1, torch::indexing::None, 2)})));
+  torch::NoGradGuard no_grad;
+  table.copy_(values);
+  table.set_requires_grad(false);
+}
+
+class TransformerBlockImpl : public torch::nn::Module {
+ public:
+  explicit TransformerBlockImpl(const ModelConfig& c)
+      : num_heads_(c.num_heads), attention_dropout_(c.attention_dropout), activation_(c.activation) {
+    const int64_t h = c.hidden_size;
+    auto attention = add_group(*this, "attention");
+    q_lin_ = attention->register_module("q_lin", layers::linear(h, h));
+    k_lin_ = attention->register_module("k_lin", layers::linear(h, h));
+    v_lin_ = attention->register_module("v_lin", layers::linear(h, h));
+    out_lin_ = attention->register_module("out_lin", layers::linear(h, h));
+    sa_layer_norm_ = register_module("sa_layer_norm", layers::layer_norm(h, c.layer_norm_eps));
+    auto ffn = add_group(*this, "ffn");
+    lin1_ = ffn->register_module("lin1", layers::linear(h, c.intermediate_size));
+    lin2_ = ffn->register_module("lin2", layers::linear(c.intermediate_size, h));
+    output_layer_norm_ = register_module("output_layer_norm", layers::layer_norm(h, c.layer_norm_eps));
+    dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+  }
+
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias) {
+    auto q = layers::split_heads(q_lin_(x), num_heads_);
+    auto k = layers::split_heads(k_lin_(x), num_heads_);
+    auto v = layers::split_heads(v_lin_(x), num_heads_);
+    auto context = layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training()));
+    // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
+    auto attended = sa_layer_norm_(out_lin_(context) + x);
+    auto ffn = dropout_(lin2_(layers::activation(activation_, lin1_(attended))));
+    return output_layer_norm_(ffn + attended);
+  }
+
+ private:
+  int64_t num_heads_;
+  double attention_dropout_;
+  std::string activation_;
+  torch::nn::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
+  torch::nn::Linear lin1_{nullptr}, lin2_{nullptr};
+  torch::nn::LayerNorm sa_layer_norm_{nullptr}, output_layer_norm_{nullptr};
+  torch::nn::Dropout dropout_{nullptr};
+};
+TORCH_MODULE(TransformerBlock);
+
+class ForSequenceClassification : public SequenceClassifier {
+ public:
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
+    const int64_t h = c.hidden_size;
+    auto distilbert = add_group(*this, "distilbert");
+    auto embeddings = add_group(*distilbert, "embeddings");
+    word_embeddings_ = embeddings->register_module(
+        "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, h).padding_idx(c.pad_token_id)));
+    position_embeddings_ =
+        embeddings->register_module("position_embeddings", torch::nn::Embedding(c.max_position_embeddings, h));
+    embedding_norm_ = embeddings->register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
+    blocks_ = add_group(*distilbert, "transformer")->register_module("layer", torch::nn::ModuleList());
+    for (int64_t i = 0; i < c.num_layers; ++i) blocks_->push_back(TransformerBlock(c));
+    pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
+    classifier_ = register_module("classifier", layers::linear(h, num_labels));
+    hidden_dropout_ = register_module("hidden_dropout", torch::nn::Dropout(c.hidden_dropout));
+    classifier_dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
+    if (c.sinusoidal_positions) fill_sinusoidal(position_embeddings_->weight);
+    layers::init_weights(*this, c.initializer_range);
+  }
+
+  torch::Tensor forward(const ModelInputs& in) override {
+    const auto seq_len = in.input_ids.size(1);
+    auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
+    auto x = hidden_dropout_(embedding_norm_(word_embeddings_(in.input_ids) + position_embeddings_(positions)));
+    const auto bias = layers::padding_bias(in.attention_mask, x.scalar_type());
+    for (const auto& block : *blocks_) x = block->as<TransformerBlock>()->forward(x, bias);
+    // Head on [CLS]: pre_classifier -> ReLU -> dropout(seq_classif_dropout) -> classifier.
+    auto h = torch::relu(pre_classifier_(x.select(1, 0)));
+    return classifier_(classifier_dropout_(h));
+  }
+
+ private:
+  torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr};
+  torch::nn::LayerNorm embedding_norm_{nullptr};
+  torch::nn::ModuleList blocks_{nullptr};
+  torch::nn::Linear pre_classifier_{nullptr}, classifier_{nullptr};
+  torch::nn::Dropout hidden_dropout_{nullptr}, classifier_dropout_{nullptr};
+};
+
+}  // namespace
+
+std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels) {
+  return std::make_shared<ForSequenceClassification>(c, num_labels);
+}
+
+}  // namespace tbench::distilbert

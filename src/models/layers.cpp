@@ -1,0 +1,80 @@
+#include "tbench/models/layers.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include <torch/version.h>
+
+namespace tbench::layers {
+
+torch::Tensor activation(const std::string& name, const torch::Tensor& x) {
+  if (name == "gelu") return torch::gelu(x);  // exact: 0.5 x (1 + erf(x / sqrt 2))
+  if (name == "gelu_new") return torch::gelu(x, "tanh");
+  if (name == "relu") return torch::relu(x);
+  TORCH_CHECK(false, "unsupported activation '", name, "'");
+}
+
+torch::Tensor padding_bias(const torch::Tensor& attention_mask, torch::ScalarType dtype) {
+  const double most_negative = [&] {
+    switch (dtype) {
+      case torch::kHalf: return -65504.0;
+      case torch::kBFloat16: return -3.3895313892515355e38;
+      case torch::kDouble: return std::numeric_limits<double>::lowest();
+      default: return static_cast<double>(std::numeric_limits<float>::lowest());
+    }
+  }();
+  auto keep = attention_mask.to(dtype).unsqueeze(1).unsqueeze(2);
+  return (1.0 - keep) * most_negative;
+}
+
+torch::Tensor split_heads(const torch::Tensor& x, int64_t num_heads) {
+  const auto b = x.size(0), s = x.size(1), hd = x.size(2);
+  return x.view({b, s, num_heads, hd / num_heads}).transpose(1, 2);
+}
+
+torch::Tensor merge_heads(const torch::Tensor& x) {
+  const auto b = x.size(0), h = x.size(1), s = x.size(2), d = x.size(3);
+  return x.transpose(1, 2).reshape({b, s, h * d});
+}
+
+torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                        const torch::Tensor& bias, double dropout_p, bool training) {
+  const double p = training ? dropout_p : 0.0;
+#if TORCH_VERSION_MAJOR >= 2
+  return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()), p);
+#else
+  auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
+  auto probs = torch::softmax(scores + bias, -1);
+  probs = torch::dropout(probs, p, training);
+  return torch::matmul(probs, v);
+#endif
+}
+
+void init_weights(torch::nn::Module& module, double std) {
+  torch::NoGradGuard no_grad;
+  for (auto& child : module.modules(/*include_self=*/false)) {
+    if (auto* lin = child->as<torch::nn::Linear>()) {
+      lin->weight.normal_(0.0, std);
+      if (lin->bias.defined()) lin->bias.zero_();
+    } else if (auto* emb = child->as<torch::nn::Embedding>()) {
+      if (!emb->weight.requires_grad()) continue;  // fixed (sinusoidal) tables keep their values
+      emb->weight.normal_(0.0, std);
+      if (emb->options.padding_idx()) emb->weight[*emb->options.padding_idx()].zero_();
+    } else if (auto* norm = child->as<torch::nn::LayerNorm>()) {
+      norm->weight.fill_(1.0);
+      norm->bias.zero_();
+    }
+  }
+}
+
+std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const std::string& name) {
+  return parent.register_module(name, std::make_shared<torch::nn::Module>());
+}
+
+torch::nn::Linear linear(int64_t in, int64_t out) { return torch::nn::Linear(in, out); }
+
+torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
+}
+
+}  // namespace tbench::layers

@@ -1,0 +1,35 @@
+#include "tbench/records.hpp"
+
+namespace tbench {
+
+void to_json(nlohmann::json& j, const IterationRecord& r) {
+  j = {{"epoch", r.epoch}, {"step", r.step}, {"global_step", r.global_step}, {"samples", r.samples},
+       {"tokens", r.tokens}, {"real_tokens", r.real_tokens}, {"seconds", r.seconds},
+       {"data_seconds", r.data_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
+       {"skipped", r.skipped}, {"warmup", r.warmup}, {"ended_at", r.ended_at}};
+}
+
+void to_json(nlohmann::json& j, const EpochRecord& r) {
+  j = {{"epoch", r.epoch}, {"steps", r.steps}, {"samples", r.samples}, {"tokens", r.tokens},
+       {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"tokens_per_s", r.tokens_per_s},
+       {"it_per_s", r.it_per_s}, {"loss", r.loss}, {"complete", r.complete}};
+}
+
+void from_json(const nlohmann::json& j, IterationRecord& r) {
+  r.epoch = j.at("epoch");
+  r.step = j.at("step");
+  r.global_step = j.at("global_step");
+  r.samples = j.at("samples");
+  r.tokens = j.at("tokens");
+  r.real_tokens = j.at("real_tokens");
+  r.seconds = j.at("seconds");
+  r.data_seconds = j.at("data_seconds");
+  r.loss = j.at("loss");
+  r.lr = j.at("lr");
+  r.loss_scale = j.value("loss_scale", 1.0);
+  r.skipped = j.value("skipped", false);
+  r.warmup = j.value("warmup", false);
+  r.ended_at = j.value("ended_at", 0.0);
+}
+
+}  // namespace tbench

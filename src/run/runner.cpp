@@ -1,0 +1,211 @@
+#include "tbench/runner.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <regex>
+
+#include <spdlog/spdlog.h>
+
+#include "tbench/data.hpp"
+#include "tbench/env.hpp"
+#include "tbench/models/classifier.hpp"
+#include "tbench/progress.hpp"
+#include "tbench/results.hpp"
+#include "tbench/stats.hpp"
+#include "tbench/version.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_stop_requested{false};
+
+// First Ctrl-C: finish the step in flight, then write what was measured. Second: default action.
+extern "C" void on_interrupt(int) {
+  g_stop_requested.store(true);
+  std::signal(SIGINT, SIG_DFL);
+}
+
+class InterruptScope {
+ public:
+  InterruptScope() {
+    g_stop_requested.store(false);
+    previous_int_ = std::signal(SIGINT, on_interrupt);
+    previous_term_ = std::signal(SIGTERM, on_interrupt);
+  }
+  ~InterruptScope() {
+    std::signal(SIGINT, previous_int_);
+    std::signal(SIGTERM, previous_term_);
+  }
+
+ private:
+  void (*previous_int_)(int);
+  void (*previous_term_)(int);
+};
+
+[[noreturn]] void fail_field(const RunSpec& spec, const std::string& field, const std::string& message) {
+  throw input_error(spec.source + ": " + field + ": " + message);
+}
+
+std::string host_name() {
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  return host;
+}
+
+std::string expand_output(const RunSpec& spec) {
+  const std::string device = std::regex_replace(spec.device, std::regex(":"), "");
+  const std::vector<std::pair<std::string, std::string>> values = {
+      {"{name}", spec.name}, {"{model}", spec.model.name}, {"{precision}", to_string(spec.precision)},
+      {"{device}", device}, {"{host}", host_name()}, {"{timestamp}", file_timestamp_now()}};
+  std::string out = spec.output;
+  for (const auto& [key, value] : values) {
+    for (auto pos = out.find(key); pos != std::string::npos; pos = out.find(key, pos + value.size())) {
+      out.replace(pos, key.size(), value);
+    }
+  }
+  return out;
+}
+
+void check_device(const RunSpec& spec) {
+  if (spec.device == "cpu") return;
+  if (!torch::cuda::is_available()) {
+    fail_field(spec, "device", "'" + spec.device + "' requested, but no CUDA device is available to this build of "
+                               "LibTorch " TORCH_VERSION " (use device: cpu)");
+  }
+  const auto colon = spec.device.find(':');
+  const int64_t index = colon == std::string::npos ? 0 : std::stoll(spec.device.substr(colon + 1));
+  const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+  if (index >= count) {
+    fail_field(spec, "device", "'" + spec.device + "' does not exist; this machine has " + std::to_string(count) +
+                                   " CUDA device(s) (cuda:0 .. cuda:" + std::to_string(count - 1) + ")");
+  }
+}
+
+void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
+  if (model.max_position_embeddings > 0) {
+    // RoBERTa's positions start after the padding id, so it has pad + 1 fewer usable positions.
+    const int64_t usable = model.max_position_embeddings -
+                           (model.arch == Architecture::roberta ? model.pad_token_id + 1 : 0);
+    if (spec.data.seq_len > usable) {
+      fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is longer than " + model.name +
+                                           " can take (" + std::to_string(usable) + " positions)");
+    }
+  }
+}
+
+json model_json(const RunPlan& plan, int64_t built_params) {
+  return {{"name", plan.model.name},
+          {"arch", to_string(plan.model.arch)},
+          {"source", plan.model.source},
+          {"params", built_params},
+          {"base_params", plan.cost.base_params},
+          {"train_flops_per_sample", plan.cost.train_flops_per_sample},
+          {"weights", plan.spec.model.weights.empty() ? json("random init") : json(plan.spec.model.weights)}};
+}
+
+}  // namespace
+
+ModelConfig model_config_for(const RunSpec& spec) {
+  try {
+    return spec.model.config.empty() ? shipped_model_config(spec.model.name) : read_model_config(spec.model.config);
+  } catch (const Error& e) {
+    throw input_error(spec.source + ": " + e.what());
+  }
+}
+
+RunPlan prepare_run(const RunSpec& spec) {
+  RunPlan plan;
+  plan.spec = spec;
+  plan.model = model_config_for(spec);
+  check_model_fits(spec, plan.model);
+  check_device(spec);
+  if (!spec.model.weights.empty()) {
+    fail_field(spec, "model.weights", "loading checkpoints is not available in this build yet (random init only)");
+  }
+  plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len);
+  plan.steps = plan_steps(spec.train, spec.data.num_samples);
+  plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : physical_cores();
+  plan.output_path = expand_output(spec);
+  plan.spec.resolved["threads"] = plan.threads;
+  return plan;
+}
+
+ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
+  const RunSpec& spec = plan.spec;
+  ensure_writable(plan.output_path, options.force);
+  const std::string started_at = iso8601_now();
+  const auto wall_start = std::chrono::steady_clock::now();
+
+  // Threads are set on purpose and recorded: Debian's OpenMP starts with 1 thread otherwise.
+  torch::set_num_threads(plan.threads);
+  torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
+  const torch::Device device(spec.device);
+
+  spdlog::info("{}: {} ({}), {} on {}, {} thread(s), batch {} x accum {}, seq {}, {} steps/epoch", spec.name,
+               plan.model.name, to_string(plan.model.arch), to_string(spec.precision), spec.device, plan.threads,
+               spec.train.batch_size, spec.train.grad_accum_steps, spec.data.seq_len, plan.steps.steps_per_epoch);
+  auto model = build_classifier(plan.model, spec.num_labels);
+  model->to(device);
+  const int64_t params = count_parameters(*model);
+
+  SyntheticDataset data({spec.data.num_samples, spec.data.seq_len, plan.model.vocab_size, plan.model.pad_token_id,
+                         spec.num_labels, spec.data.seed});
+  Trainer trainer(spec, *model, data, device);
+
+  IterationStream stream(iterations_path_for(plan.output_path));
+  Recorder recorder;
+  auto progress = make_progress(choose_progress_mode(options.quiet));
+  TrainOutcome outcome;
+  {
+    InterruptScope interrupts;
+    outcome = trainer.run({&stream, &recorder, progress.get()}, g_stop_requested);
+  }
+
+  SummaryInputs inputs;
+  inputs.warmup_steps = spec.timing.warmup_steps;
+  inputs.steps_per_epoch = plan.steps.steps_per_epoch;
+  inputs.train_flops_per_sample = plan.cost.train_flops_per_sample;
+  inputs.started_at = started_at;
+  inputs.ended_at = iso8601_now();
+  inputs.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  inputs.status = outcome.status;
+  inputs.error = outcome.error;
+
+  json result = {{"schema", kResultSchemaId},
+                 {"tbench", {{"version", version()}, {"git", git_sha()}}},
+                 {"spec", spec.resolved},
+                 {"env", collect_env()},
+                 {"model", model_json(plan, params)},
+                 {"iterations", recorder.iterations},
+                 {"epochs", recorder.epochs},
+                 {"summary", summarize(recorder, inputs)}};
+  result["summary"]["peak_rss_bytes"] = peak_rss_bytes();
+  result["env"]["iterations_file"] = iterations_path_for(plan.output_path);
+  write_file_atomically(plan.output_path, result.dump(2) + "\n");
+
+  const json& s = result["summary"];
+  if (s["samples_per_s"].is_number()) {
+    spdlog::info("{}: {:.2f} samples/s, step {:.1f} ms median (p10 {:.1f}, p90 {:.1f}) over {} steps, {} warm-up "
+                 "excluded; epoch {} (projected {})",
+                 to_string(outcome.status), s["samples_per_s"].get<double>(), s["step_ms"]["median"].get<double>(),
+                 s["step_ms"]["p10"].get<double>(), s["step_ms"]["p90"].get<double>(), s["timed_steps"].get<int64_t>(),
+                 s["warmup_steps"].get<int64_t>(), s["epoch_time"].is_null() ? "-" : s["epoch_time"].get<std::string>(),
+                 s["projected_epoch_time"].get<std::string>());
+  }
+  spdlog::info("result: {}", plan.output_path);
+  switch (outcome.status) {
+    case RunStatus::completed: return ExitCode::ok;
+    case RunStatus::interrupted:
+      spdlog::warn("interrupted: the result holds the {} steps measured", recorder.iterations.size());
+      return ExitCode::interrupted;
+    case RunStatus::failed: spdlog::error("run failed: {}", outcome.error); return ExitCode::run_failed;
+  }
+  return ExitCode::internal;
+}
+
+}  // namespace tbench

@@ -1,0 +1,199 @@
+// Reading spec documents: JSON or YAML text -> one JSON tree, plus where each field came from.
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "tbench/embedded.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/spec.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+// YAML scalars are untyped text; resolve them the way YAML 1.2's core schema does, so that
+// `batch_size: 32` is a number and `precision: fp16` a string. Quoted scalars stay strings.
+json yaml_scalar_to_json(const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  static const std::regex null_re("~|null|Null|NULL|");
+  static const std::regex true_re("true|True|TRUE");
+  static const std::regex false_re("false|False|FALSE");
+  static const std::regex int_re("[-+]?[0-9]+");
+  static const std::regex float_re(
+      "[-+]?(\\.[0-9]+|[0-9]+(\\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  if (std::regex_match(text, null_re)) return nullptr;
+  if (std::regex_match(text, true_re)) return true;
+  if (std::regex_match(text, false_re)) return false;
+  if (std::regex_match(text, int_re)) {
+    try {
+      return std::stoll(text);
+    } catch (const std::out_of_range&) {
+      return std::stod(text);
+    }
+  }
+  if (std::regex_match(text, float_re)) return std::stod(text);
+  return text;
+}
+
+json yaml_to_json(const YAML::Node& node, const std::string& path, const std::string& label,
+                  std::map<std::string, std::string>& origin) {
+  if (!path.empty() && node.Mark().line >= 0) {
+    origin[path] = label + ":" + std::to_string(node.Mark().line + 1);
+  }
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return yaml_scalar_to_json(node);
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        out.push_back(yaml_to_json(node[i], path + "[" + std::to_string(i) + "]", label, origin));
+      }
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& entry : node) {
+        const std::string key = entry.first.as<std::string>();
+        const std::string child = path.empty() ? key : path + "." + key;
+        if (out.contains(key)) {
+          throw input_error(label + ":" + std::to_string(entry.first.Mark().line + 1) + ": " +
+                            child + ": duplicate key");
+        }
+        out[key] = yaml_to_json(entry.second, child, label, origin);
+      }
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+std::string lowercase_extension(const std::string& path) {
+  const auto dot = path.find_last_of('.');
+  const auto slash = path.find_last_of('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+  std::string ext = path.substr(dot + 1);
+  for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+
+std::vector<std::string> split_path(const std::string& key) {
+  std::vector<std::string> parts;
+  std::stringstream stream(key);
+  std::string part;
+  while (std::getline(stream, part, '.')) parts.push_back(part);
+  return parts;
+}
+
+}  // namespace
+
+std::string SpecDocument::where(const std::string& field) const {
+  // A field's own origin, else its nearest parent's (a whole section set by --set, say).
+  for (std::string path = field;;) {
+    const auto it = origin.find(path);
+    if (it != origin.end()) return it->second;
+    const auto dot = path.find_last_of('.');
+    if (dot == std::string::npos) return label;
+    path = path.substr(0, dot);
+  }
+}
+
+SpecDocument parse_spec_text(const std::string& text, const std::string& label, bool yaml) {
+  SpecDocument doc;
+  doc.label = label;
+  if (yaml) {
+    try {
+      doc.root = yaml_to_json(YAML::Load(text), "", label, doc.origin);
+    } catch (const YAML::Exception& e) {
+      throw input_error(label + ":" + std::to_string(e.mark.line + 1) + ": YAML syntax error: " +
+                        e.msg);
+    }
+  } else {
+    try {
+      doc.root = json::parse(text);
+    } catch (const json::parse_error& e) {
+      // nlohmann's message already says "at line L, column C".
+      std::string what = e.what();
+      const auto pos = what.find("parse error");
+      throw input_error(label + ": JSON " + (pos == std::string::npos ? what : what.substr(pos)));
+    }
+  }
+  if (!doc.root.is_object()) {
+    throw input_error(label + ": a run spec must be a mapping of fields (e.g. {\"model\": ...}), got " +
+                      std::string(doc.root.type_name()));
+  }
+  return doc;
+}
+
+SpecDocument read_spec_file(const std::string& path) {
+  const std::string ext = lowercase_extension(path);
+  if (ext != "json" && ext != "yaml" && ext != "yml") {
+    throw input_error(path + ": unknown spec format '." + ext + "' (use .json, .yaml or .yml)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot open the spec file (does it exist?)");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw input_error(path + ": cannot read the spec file");
+  return parse_spec_text(buffer.str(), path, ext != "json");
+}
+
+SpecDocument default_spec_document() {
+  return parse_spec_text(embedded::default_spec(), "<embedded default spec>", false);
+}
+
+void apply_overrides(SpecDocument& doc, const std::vector<std::string>& overrides) {
+  for (const auto& item : overrides) {
+    const std::string where = "--set " + item;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw input_error(where + ": expected key.path=value, e.g. --set train.batch_size=16");
+    }
+    const std::string key = item.substr(0, eq);
+    const std::string text = item.substr(eq + 1);
+    json value;
+    try {
+      std::map<std::string, std::string> ignored;
+      value = yaml_to_json(YAML::Load(text), "", where, ignored);
+    } catch (const YAML::Exception& e) {
+      throw input_error(where + ": cannot read the value: " + e.msg);
+    }
+    json* node = &doc.root;
+    const auto parts = split_path(key);
+    std::string path;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].empty()) throw input_error(where + ": empty name in key path '" + key + "'");
+      path = path.empty() ? parts[i] : path + "." + parts[i];
+      if (i + 1 == parts.size()) {
+        (*node)[parts[i]] = value;
+        break;
+      }
+      json& next = (*node)[parts[i]];
+      if (next.is_string() && path == "model") next = json{{"name", next}};  // shorthand form
+      if (next.is_null()) next = json::object();
+      if (!next.is_object()) throw input_error(where + ": '" + path + "' is not a section");
+      node = &next;
+    }
+    // Everything under the overridden key now comes from the command line.
+    for (auto it = doc.origin.begin(); it != doc.origin.end();) {
+      it = (it->first == key || it->first.rfind(key + ".", 0) == 0) ? doc.origin.erase(it) : ++it;
+    }
+    doc.origin[key] = where;
+  }
+}
+
+RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides) {
+  SpecDocument doc = path.empty() ? default_spec_document() : read_spec_file(path);
+  apply_overrides(doc, overrides);
+  RunSpec spec = resolve_spec(doc);
+  spec.source = doc.label;
+  return spec;
+}
+
+}  // namespace tbench

@@ -1,0 +1,54 @@
+#include "tbench/stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+
+namespace tbench {
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const double rank = q / 100.0 * static_cast<double>(values.size() - 1);
+  const auto lower = static_cast<std::size_t>(std::floor(rank));
+  const auto upper = std::min(lower + 1, values.size() - 1);
+  const double fraction = rank - static_cast<double>(lower);
+  return values[lower] + (values[upper] - values[lower]) * fraction;
+}
+
+Spread spread(const std::vector<double>& values) {
+  Spread s;
+  s.count = static_cast<int64_t>(values.size());
+  if (values.empty()) return s;
+  s.median = percentile(values, 50);
+  s.p10 = percentile(values, 10);
+  s.p90 = percentile(values, 90);
+  s.mean = std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+  double squares = 0;
+  for (double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.stdev = values.size() > 1 ? std::sqrt(squares / static_cast<double>(values.size() - 1)) : 0.0;
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  s.min = *lo;
+  s.max = *hi;
+  return s;
+}
+
+void to_json(nlohmann::json& j, const Spread& s) {
+  j = {{"count", s.count}, {"median", s.median}, {"p10", s.p10}, {"p90", s.p90}, {"mean", s.mean},
+       {"stdev", s.stdev}, {"min", s.min}, {"max", s.max}};
+}
+
+std::string format_duration(double seconds) {
+  const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  const long long h = total / 3600, m = (total % 3600) / 60, s = total % 60;
+  char text[32];
+  if (h > 0) {
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", h, m, s);
+  } else {
+    std::snprintf(text, sizeof text, "%02lld:%02lld", m, s);
+  }
+  return text;
+}
+
+}  // namespace tbench
