@@ -1,5 +1,5 @@
 #pragma once
-// The subcommands of the tbench CLI, each in src/cli/<command>_command.cpp.
+// The subcommands of the tbench CLI (src/cli/commands.cpp).
 #include <CLI/CLI.hpp>
 
 namespace tbench {

@@ -40,6 +40,10 @@ struct ModelConfig {
 ModelConfig parse_model_config(const std::string& text, const std::string& name, const std::string& source);
 ModelConfig read_model_config(const std::string& path);
 
+// A model's name from its config path: "x/bert-tiny.json" -> "bert-tiny", and in HF's layout
+// "checkpoints/my-bert/config.json" -> "my-bert".
+std::string model_name_from_config_path(const std::string& path);
+
 // The configs shipped in models/ (compiled into the binary), by name.
 std::vector<std::string> shipped_model_names();
 ModelConfig shipped_model_config(const std::string& name);  // throws with a did-you-mean

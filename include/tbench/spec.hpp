@@ -45,6 +45,10 @@ struct TimingSpec {
   int64_t warmup_steps;  // first optimizer steps excluded from the summary statistics
 };
 
+// Where a field's value came from: "configs/x.yaml:7: ", "--set train.lr=1: " or the file.
+std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
+                         const std::string& field);
+
 struct RunSpec {
   std::string name;
   ModelRef model;
@@ -58,6 +62,10 @@ struct RunSpec {
   std::string output;  // result path, placeholders expanded at run time
   std::string source;  // where the spec came from: a path, or "<embedded default>"
   nlohmann::json resolved;  // the whole spec with defaults filled: saved into the result
+  std::map<std::string, std::string> origin;  // as in SpecDocument, for errors found later
+
+  // "<where the field was set>: <field>: " — the prefix of an error about `field`.
+  std::string where(const std::string& field) const { return locate_field(source, origin, field) + ": " + field + ": "; }
 };
 
 // A spec document before validation: its JSON form and where each field came from.
@@ -81,6 +89,9 @@ SpecDocument default_spec_document();
 // [1,2] a list); a key that is not in the schema is rejected by validation, with a suggestion.
 void apply_overrides(SpecDocument& doc, const std::vector<std::string>& overrides);
 
+// `model: bert-base-cased` and `model: path/to/config.json` are shorthands for the model section.
+void expand_model_shorthand(nlohmann::json& root);
+
 // Validates and resolves a document. Throws a bad-input Error naming the file, the field and,
 // for YAML, the line.
 RunSpec resolve_spec(const SpecDocument& doc);
@@ -88,7 +99,7 @@ RunSpec resolve_spec(const SpecDocument& doc);
 // Convenience: read_spec_file (or the default when path is empty) + overrides + resolve.
 RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides);
 
-// Documentation of every field, for `tbench validate --schema` and the README.
+// Documentation of every field, for `tbench validate --fields` and the README.
 nlohmann::json spec_field_reference();
 
 }  // namespace tbench

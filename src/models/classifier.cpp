@@ -4,6 +4,8 @@
 
 namespace tbench {
 
+bool has_classifier(Architecture arch) { return arch != Architecture::xlnet; }
+
 std::shared_ptr<SequenceClassifier> build_classifier(const ModelConfig& config, int64_t num_labels) {
   switch (config.arch) {
     case Architecture::bert: return bert::make_classifier(config, num_labels);

@@ -173,22 +173,24 @@ ModelConfig parse_model_config(const std::string& text, const std::string& name,
   return c;
 }
 
+std::string model_name_from_config_path(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) name.resize(name.size() - 5);
+  if (name == "config" && slash != std::string::npos && slash > 0) {
+    const std::string dir = path.substr(0, slash);
+    const auto parent = dir.find_last_of('/');
+    name = parent == std::string::npos ? dir : dir.substr(parent + 1);
+  }
+  return name;
+}
+
 ModelConfig read_model_config(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot open the model config");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  std::string name = path;
-  const auto slash = name.find_last_of('/');
-  if (slash != std::string::npos) name = name.substr(slash + 1);
-  if (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0) name.resize(name.size() - 5);
-  if (name == "config" && slash != std::string::npos) {
-    // HF layout: <model-dir>/config.json -> the directory names the model.
-    const std::string dir = path.substr(0, slash);
-    const auto parent = dir.find_last_of('/');
-    name = parent == std::string::npos ? dir : dir.substr(parent + 1);
-  }
-  return parse_model_config(buffer.str(), name, path);
+  return parse_model_config(buffer.str(), model_name_from_config_path(path), path);
 }
 
 std::vector<std::string> shipped_model_names() {

@@ -28,6 +28,7 @@ std::atomic<bool> g_stop_requested{false};
 extern "C" void on_interrupt(int) {
   g_stop_requested.store(true);
   std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
 }
 
 class InterruptScope {
@@ -48,7 +49,7 @@ class InterruptScope {
 };
 
 [[noreturn]] void fail_field(const RunSpec& spec, const std::string& field, const std::string& message) {
-  throw input_error(spec.source + ": " + field + ": " + message);
+  throw input_error(spec.where(field) + message);
 }
 
 std::string host_name() {
@@ -114,7 +115,8 @@ ModelConfig model_config_for(const RunSpec& spec) {
   try {
     return spec.model.config.empty() ? shipped_model_config(spec.model.name) : read_model_config(spec.model.config);
   } catch (const Error& e) {
-    throw input_error(spec.source + ": " + e.what());
+    throw input_error(locate_field(spec.source, spec.origin, spec.model.config.empty() ? "model.name" : "model.config") +
+                      ": " + e.what());
   }
 }
 
@@ -122,6 +124,10 @@ RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
   plan.model = model_config_for(spec);
+  if (!has_classifier(plan.model.arch)) {
+    fail_field(spec, "model", std::string(to_string(plan.model.arch)) + " (" + plan.model.name +
+                                  ") is recognised but not implemented in this build yet");
+  }
   check_model_fits(spec, plan.model);
   check_device(spec);
   if (!spec.model.weights.empty()) {
@@ -185,7 +191,7 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
                  {"epochs", recorder.epochs},
                  {"summary", summarize(recorder, inputs)}};
   result["summary"]["peak_rss_bytes"] = peak_rss_bytes();
-  result["env"]["iterations_file"] = iterations_path_for(plan.output_path);
+  result["files"] = {{"result", plan.output_path}, {"iterations", iterations_path_for(plan.output_path)}};
   write_file_atomically(plan.output_path, result.dump(2) + "\n");
 
   const json& s = result["summary"];

@@ -93,7 +93,8 @@ std::vector<std::string> split_path(const std::string& key) {
 
 }  // namespace
 
-std::string SpecDocument::where(const std::string& field) const {
+std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
+                         const std::string& field) {
   // A field's own origin, else its nearest parent's (a whole section set by --set, say).
   for (std::string path = field;;) {
     const auto it = origin.find(path);
@@ -103,6 +104,8 @@ std::string SpecDocument::where(const std::string& field) const {
     path = path.substr(0, dot);
   }
 }
+
+std::string SpecDocument::where(const std::string& field) const { return locate_field(label, origin, field); }
 
 SpecDocument parse_spec_text(const std::string& text, const std::string& label, bool yaml) {
   SpecDocument doc;
@@ -175,7 +178,7 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
         break;
       }
       json& next = (*node)[parts[i]];
-      if (next.is_string() && path == "model") next = json{{"name", next}};  // shorthand form
+      if (path == "model") expand_model_shorthand(doc.root);  // `--set model.weights=...` on `model: name`
       if (next.is_null()) next = json::object();
       if (!next.is_object()) throw input_error(where + ": '" + path + "' is not a section");
       node = &next;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tbench/errors.hpp"
+#include "tbench/model_config.hpp"
 #include "tbench/spec.hpp"
 #include "tbench/suggest.hpp"
 
@@ -54,7 +55,7 @@ const std::vector<Field>& fields() {
       {"train.weight_decay", Kind::number, 0.0, 0, {}, "AdamW weight decay (not on biases, LayerNorm)"},
       {"train.grad_accum_steps", Kind::integer, 1, 1, {}, "micro-steps per optimizer step"},
       {"train.max_steps", Kind::integer, 0, 0, {}, "stop after this many optimizer steps (0: no limit)"},
-      {"train.seed", Kind::integer, 42, 0, {}, "seed for weights, dropout and data order"},
+      {"train.seed", Kind::integer, 42, 0, {}, "seed for weights and dropout (and data, unless data.seed)"},
       {"train.max_grad_norm", Kind::number, 1.0, 0, {}, "gradient clipping norm (0: off)"},
       {"train.dropout", Kind::boolean, true, -1e300, {}, "dropout on, as in HF fine-tuning"},
       {"precision", Kind::choice, "fp32", -1e300, {"fp32", "fp16", "bf16"}, "training precision"},
@@ -175,15 +176,6 @@ std::string stem_of(const std::string& path) {
   return dot == std::string::npos || dot == 0 ? base : base.substr(0, dot);
 }
 
-// `model: bert-base-cased` and `model: path/to/config.json` are shorthands for the section.
-void expand_model_shorthand(json& root) {
-  if (!root.contains("model") || !root["model"].is_string()) return;
-  const std::string text = root["model"].get<std::string>();
-  const bool is_path = text.find('/') != std::string::npos ||
-                       (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0);
-  root["model"] = is_path ? json{{"config", text}} : json{{"name", text}};
-}
-
 void check_output_placeholders(const Validator& v, const std::string& output) {
   static const std::set<std::string> known = {"name", "model", "precision", "device", "host", "timestamp"};
   static const std::regex placeholder("\\{([^}]*)\\}");
@@ -199,6 +191,14 @@ void check_output_placeholders(const Validator& v, const std::string& output) {
 }
 
 }  // namespace
+
+void expand_model_shorthand(nlohmann::json& root) {
+  if (!root.contains("model") || !root["model"].is_string()) return;
+  const std::string text = root["model"].get<std::string>();
+  const bool is_path = text.find('/') != std::string::npos ||
+                       (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0);
+  root["model"] = is_path ? json{{"config", text}} : json{{"name", text}};
+}
 
 const char* to_string(Precision p) {
   switch (p) {
@@ -248,7 +248,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   RunSpec spec;
   spec.name = root["name"];
   spec.model.config = has_config ? model["config"].get<std::string>() : "";
-  spec.model.name = has_name ? model["name"].get<std::string>() : stem_of(spec.model.config);
+  spec.model.name = has_name ? model["name"].get<std::string>() : model_name_from_config_path(spec.model.config);
   spec.model.weights = model["weights"].is_string() ? model["weights"].get<std::string>() : "";
   spec.num_labels = root["num_labels"];
   spec.data.source = root["data"]["source"];
@@ -291,6 +291,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   check_output_placeholders(v, spec.output);
 
   spec.resolved = root;
+  spec.origin = doc.origin;
   return spec;
 }
 

@@ -24,6 +24,25 @@ bool exempt_from_weight_decay(const std::string& name) {
          name.find("layer_norm") != std::string::npos;
 }
 
+// Scales gradients so their global L2 norm is at most max_norm, like clip_grad_norm_, but without
+// reading the norm back to the host (LibTorch's version returns it as a double: a device sync).
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params) {
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
+  }
+  if (norms.empty()) return;
+  const auto total = torch::stack(norms).norm(2);
+  const auto scale = (max_norm / (total + 1e-6)).clamp_max(1.0);
+  for (const auto& p : params) {
+    if (p.grad().defined()) p.grad().detach().mul_(scale.to(p.grad().scalar_type()));
+  }
+}
+
+bool is_out_of_memory(const std::string& what) {
+  return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
+}
+
 }  // namespace
 
 const char* to_string(RunStatus s) {
@@ -115,9 +134,7 @@ double Trainer::run_step(const std::vector<int64_t>& order, int64_t first_sample
     found_inf = scaler_->unscale(trainable_);
     record.skipped = found_inf.item<float>() != 0.0f;
   }
-  if (spec_.train.max_grad_norm > 0 && !record.skipped) {
-    torch::nn::utils::clip_grad_norm_(trainable_, spec_.train.max_grad_norm);
-  }
+  if (spec_.train.max_grad_norm > 0 && !record.skipped) clip_gradients(trainable_, spec_.train.max_grad_norm);
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::AdamWOptions&>(group.options()).lr(record.lr);
   }
@@ -163,7 +180,7 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
         outcome.status = RunStatus::failed;
         const std::string what = e.what_without_backtrace();
         outcome.error = "epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": " +
-                        (what.find("out of memory") != std::string::npos
+                        (is_out_of_memory(what)
                              ? "out of memory at batch_size " + std::to_string(spec_.train.batch_size) +
                                    " (lower train.batch_size, raise train.grad_accum_steps): " + what
                              : what);
@@ -186,7 +203,8 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
       }
     }
     summary.seconds = seconds_between(epoch_start, Clock::now());
-    summary.complete = summary.steps == steps && outcome.status == RunStatus::completed;
+    // An epoch cut short by max_steps or a stop is not a whole epoch: its time is not an epoch time.
+    summary.complete = summary.steps == plan_.steps_per_epoch && outcome.status == RunStatus::completed;
     if (summary.seconds > 0) {
       summary.samples_per_s = static_cast<double>(summary.samples) / summary.seconds;
       summary.tokens_per_s = static_cast<double>(summary.tokens) / summary.seconds;

@@ -1,0 +1,198 @@
+// End-to-end: the built binary on tiny specs, and the files it writes.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "support/cli.hpp"
+#include "support/json_schema.hpp"
+#include "tbench/embedded.hpp"
+
+namespace tbench {
+namespace {
+
+using testing::run_tbench;
+using testing::ScratchDir;
+
+class Cli : public ::testing::Test {
+ protected:
+  ScratchDir dir;
+  std::string spec_path(const nlohmann::json& spec, const std::string& name = "spec.json") {
+    return dir.write(name, spec.dump(2));
+  }
+};
+
+TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
+  const std::string out = dir.file("out/tiny.json");
+  const auto r = run_tbench("run --quiet " + spec_path(testing::tiny_spec(out)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, out + "\n");  // stdout: just the result path
+
+  const auto result = testing::read_json(out);
+  const auto violations = testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+
+  // Filled with measured values.
+  EXPECT_EQ(result["summary"]["status"], "completed");
+  EXPECT_EQ(result["iterations"].size(), 8u);
+  EXPECT_EQ(result["epochs"].size(), 2u);
+  EXPECT_EQ(result["summary"]["warmup_steps"], 1);
+  EXPECT_EQ(result["summary"]["timed_steps"], 7);
+  EXPECT_GT(result["summary"]["samples_per_s"].get<double>(), 0);
+  EXPECT_EQ(result["spec"]["train"]["grad_accum_steps"], 1);  // resolved: defaults filled
+  EXPECT_EQ(result["spec"]["threads"], 1);
+  EXPECT_EQ(result["env"]["cpu"]["torch_threads"], 1);
+  EXPECT_EQ(result["model"]["name"], "tiny-bert");
+  EXPECT_GT(result["summary"]["peak_rss_bytes"].get<int64_t>(), 0);
+
+  // The stream holds the same iterations, one JSON object per line.
+  std::istringstream stream(testing::read_text(dir.file("out/tiny.iterations.jsonl")));
+  std::string line;
+  std::size_t lines = 0;
+  while (std::getline(stream, line)) {
+    EXPECT_EQ(nlohmann::json::parse(line), result["iterations"][lines]);
+    ++lines;
+  }
+  EXPECT_EQ(lines, 8u);
+
+  // Step times add up to no more than their epoch.
+  for (const auto& epoch : result["epochs"]) {
+    double sum = 0;
+    for (const auto& it : result["iterations"]) {
+      if (it["epoch"] == epoch["epoch"]) sum += it["seconds"].get<double>();
+    }
+    EXPECT_LE(sum, epoch["seconds"].get<double>());
+  }
+}
+
+TEST_F(Cli, ExistingResultNeedsForce) {
+  const std::string out = dir.file("tiny.json");
+  const std::string spec = spec_path(testing::tiny_spec(out));
+  ASSERT_EQ(run_tbench("run -q " + spec).exit_code, 0);
+  const auto before = testing::read_text(out);
+  const auto refused = run_tbench("run -q " + spec);
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_NE(refused.err.find("--force"), std::string::npos) << refused.err;
+  EXPECT_EQ(testing::read_text(out), before);
+  EXPECT_EQ(run_tbench("run -q --force " + spec).exit_code, 0);
+}
+
+TEST_F(Cli, YamlSpecWithOverrides) {
+  const std::string out = dir.file("y.json");
+  const std::string spec = dir.write("spec.yaml",
+                                     "model: tiny-distilbert\n"
+                                     "data: {num_samples: 16, seq_len: 8}\n"
+                                     "train: {batch_size: 4}\n"
+                                     "threads: 1\n"
+                                     "output: " + out + "\n");
+  const auto r = run_tbench("run -q " + spec + " --set train.batch_size=8 --set precision=bf16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto result = testing::read_json(out);
+  EXPECT_EQ(result["spec"]["train"]["batch_size"], 8);
+  EXPECT_EQ(result["spec"]["precision"], "bf16");
+  EXPECT_EQ(result["iterations"].size(), 2u);
+}
+
+TEST_F(Cli, PlainLogLinesWhenNotATerminal) {
+  auto spec = testing::tiny_spec(dir.file("p.json"));
+  const auto r = run_tbench("run " + spec_path(spec));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("epoch 1/2 step"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("samples/s"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, InterruptStillWritesTheMeasuredSteps) {
+  auto spec = testing::tiny_spec(dir.file("i.json"));
+  spec["data"]["num_samples"] = 800000;  // one epoch of 100000 steps: would run for hours
+  const std::string path = spec_path(spec);
+  const pid_t child = fork();
+  if (child == 0) {
+    execl(TBENCH_BINARY, TBENCH_BINARY, "run", "-q", path.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Wait until steps are streaming, then Ctrl-C.
+  const std::string stream = dir.file("i.iterations.jsonl");
+  for (int i = 0; i < 600 && (!std::filesystem::exists(stream) || std::filesystem::file_size(stream) < 2000); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  kill(child, SIGINT);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  const auto result = testing::read_json(dir.file("i.json"));
+  EXPECT_EQ(result["summary"]["status"], "interrupted");
+  EXPECT_GT(result["iterations"].size(), 0u);
+  EXPECT_FALSE(result["epochs"].back()["complete"].get<bool>());
+}
+
+TEST_F(Cli, ValidateChecksWithoutRunning) {
+  const std::string out = dir.file("never.json");
+  const auto ok = run_tbench("validate " + spec_path(testing::tiny_spec(out)));
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find(": ok"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto printed = run_tbench("validate --print " + spec_path(testing::tiny_spec(out)));
+  EXPECT_EQ(nlohmann::json::parse(printed.out)["train"]["max_grad_norm"], 1.0);
+}
+
+struct BadRun {
+  std::string name;
+  std::string args;  // after "validate"/"run", {spec} replaced by a spec file
+  nlohmann::json patch;
+  std::string expected;  // the field the message must name
+};
+
+class CliBadInput : public Cli, public ::testing::WithParamInterface<BadRun> {};
+
+TEST_P(CliBadInput, ExitsTwoNamingTheField) {
+  const BadRun& c = GetParam();
+  auto spec = testing::tiny_spec(dir.file("bad.json"));
+  spec.merge_patch(c.patch);
+  std::string args = c.args;
+  const auto at = args.find("{spec}");
+  if (at != std::string::npos) args.replace(at, 6, spec_path(spec));
+  for (const char* command : {"validate ", "run -q "}) {
+    const auto r = run_tbench(command + args);
+    EXPECT_EQ(r.exit_code, 2) << command << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("frame #"), std::string::npos) << "no stack traces for bad input: " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad.json")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cli, CliBadInput,
+    ::testing::Values(
+        BadRun{"unknown_key", "{spec}", {{"trian", 1}}, "trian"},
+        BadRun{"unknown_model", "{spec}", {{"model", "bert-base-cassed"}}, "did you mean 'bert-base-cased'"},
+        BadRun{"seq_too_long", "{spec}", {{"data", {{"seq_len", 4096}}}}, "data.seq_len"},
+        BadRun{"cuda_without_gpu", "{spec}", {{"device", "cuda:3"}}, "device"},
+        BadRun{"missing_spec", "/nonexistent/spec.json", nlohmann::json::object(), "/nonexistent/spec.json"},
+        BadRun{"bad_override", "{spec} --set train.lr=fast", nlohmann::json::object(), "train.lr"},
+        BadRun{"bad_model_config", "{spec} --set model=" TBENCH_TEST_DATA "/bad_config.json", nlohmann::json::object(), "model_type"},
+        BadRun{"unknown_option", "{spec} --frobnicate", nlohmann::json::object(), "frobnicate"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST_F(Cli, ModelsListsShippedModelsWithCounts) {
+  const auto r = run_tbench("models");
+  ASSERT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("bert-base-cased"), std::string::npos);
+  EXPECT_NE(r.out.find("108,310,272"), std::string::npos);
+  const auto j = nlohmann::json::parse(run_tbench("models --json").out);
+  EXPECT_GE(j.size(), 9u);
+}
+
+TEST_F(Cli, EnvAndSchemaPrintJson) {
+  const auto env = nlohmann::json::parse(run_tbench("env").out);
+  EXPECT_TRUE(env.contains("torch"));
+  EXPECT_GE(env["cpu"]["logical_cores"].get<int>(), 1);
+  EXPECT_EQ(nlohmann::json::parse(run_tbench("schema").out)["title"], "tbench result");
+}
+
+}  // namespace
+}  // namespace tbench

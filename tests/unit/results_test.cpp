@@ -1,0 +1,127 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/cli.hpp"
+#include "support/json_schema.hpp"
+#include "tbench/embedded.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/progress.hpp"
+#include "tbench/results.hpp"
+
+namespace tbench {
+namespace {
+
+IterationRecord step(int64_t epoch, int64_t n, double seconds, bool warmup) {
+  IterationRecord r;
+  r.epoch = epoch;
+  r.step = n;
+  r.global_step = n;
+  r.samples = 8;
+  r.tokens = 8 * 16;
+  r.real_tokens = 8 * 12;
+  r.seconds = seconds;
+  r.data_seconds = seconds / 10;
+  r.loss = 0.5;
+  r.warmup = warmup;
+  return r;
+}
+
+TEST(Summary, ExcludesWarmupAndReportsSpread) {
+  Recorder rec;
+  rec.iterations = {step(1, 1, 5.0, true), step(1, 2, 1.0, false), step(1, 3, 2.0, false), step(1, 4, 3.0, false)};
+  EpochRecord e;
+  e.epoch = 1;
+  e.seconds = 11.5;
+  rec.epochs = {e};
+  SummaryInputs in;
+  in.warmup_steps = 1;
+  in.steps_per_epoch = 4;
+  in.train_flops_per_sample = 100;
+  const auto s = summarize(rec, in);
+  EXPECT_EQ(s["warmup_steps"], 1);
+  EXPECT_EQ(s["timed_steps"], 3);
+  EXPECT_DOUBLE_EQ(s["step_ms"]["median"].get<double>(), 2000.0);
+  EXPECT_DOUBLE_EQ(s["step_ms"]["mean"].get<double>(), 2000.0);
+  EXPECT_DOUBLE_EQ(s["samples_per_s"].get<double>(), 24.0 / 6.0);
+  EXPECT_DOUBLE_EQ(s["train_flops_per_s"].get<double>(), 400.0);
+  EXPECT_DOUBLE_EQ(s["padding_efficiency"].get<double>(), 0.75);
+  EXPECT_EQ(s["epoch_time"], "00:12");
+  EXPECT_DOUBLE_EQ(s["projected_epoch_seconds"].get<double>(), 8.0);
+  EXPECT_EQ(s["scope"], "per-device");
+}
+
+TEST(Summary, NoCompleteEpochMeansNoEpochTime) {
+  Recorder rec;
+  rec.iterations = {step(1, 1, 1.0, false)};
+  EpochRecord e;
+  e.complete = false;
+  rec.epochs = {e};
+  const auto s = summarize(rec, {});
+  EXPECT_TRUE(s["epoch_seconds"].is_null());
+  EXPECT_TRUE(s["epoch_time"].is_null());
+}
+
+TEST(ResultFiles, IterationsFileSitsBesideTheResult) {
+  EXPECT_EQ(iterations_path_for("results/a.json"), "results/a.iterations.jsonl");
+  EXPECT_EQ(iterations_path_for("out"), "out.iterations.jsonl");
+}
+
+TEST(ResultFiles, AtomicWriteReplacesWholeAndLeavesNoTemporaries) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.json");
+  write_file_atomically(path, "first");
+  write_file_atomically(path, "second");
+  EXPECT_EQ(testing::read_text(path), "second");
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file();
+  EXPECT_EQ(files, 1);
+}
+
+TEST(ResultFiles, ExistingResultIsNotOverwrittenWithoutForce) {
+  testing::ScratchDir dir;
+  const std::string path = dir.write("r.json", "{}");
+  try {
+    ensure_writable(path, false);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::result_exists);
+    EXPECT_NE(std::string(e.what()).find("--force"), std::string::npos);
+  }
+  EXPECT_NO_THROW(ensure_writable(path, true));
+  EXPECT_NO_THROW(ensure_writable(dir.file("deeper/new/r.json"), false));
+  EXPECT_TRUE(std::filesystem::is_directory(dir.file("deeper/new")));
+}
+
+TEST(ResultFiles, StreamWritesOneJsonLinePerIterationAsItHappens) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.iterations.jsonl");
+  IterationStream stream(path);
+  stream.on_iteration(step(1, 1, 0.5, true));
+  // Flushed already, before the stream closes.
+  const auto text = testing::read_text(path);
+  const auto parsed = nlohmann::json::parse(text.substr(0, text.find('\n')));
+  EXPECT_EQ(parsed["global_step"], 1);
+  EXPECT_EQ(parsed.get<IterationRecord>().seconds, 0.5);
+}
+
+TEST(ResultSchema, EmbeddedSchemaIsTheRepositoryFile) {
+  EXPECT_EQ(nlohmann::json::parse(embedded::result_schema()),
+            testing::read_json(TBENCH_SOURCE_DIR "/docs/schema/result.schema.json"));
+}
+
+TEST(ResultSchema, CheckerRejectsWhatTheSchemaForbids) {
+  const auto schema = nlohmann::json::parse(embedded::result_schema());
+  const auto violations = testing::schema_violations(schema, {{"schema", "tbench.result/2"}});
+  EXPECT_GE(violations.size(), 2u);  // wrong const and missing required keys
+}
+
+TEST(Progress, BarLooksLikeTqdm) {
+  const std::string bar = format_progress_bar(1, 3, 1406, 3125, 87, 0.69);
+  EXPECT_EQ(bar, "epoch 1/3  45%|████▍     | 1406/3125 [01:27<01:46, 16.2it/s, loss=0.69]");
+  EXPECT_NE(format_progress_bar(2, 2, 10, 10, 5, 0.1).find("100%|██████████|"), std::string::npos);
+  EXPECT_NE(format_progress_bar(1, 1, 1, 10, 4, 0.1).find("4.00s/it"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tbench

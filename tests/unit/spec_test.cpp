@@ -1,0 +1,183 @@
+// Run spec: JSON and YAML parse to the same spec, defaults fill in, --set overrides, and every
+// kind of bad input gets one message that names the file and the field.
+#include <gtest/gtest.h>
+
+#include "support/cli.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/spec.hpp"
+
+namespace tbench {
+namespace {
+
+RunSpec resolve_json(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  SpecDocument doc = parse_spec_text(text, "spec.json", false);
+  apply_overrides(doc, overrides);
+  return resolve_spec(doc);
+}
+
+RunSpec resolve_yaml(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  SpecDocument doc = parse_spec_text(text, "spec.yaml", true);
+  apply_overrides(doc, overrides);
+  return resolve_spec(doc);
+}
+
+// The message of the bad-input error `f` throws ("" if it does not throw one).
+template <typename F>
+std::string input_error_of(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error thrown";
+  return "";
+}
+
+TEST(Spec, DefaultsAreFilledAndRecorded) {
+  const RunSpec spec = resolve_json(R"({"model": "tiny-bert"})");
+  EXPECT_EQ(spec.name, "spec");
+  EXPECT_EQ(spec.model.name, "tiny-bert");
+  EXPECT_EQ(spec.num_labels, 2);
+  EXPECT_EQ(spec.data.seq_len, 128);
+  EXPECT_EQ(spec.data.seed, spec.train.seed);
+  EXPECT_EQ(spec.train.batch_size, 32);
+  EXPECT_DOUBLE_EQ(spec.train.lr, 5e-5);
+  EXPECT_EQ(spec.precision, Precision::fp32);
+  EXPECT_EQ(spec.device, "cpu");
+  EXPECT_EQ(spec.timing.warmup_steps, 5);
+  EXPECT_EQ(spec.resolved["train"]["grad_accum_steps"], 1);
+  EXPECT_EQ(spec.resolved["model"]["name"], "tiny-bert");
+  EXPECT_TRUE(spec.resolved["model"]["weights"].is_null());
+}
+
+TEST(Spec, YamlAndJsonGiveTheSameSpec) {
+  const RunSpec a = resolve_json(R"({"model": "tiny-bert", "precision": "bf16",
+      "train": {"batch_size": 4, "lr": 1e-4, "dropout": false}, "data": {"seq_len": 32}})");
+  const RunSpec b = resolve_yaml(
+      "model: tiny-bert\nprecision: bf16\ntrain:\n  batch_size: 4\n  lr: 1e-4\n  dropout: false\ndata:\n  seq_len: 32\n");
+  nlohmann::json ra = a.resolved, rb = b.resolved;
+  ra.erase("name");
+  rb.erase("name");
+  EXPECT_EQ(ra, rb);
+}
+
+TEST(Spec, ModelShorthandsExpand) {
+  EXPECT_EQ(resolve_json(R"({"model": "tiny-roberta"})").model.name, "tiny-roberta");
+  testing::ScratchDir dir;
+  const std::string config = dir.write("my-model/config.json", "{}");
+  const RunSpec spec = resolve_json(R"({"model": ")" + config + R"("})");
+  EXPECT_EQ(spec.model.config, config);
+  EXPECT_EQ(spec.model.name, "my-model");
+}
+
+TEST(Spec, OverridesSetAnyField) {
+  const RunSpec spec = resolve_json(R"({"model": "tiny-bert", "train": {"batch_size": 4}})",
+                                    {"train.batch_size=16", "precision=bf16", "model=tiny-distilbert",
+                                     "data.seq_len=64", "name=renamed"});
+  EXPECT_EQ(spec.train.batch_size, 16);
+  EXPECT_EQ(spec.precision, Precision::bf16);
+  EXPECT_EQ(spec.model.name, "tiny-distilbert");
+  EXPECT_EQ(spec.data.seq_len, 64);
+  EXPECT_EQ(spec.name, "renamed");
+}
+
+TEST(Spec, OverrideErrorsNameTheOverride) {
+  const auto message = input_error_of([] { resolve_json(R"({"model": "tiny-bert"})", {"train.batch_size=big"}); });
+  EXPECT_NE(message.find("--set train.batch_size=big"), std::string::npos) << message;
+  EXPECT_NE(message.find("train.batch_size"), std::string::npos) << message;
+  EXPECT_NE(input_error_of([] { resolve_json(R"({"model": "tiny-bert"})", {"oops"}); }).find("key.path=value"),
+            std::string::npos);
+  EXPECT_NE(input_error_of([] { resolve_json(R"({"model": "tiny-bert"})", {"train.bach_size=3"}); })
+                .find("did you mean 'batch_size'"),
+            std::string::npos);
+}
+
+struct BadSpec {
+  std::string name;
+  std::string text;
+  bool yaml;
+  std::vector<std::string> expected;  // fragments the one error message must contain
+};
+
+class BadSpecTest : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(BadSpecTest, OneClearMessageNamingFileAndField) {
+  const BadSpec& c = GetParam();
+  const auto message = input_error_of([&] { c.yaml ? resolve_yaml(c.text) : resolve_json(c.text); });
+  EXPECT_EQ(message.rfind(c.yaml ? "spec.yaml" : "spec.json", 0), 0u) << message;
+  for (const auto& fragment : c.expected) EXPECT_NE(message.find(fragment), std::string::npos) << message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Spec, BadSpecTest,
+    ::testing::Values(
+        BadSpec{"unknown_top_level_key", R"({"model": "tiny-bert", "epochs": 3})", false,
+                {"epochs", "unknown field"}},
+        BadSpec{"unknown_nested_key", R"({"model": "tiny-bert", "train": {"bacth_size": 3}})", false,
+                {"train.bacth_size", "did you mean 'batch_size'"}},
+        BadSpec{"wrong_type", R"({"model": "tiny-bert", "train": {"batch_size": "32"}})", false,
+                {"train.batch_size", "expected an integer", "string"}},
+        BadSpec{"float_for_integer", R"({"model": "tiny-bert", "train": {"epochs": 1.5}})", false,
+                {"train.epochs", "expected an integer"}},
+        BadSpec{"bool_for_integer", R"({"model": "tiny-bert", "threads": true})", false, {"threads", "integer"}},
+        BadSpec{"out_of_range", R"({"model": "tiny-bert", "train": {"batch_size": 0}})", false,
+                {"train.batch_size", ">= 1"}},
+        BadSpec{"negative_lr", R"({"model": "tiny-bert", "train": {"lr": -0.1}})", false, {"train.lr", ">= 0"}},
+        BadSpec{"bad_choice", R"({"model": "tiny-bert", "precision": "fp15"})", false,
+                {"precision", "fp32, fp16, bf16", "did you mean 'fp16'"}},
+        BadSpec{"fp16_on_cpu", R"({"model": "tiny-bert", "precision": "fp16"})", false,
+                {"precision", "fp16 needs a CUDA device"}},
+        BadSpec{"bad_device", R"({"model": "tiny-bert", "device": "gpu"})", false, {"device", "cpu, cuda or cuda:N"}},
+        BadSpec{"missing_model", R"({"train": {"epochs": 1}})", false, {"model", "missing"}},
+        BadSpec{"model_name_and_config", R"({"model": {"name": "tiny-bert", "config": "x.json"}})", false,
+                {"model", "not both"}},
+        BadSpec{"missing_config_file", R"({"model": {"config": "/nonexistent/config.json"}})", false,
+                {"model.config", "cannot open"}},
+        BadSpec{"missing_weights_file", R"({"model": {"name": "tiny-bert", "weights": "/nonexistent.safetensors"}})",
+                false, {"model.weights", "cannot open"}},
+        BadSpec{"section_not_mapping", R"({"model": "tiny-bert", "train": 5})", false, {"train", "section"}},
+        BadSpec{"too_few_samples", R"({"model": "tiny-bert", "data": {"num_samples": 4}, "train": {"batch_size": 8}})",
+                false, {"data.num_samples", "fewer than one optimizer step"}},
+        BadSpec{"unknown_placeholder", R"({"model": "tiny-bert", "output": "results/{nme}.json"})", false,
+                {"output", "{nme}", "did you mean 'name'"}},
+        BadSpec{"json_syntax", "{\"model\": \"tiny-bert\",\n  \"train\": {\"epochs\": }\n}", false,
+                {"JSON", "line 2"}},
+        BadSpec{"not_an_object", "[1, 2]", false, {"mapping"}},
+        BadSpec{"yaml_wrong_type_has_line", "model: tiny-bert\ntrain:\n  epochs: many\n", true,
+                {"spec.yaml:3", "train.epochs", "expected an integer"}},
+        BadSpec{"yaml_syntax", "model: tiny-bert\ntrain: [1, 2\n", true, {"YAML syntax error"}},
+        BadSpec{"yaml_duplicate_key", "model: tiny-bert\nthreads: 1\nthreads: 2\n", true,
+                {"spec.yaml:3", "duplicate key"}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(Spec, QuotedYamlNumbersStayStrings) {
+  const auto message = input_error_of([] { resolve_yaml("model: tiny-bert\ntrain:\n  batch_size: \"8\"\n"); });
+  EXPECT_NE(message.find("expected an integer"), std::string::npos) << message;
+}
+
+TEST(Spec, FileErrorsNameTheFile) {
+  const auto missing = input_error_of([] { read_spec_file("/nonexistent/spec.json"); });
+  EXPECT_NE(missing.find("/nonexistent/spec.json"), std::string::npos);
+  testing::ScratchDir dir;
+  const auto path = dir.write("spec.toml", "x = 1");
+  EXPECT_NE(input_error_of([&] { read_spec_file(path); }).find(".toml"), std::string::npos);
+}
+
+TEST(Spec, EmbeddedDefaultIsValid) {
+  const RunSpec spec = load_spec("", {});
+  EXPECT_EQ(spec.name, "smoke_cpu");
+  EXPECT_EQ(spec.device, "cpu");
+}
+
+TEST(Spec, FieldReferenceListsEveryField) {
+  const auto fields = spec_field_reference();
+  std::vector<std::string> names;
+  for (const auto& f : fields) names.push_back(f["field"]);
+  for (const char* expected : {"model.name", "train.grad_accum_steps", "timing.warmup_steps", "output"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), expected), names.end()) << expected;
+  }
+}
+
+}  // namespace
+}  // namespace tbench
