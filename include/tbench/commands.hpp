@@ -1,11 +1,19 @@
 #pragma once
-// The subcommands of the tbench CLI (src/cli/commands.cpp).
+// The subcommands of the tbench CLI (src/cli/commands.cpp, src/cli/analysis_commands.cpp).
+#include <functional>
+
 #include <CLI/CLI.hpp>
 
 namespace tbench {
 
 // Adds every subcommand and its options to `app`.
 void register_commands(CLI::App& app);
+// report, compare, predict (src/cli/analysis_commands.cpp); sets `action` when one is chosen.
+void register_analysis_commands(CLI::App& app, std::function<int()>& action);
+
+// sweep (src/cli/sweep_command.cpp).
+void register_sweep_command(CLI::App& app, std::function<int()>& action);
+
 // Runs the subcommand the user chose; returns the process exit code.
 int run_selected_command(CLI::App& app);
 

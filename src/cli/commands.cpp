@@ -137,6 +137,8 @@ void register_commands(CLI::App& app) {
   models->add_option("--seq-len", g_options.seq_len, "sequence length for the FLOPs column")->check(CLI::PositiveNumber);
   models->callback([] { g_action = models_command; });
 
+  register_analysis_commands(app, g_action);
+  register_sweep_command(app, g_action);
   app.add_subcommand("env", "print the machine as a result records it")->callback([] { g_action = env_command; });
   app.add_subcommand("schema", "print the result file's JSON Schema")->callback([] { g_action = schema_command; });
 }

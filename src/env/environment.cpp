@@ -12,6 +12,10 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#if TBENCH_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#endif
+
 #include "tbench/env.hpp"
 #include "tbench/version.hpp"
 
@@ -80,7 +84,32 @@ json cpu_info() {
           {"blas", loaded_blas()}};
 }
 
+json gpu_info() {
+  json gpus = json::array();
+#if TBENCH_WITH_CUDA
+  for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
+    const cudaDeviceProp* p = at::cuda::getDeviceProperties(static_cast<int>(i));
+    gpus.push_back({{"index", i},
+                    {"name", p->name},
+                    {"capability", std::to_string(p->major) + "." + std::to_string(p->minor)},
+                    {"sms", p->multiProcessorCount},
+                    {"memory_bytes", static_cast<int64_t>(p->totalGlobalMem)}});
+  }
+#endif
+  return gpus;
+}
+
 }  // namespace
+
+std::string cuda_device_name(int64_t index) {
+#if TBENCH_WITH_CUDA
+  if (index < static_cast<int64_t>(torch::cuda::device_count())) {
+    return at::cuda::getDeviceProperties(static_cast<int>(index))->name;
+  }
+#endif
+  (void)index;
+  return "";
+}
 
 int physical_cores() {
   std::ifstream in("/proc/cpuinfo");
@@ -118,7 +147,10 @@ json collect_env() {
       {"host", host},
       {"cpu", cpu_info()},
       {"ram_bytes", ram_kb.empty() ? json(nullptr) : json(std::atoll(ram_kb.c_str()) * 1024)},
-      {"cuda", {{"available", torch::cuda::is_available()}, {"device_count", torch::cuda::device_count()}}},
+      {"cuda", {{"available", torch::cuda::is_available()},
+                {"device_count", torch::cuda::device_count()},
+                {"built_with_cuda", TBENCH_WITH_CUDA == 1},
+                {"devices", gpu_info()}}},
   };
   return env;
 }

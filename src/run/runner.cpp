@@ -11,6 +11,7 @@
 
 #include "tbench/data.hpp"
 #include "tbench/env.hpp"
+#include "tbench/hardware.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/progress.hpp"
 #include "tbench/results.hpp"
@@ -102,11 +103,43 @@ void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
 json model_json(const RunPlan& plan, int64_t built_params) {
   return {{"name", plan.model.name},
           {"arch", to_string(plan.model.arch)},
+          {"hidden_size", plan.model.hidden_size},
+          {"num_layers", plan.model.num_layers},
+          {"num_heads", plan.model.num_heads},
+          {"vocab_size", plan.model.vocab_size},
           {"source", plan.model.source},
           {"params", built_params},
           {"base_params", plan.cost.base_params},
           {"train_flops_per_sample", plan.cost.train_flops_per_sample},
           {"weights", plan.spec.model.weights.empty() ? json("random init") : json(plan.spec.model.weights)}};
+}
+
+// The device's best case for this precision, the denominator of MFU: measured on CPUs (no
+// vendor table applies), the dense datasheet figure on known GPUs.
+struct Peak {
+  double flops_per_s = 0;
+  double bytes_per_s = 0;
+  std::string source;
+};
+
+Peak device_peak(const RunSpec& spec, int threads) {
+  Peak peak;
+  if (spec.device == "cpu") {
+    const std::string precision = to_string(spec.precision);
+    peak.flops_per_s = measure_cpu_matmul_flops(threads, precision);
+    peak.source = "measured: 1024^3 " + precision + " matmul, " + std::to_string(threads) + " thread(s)";
+    return peak;
+  }
+  const torch::Device device(spec.device);
+  const std::string name = cuda_device_name(device.has_index() ? device.index() : 0);
+  if (const auto gpu = find_gpu(name)) {
+    peak.flops_per_s = peak_tflops(*gpu, to_string(spec.precision)) * 1e12;
+    peak.bytes_per_s = gpu->memory_gbps * 1e9;
+    peak.source = gpu->name + " datasheet (" + gpu->source + ")";
+  } else {
+    peak.source = "unknown GPU '" + name + "': no datasheet entry";
+  }
+  return peak;
 }
 
 }  // namespace
@@ -159,6 +192,7 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   model->to(device);
   const int64_t params = count_parameters(*model);
 
+  const Peak peak = device_peak(spec, plan.threads);
   SyntheticDataset data({spec.data.num_samples, spec.data.seq_len, plan.model.vocab_size, plan.model.pad_token_id,
                          spec.num_labels, spec.data.seed});
   Trainer trainer(spec, *model, data, device);
@@ -190,7 +224,14 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
                  {"iterations", recorder.iterations},
                  {"epochs", recorder.epochs},
                  {"summary", summarize(recorder, inputs)}};
-  result["summary"]["peak_rss_bytes"] = peak_rss_bytes();
+  json& summary = result["summary"];
+  summary["peak_rss_bytes"] = peak_rss_bytes();
+  summary["peak_flops_per_s"] = peak.flops_per_s > 0 ? json(peak.flops_per_s) : json(nullptr);
+  summary["peak_bytes_per_s"] = peak.bytes_per_s > 0 ? json(peak.bytes_per_s) : json(nullptr);
+  summary["peak_source"] = peak.source;
+  summary["mfu"] = peak.flops_per_s > 0 && summary["train_flops_per_s"].is_number()
+                       ? json(summary["train_flops_per_s"].get<double>() / peak.flops_per_s)
+                       : json(nullptr);
   result["files"] = {{"result", plan.output_path}, {"iterations", iterations_path_for(plan.output_path)}};
   write_file_atomically(plan.output_path, result.dump(2) + "\n");
 

@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class Kind { integer, number, string, boolean, choice, nullable_string, nullable_integer };
+enum class Kind { integer, number, string, boolean, choice, nullable_string, nullable_integer, grid };
 
 struct Field {
   std::string path;
@@ -30,7 +30,7 @@ struct Field {
 
 // Sections are objects; everything else is a leaf field.
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"model", "data", "train", "timing"};
+  static const std::vector<std::string> s = {"model", "data", "train", "timing", "sweep"};
   return s;
 }
 
@@ -64,6 +64,11 @@ const std::vector<Field>& fields() {
       {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary"},
       {"output", Kind::string, "results/{name}-{timestamp}.json", -1e300, {},
        "result path; placeholders {name} {model} {precision} {device} {host} {timestamp}"},
+      {"sweep.grid", Kind::grid, nlohmann::json::object(), -1e300, {},
+       "`tbench sweep` only: {field: [values]}, run as a cartesian product"},
+      {"sweep.repeat", Kind::integer, 1, 1, {}, "`tbench sweep` only: runs per point"},
+      {"sweep.out_dir", Kind::nullable_string, nullptr, -1e300, {},
+       "`tbench sweep` only: where point results go (default results/sweep-<name>)"},
   };
   return f;
 }
@@ -77,6 +82,7 @@ const char* kind_text(const Field& field) {
     case Kind::choice: return "one of the listed values";
     case Kind::nullable_string: return "a string or null";
     case Kind::nullable_integer: return "an integer or null";
+    case Kind::grid: return "a mapping of field -> list of values";
   }
   return "";
 }
@@ -130,6 +136,7 @@ class Validator {
         case Kind::choice: return value.is_string();
         case Kind::nullable_string: return value.is_string() || value.is_null();
         case Kind::nullable_integer: return value.is_number_integer() || value.is_null();
+        case Kind::grid: return value.is_object();
       }
       return false;
     }();
@@ -146,6 +153,13 @@ class Validator {
         std::string list;
         for (const auto& c : field.choices) list += (list.empty() ? "" : ", ") + c;
         fail(field.path, "'" + text + "' is not one of: " + list + did_you_mean(text, field.choices));
+      }
+    }
+    if (field.kind == Kind::grid) {
+      for (const auto& axis : value.items()) {
+        if (!axis.value().is_array() || axis.value().empty()) {
+          fail(field.path + "." + axis.key(), "expected a non-empty list of values, got " + describe(axis.value()));
+        }
       }
     }
     if (field.kind == Kind::string && value.get<std::string>().empty()) {

@@ -1,0 +1,101 @@
+#pragma once
+// Reading result files and answering questions from them alone: report (tables and charts),
+// compare (a throughput ratio with its confidence interval) and predict (more epochs, another GPU).
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/hardware.hpp"
+
+namespace tbench {
+
+// One result file, with the figures analysis needs pulled out of it.
+struct ResultFile {
+  std::string path;
+  nlohmann::json json;
+  std::string model, host, device, precision, machine, status;
+  int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
+  double train_flops_per_sample = 0;
+  double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
+  bool epoch_projected = false;
+  double samples_per_s = 0;    // steady state (warm-up excluded)
+  std::vector<double> step_seconds;  // timed (steady-state) steps
+  std::vector<int64_t> step_samples;
+  std::vector<double> warmup_seconds;
+  std::vector<double> epoch_wall_seconds;  // complete epochs
+  std::vector<double> epoch_step_sum;      // sum of step seconds within each complete epoch
+};
+
+// Loads and checks a result; errors name the file and what is wrong (exit 2).
+ResultFile load_result(const std::string& path);
+std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
+
+// The column a result falls in: by "machine" (host, plus GPU), "host", "device", "precision",
+// "threads", "batch_size", "seq_len" or "name".
+std::string label_of(const ResultFile& r, const std::string& by);
+
+// ---- report ---------------------------------------------------------------------------------------
+struct ReportCell {
+  int runs = 0;
+  double epoch_mean = 0, epoch_stdev = 0;  // seconds, over repeats
+  bool projected = false;                  // epoch time projected from steady steps
+  double samples_per_s = 0;                // mean over repeats
+  std::optional<double> speedup;           // baseline epoch time / this epoch time
+};
+
+struct Report {
+  std::string by, baseline;
+  std::vector<std::string> models, labels;
+  std::map<std::string, std::map<std::string, ReportCell>> cells;  // model -> label -> cell
+  std::vector<const ResultFile*> results;
+};
+
+Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
+std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
+nlohmann::json report_json(const Report& report);
+
+// ---- compare --------------------------------------------------------------------------------------
+struct Comparison {
+  std::string a_label, b_label;
+  int64_t a_steps = 0, b_steps = 0;
+  double a_samples_per_s = 0, b_samples_per_s = 0;
+  double ratio = 0;           // B's throughput over A's
+  double low = 0, high = 0;   // 95% confidence interval of the ratio
+  bool significant = false;   // the interval excludes 1
+};
+
+// Ratio of mean per-sample step times (warm-up excluded), interval from the delta method on the
+// log ratio with Welch's degrees of freedom.
+Comparison compare_results(const ResultFile& a, const ResultFile& b);
+double student_t_975(double degrees_of_freedom);
+
+// ---- predict --------------------------------------------------------------------------------------
+struct EpochPrediction {
+  int64_t epochs = 0;
+  double predicted_seconds = 0;   // warm-up overhead once + N steady epochs
+  double naive_seconds = 0;       // N x the first measured epoch
+  double steady_epoch_seconds = 0;
+  double warmup_overhead_seconds = 0;
+  std::optional<double> actual_seconds, error_pct, naive_error_pct;
+};
+EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual);
+
+struct TargetPrediction {
+  std::string source_device, target_device, precision;
+  double flops_per_step = 0, bytes_per_step = 0;
+  double source_step_seconds = 0, source_peak_flops = 0, source_efficiency = 0;
+  double predicted_step_seconds = 0, naive_step_seconds = 0;
+  double predicted_epoch_seconds = 0, naive_epoch_seconds = 0;
+  std::string bound;  // "compute" or "memory" on the target
+  std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct;
+};
+TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual);
+
+// Bytes one training step moves through memory (weights, gradients, AdamW state, activations):
+// an estimate for the roofline's memory side.
+double estimate_bytes_per_step(const ResultFile& r);
+
+}  // namespace tbench

@@ -1,0 +1,61 @@
+#pragma once
+// Sweeps: the cartesian product of grid values over a base spec, each point one `tbench run`
+// in its own process (so a crash or an out-of-memory leaves the next point a clean device),
+// its own result file with a stable name, resumable, with a state file and a summary table.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/errors.hpp"
+
+namespace tbench {
+
+struct SweepAxis {
+  std::string key;                  // a spec field path, e.g. "precision" or "train.batch_size"
+  std::vector<std::string> values;  // as written; read as YAML scalars like --set values
+};
+
+struct SweepPoint {
+  int index = 0;                        // 0-based position in the product (SLURM array task id)
+  std::string id;                       // stable file stem, e.g. "model=tiny-bert,precision=fp32,rep=1"
+  std::vector<std::string> overrides;   // --set arguments for this point
+  std::string result_path;
+  std::string status = "pending";       // pending, completed, failed, skipped (already done), interrupted
+  std::string reason;                   // why it failed
+  int exit_code = -1;
+};
+
+struct SweepPlan {
+  std::string spec_path;                  // "" = the embedded default spec
+  std::vector<std::string> base_overrides;
+  std::vector<SweepAxis> axes;
+  int repeat = 1;
+  std::string out_dir;
+  std::vector<SweepPoint> points;
+};
+
+// "--grid model=a,b" -> axis {model, [a, b]}.
+SweepAxis parse_grid_option(const std::string& text);
+
+// Builds the plan from --grid options and/or the spec's `sweep:` block (grid: {key: [values]},
+// repeat: N, out_dir: path). Axes from the command line come after (and override) the spec's.
+SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string>& overrides,
+                     const std::vector<std::string>& grid_options, int repeat, const std::string& out_dir);
+
+struct SweepOptions {
+  bool resume = false;   // skip points whose result exists and completed
+  bool force = false;    // re-run points whose result exists
+  bool quiet = false;
+  int only_point = -1;   // run just this point (a SLURM array task)
+  std::string binary;    // the tbench executable that runs each point
+};
+
+// Runs the plan's points in order, writing <out_dir>/sweep.json after each. Returns ok, run_failed
+// (some point failed: the rest still ran) or interrupted.
+ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options);
+
+// The state file's JSON (plan + each point's status).
+nlohmann::json sweep_state(const SweepPlan& plan);
+
+}  // namespace tbench

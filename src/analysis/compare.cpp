@@ -1,0 +1,66 @@
+#include <cmath>
+
+#include "tbench/analysis.hpp"
+#include "tbench/stats.hpp"
+
+namespace tbench {
+namespace {
+
+struct PerSampleTimes {
+  double mean = 0, variance = 0;
+  int64_t n = 0;
+};
+
+// Seconds per sample of each steady-state step: the throughput's reciprocal, averaged per step.
+PerSampleTimes per_sample_times(const ResultFile& r) {
+  std::vector<double> t;
+  for (std::size_t i = 0; i < r.step_seconds.size(); ++i) {
+    t.push_back(r.step_seconds[i] / static_cast<double>(r.step_samples[i]));
+  }
+  const Spread s = spread(t);
+  return {s.mean, s.stdev * s.stdev, s.count};
+}
+
+}  // namespace
+
+double student_t_975(double df) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (!(df >= 1)) return table[0];
+  if (df <= 30) {
+    // Linear in 1/df between tabulated integers is accurate to ~1e-3 here.
+    const int lo = static_cast<int>(std::floor(df)), hi = std::min(30, lo + 1);
+    if (lo == hi) return table[lo - 1];
+    const double w = (1.0 / df - 1.0 / hi) / (1.0 / lo - 1.0 / hi);
+    return w * table[lo - 1] + (1 - w) * table[hi - 1];
+  }
+  // Cornish-Fisher expansion around the normal quantile.
+  const double z = 1.959964;
+  return z + (z * z * z + z) / (4 * df) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+}
+
+Comparison compare_results(const ResultFile& a, const ResultFile& b) {
+  const PerSampleTimes ta = per_sample_times(a), tb = per_sample_times(b);
+  Comparison c;
+  c.a_steps = ta.n;
+  c.b_steps = tb.n;
+  c.a_samples_per_s = 1.0 / ta.mean;
+  c.b_samples_per_s = 1.0 / tb.mean;
+  c.ratio = ta.mean / tb.mean;
+  // Var(log mean) ~ var / (n mean^2): the delta method; Welch-Satterthwaite for the t quantile.
+  const double va = ta.n > 0 ? ta.variance / (static_cast<double>(ta.n) * ta.mean * ta.mean) : 0;
+  const double vb = tb.n > 0 ? tb.variance / (static_cast<double>(tb.n) * tb.mean * tb.mean) : 0;
+  const double se = std::sqrt(va + vb);
+  double df = 1;
+  const double denom = (ta.n > 1 ? va * va / static_cast<double>(ta.n - 1) : 0) +
+                       (tb.n > 1 ? vb * vb / static_cast<double>(tb.n - 1) : 0);
+  if (denom > 0) df = (va + vb) * (va + vb) / denom;
+  const double t = student_t_975(df);
+  c.low = c.ratio * std::exp(-t * se);
+  c.high = c.ratio * std::exp(t * se);
+  c.significant = c.low > 1.0 || c.high < 1.0;
+  return c;
+}
+
+}  // namespace tbench

@@ -1,0 +1,117 @@
+#include <cmath>
+#include <numeric>
+
+#include "tbench/analysis.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/stats.hpp"
+
+namespace tbench {
+namespace {
+
+double mean(const std::vector<double>& v) {
+  return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+// A number from the summary, or `fallback` where it is absent or null (unknown).
+double number_or(const nlohmann::json& object, const char* key, double fallback) {
+  return object.contains(key) && object[key].is_number() ? object[key].get<double>() : fallback;
+}
+
+double percent_error(double predicted, double actual) { return 100.0 * (predicted - actual) / actual; }
+
+double total_training_seconds(const ResultFile& r) {
+  return std::accumulate(r.epoch_wall_seconds.begin(), r.epoch_wall_seconds.end(), 0.0);
+}
+
+}  // namespace
+
+EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual) {
+  if (r.epoch_wall_seconds.empty()) {
+    throw input_error(r.path + ": no complete epoch measured; predicting epochs needs at least one");
+  }
+  EpochPrediction p;
+  p.epochs = epochs;
+  const double steady_step = mean(r.step_seconds);
+  // Time an epoch spends outside its steps (shuffling, bookkeeping), per epoch.
+  double outside = 0;
+  for (std::size_t i = 0; i < r.epoch_wall_seconds.size(); ++i) outside += r.epoch_wall_seconds[i] - r.epoch_step_sum[i];
+  outside /= static_cast<double>(r.epoch_wall_seconds.size());
+  p.steady_epoch_seconds = static_cast<double>(r.steps_per_epoch) * steady_step + outside;
+  // Warm-up steps are paid once per run, not once per epoch.
+  for (double w : r.warmup_seconds) p.warmup_overhead_seconds += w - steady_step;
+  p.predicted_seconds = p.warmup_overhead_seconds + static_cast<double>(epochs) * p.steady_epoch_seconds;
+  p.naive_seconds = static_cast<double>(epochs) * r.epoch_wall_seconds.front();
+  if (actual) {
+    if (static_cast<int64_t>(actual->epoch_wall_seconds.size()) != epochs) {
+      throw input_error(actual->path + ": has " + std::to_string(actual->epoch_wall_seconds.size()) +
+                        " complete epochs, but the prediction is for " + std::to_string(epochs));
+    }
+    p.actual_seconds = total_training_seconds(*actual);
+    p.error_pct = percent_error(p.predicted_seconds, *p.actual_seconds);
+    p.naive_error_pct = percent_error(p.naive_seconds, *p.actual_seconds);
+  }
+  return p;
+}
+
+double estimate_bytes_per_step(const ResultFile& r) {
+  const double params = static_cast<double>(r.params);
+  // Weights read forward and backward, gradients written, AdamW reads w, g, m, v and writes
+  // w, m, v: ~10 fp32 accesses per parameter per optimizer step.
+  const double parameter_bytes = 10.0 * 4.0 * params;
+  // Activations saved for backward (Korthikanti et al. 2022): per layer s*b*h*(34 + 5*a*s/h)
+  // bytes in 16-bit; doubled for fp32, written forward and read back in backward.
+  const double hidden = r.json["model"].value("hidden_size", 768.0);
+  const double layers = r.json["model"].value("num_layers", 12.0);
+  const double heads = r.json["model"].value("num_heads", 12.0);
+  const double s = static_cast<double>(r.seq_len), b = static_cast<double>(r.batch_size * r.grad_accum);
+  const double width = r.precision == "fp32" ? 2.0 : 1.0;
+  const double activation_bytes = 2.0 * layers * s * b * hidden * (34.0 + 5.0 * heads * s / hidden) * width;
+  return parameter_bytes + activation_bytes;
+}
+
+TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual) {
+  TargetPrediction p;
+  p.precision = r.precision;
+  p.target_device = target.name;
+  const nlohmann::json& summary = r.json["summary"];
+  const double source_peak = number_or(summary, "peak_flops_per_s", 0.0);
+  if (!(source_peak > 0)) {
+    throw input_error(r.path + ": summary.peak_flops_per_s: unknown, so the measured device cannot be calibrated");
+  }
+  p.source_device = summary.value("peak_source", r.machine);
+  p.source_peak_flops = source_peak;
+  const double target_peak = peak_tflops(target, r.precision) * 1e12;
+  if (!(target_peak > 0)) {
+    throw input_error("--target: " + target.name + " has no " + r.precision + " tensor throughput in its spec");
+  }
+  const double samples_per_step = static_cast<double>(r.batch_size * r.grad_accum);
+  p.flops_per_step = r.train_flops_per_sample * samples_per_step;
+  p.bytes_per_step = estimate_bytes_per_step(r);
+  p.source_step_seconds = mean(r.step_seconds);
+  // Roofline on the source: the memory side counts only where its bandwidth is known.
+  const double source_bandwidth = number_or(summary, "peak_bytes_per_s", 0.0);
+  const double source_roof = std::max(p.flops_per_step / source_peak,
+                                      source_bandwidth > 0 ? p.bytes_per_step / source_bandwidth : 0.0);
+  p.source_efficiency = source_roof / p.source_step_seconds;
+  const double compute = p.flops_per_step / target_peak;
+  const double memory = p.bytes_per_step / (target.memory_gbps * 1e9);
+  p.bound = compute >= memory ? "compute" : "memory";
+  p.predicted_step_seconds = std::max(compute, memory) / p.source_efficiency;
+  p.naive_step_seconds = p.source_step_seconds * source_peak / target_peak;
+  const double steps = static_cast<double>(r.steps_per_epoch);
+  p.predicted_epoch_seconds = steps * p.predicted_step_seconds;
+  p.naive_epoch_seconds = steps * p.naive_step_seconds;
+  if (actual) {
+    // Scale the actual's steady step time to this result's epoch, so shapes must match.
+    if (actual->batch_size * actual->grad_accum != r.batch_size * r.grad_accum || actual->seq_len != r.seq_len ||
+        actual->model != r.model) {
+      throw input_error(actual->path + ": model, batch or seq_len differ from " + r.path + "; the actual must run the same workload");
+    }
+    p.actual_epoch_seconds = steps * mean(actual->step_seconds);
+    p.error_pct = percent_error(p.predicted_epoch_seconds, *p.actual_epoch_seconds);
+    p.naive_error_pct = percent_error(p.naive_epoch_seconds, *p.actual_epoch_seconds);
+  }
+  return p;
+}
+
+}  // namespace tbench

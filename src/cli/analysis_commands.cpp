@@ -1,0 +1,171 @@
+// report, compare, predict: questions answered from result files alone.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "tbench/analysis.hpp"
+#include "tbench/commands.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/results.hpp"
+#include "tbench/stats.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+struct AnalysisOptions {
+  std::vector<std::string> results;
+  std::string by = "machine", baseline, format = "table", output;
+  std::string a, b, result, target, actual;
+  int64_t epochs = 0;
+  bool as_json = false;
+};
+
+AnalysisOptions g_analysis;
+
+void emit(const std::string& text, const std::string& output) {
+  if (output.empty()) {
+    std::cout << text;
+  } else {
+    write_file_atomically(output, text);
+    std::cerr << "wrote " << output << "\n";
+  }
+}
+
+std::string fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + fixed(value, 1) + "%"; }
+
+int report_command() {
+  const auto results = load_results(g_analysis.results);
+  const Report report = build_report(results, g_analysis.by, g_analysis.baseline);
+  emit(render_report(report, g_analysis.format), g_analysis.output);
+  return 0;
+}
+
+std::string describe(const ResultFile& r) {
+  return r.model + " on " + r.machine + ", " + r.device + ", " + r.precision + ", " + std::to_string(r.threads) +
+         " thread(s), batch " + std::to_string(r.batch_size * r.grad_accum) + ", seq " + std::to_string(r.seq_len);
+}
+
+int compare_command() {
+  const ResultFile a = load_result(g_analysis.a), b = load_result(g_analysis.b);
+  const Comparison c = compare_results(a, b);
+  if (g_analysis.as_json) {
+    std::cout << json{{"a", a.path}, {"b", b.path}, {"a_samples_per_s", c.a_samples_per_s},
+                      {"b_samples_per_s", c.b_samples_per_s}, {"a_steps", c.a_steps}, {"b_steps", c.b_steps},
+                      {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant}}
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::printf("A: %s\n   %s\n   %.2f samples/s over %lld steady steps\n", a.path.c_str(), describe(a).c_str(),
+              c.a_samples_per_s, static_cast<long long>(c.a_steps));
+  std::printf("B: %s\n   %s\n   %.2f samples/s over %lld steady steps\n", b.path.c_str(), describe(b).c_str(),
+              c.b_samples_per_s, static_cast<long long>(c.b_steps));
+  std::printf("B/A throughput: %.3fx  (95%% CI %.3f .. %.3f)  %s\n", c.ratio, c.low, c.high,
+              c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
+                            : "no significant difference");
+  return 0;
+}
+
+int predict_command() {
+  const ResultFile r = load_result(g_analysis.result);
+  std::unique_ptr<ResultFile> actual;
+  if (!g_analysis.actual.empty()) actual = std::make_unique<ResultFile>(load_result(g_analysis.actual));
+  if (g_analysis.epochs <= 0 && g_analysis.target.empty()) {
+    throw input_error("predict: give --epochs N and/or --target GPU");
+  }
+  json out = {{"result", r.path}};
+  if (g_analysis.epochs > 0) {
+    const EpochPrediction p = predict_epochs(r, g_analysis.epochs, g_analysis.target.empty() ? actual.get() : nullptr);
+    out["epochs"] = {{"epochs", p.epochs}, {"predicted_seconds", p.predicted_seconds},
+                     {"naive_seconds", p.naive_seconds}, {"steady_epoch_seconds", p.steady_epoch_seconds},
+                     {"warmup_overhead_seconds", p.warmup_overhead_seconds}};
+    if (p.actual_seconds) {
+      out["epochs"]["actual_seconds"] = *p.actual_seconds;
+      out["epochs"]["error_pct"] = *p.error_pct;
+      out["epochs"]["naive_error_pct"] = *p.naive_error_pct;
+    }
+    if (!g_analysis.as_json) {
+      std::printf("%lld epochs of %s: %s (%.1f s) = warm-up overhead %.2f s + %lld x steady epoch %.2f s\n",
+                  static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
+                  p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs),
+                  p.steady_epoch_seconds);
+      std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(p.naive_seconds).c_str(), p.naive_seconds);
+      if (p.actual_seconds) {
+        std::printf("  actual: %s (%.1f s): error %s (naive %s)\n", format_duration(*p.actual_seconds).c_str(),
+                    *p.actual_seconds, signed_pct(*p.error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str());
+      }
+    }
+  }
+  if (!g_analysis.target.empty()) {
+    const bool is_file = g_analysis.target.find('/') != std::string::npos ||
+                         g_analysis.target.find(".json") != std::string::npos;
+    std::optional<DeviceSpec> target = is_file ? std::optional<DeviceSpec>(read_device_spec(g_analysis.target))
+                                               : find_gpu(g_analysis.target);
+    if (!target) {
+      std::string known;
+      for (const auto& g : known_gpus()) known += (known.empty() ? "" : ", ") + g.name;
+      throw input_error("--target: '" + g_analysis.target + "' is not a known GPU (" + known + ") or a spec file");
+    }
+    const TargetPrediction p = predict_target(r, *target, actual.get());
+    out["target"] = {{"source", p.source_device}, {"target", p.target_device}, {"precision", p.precision},
+                     {"flops_per_step", p.flops_per_step}, {"bytes_per_step", p.bytes_per_step},
+                     {"source_efficiency", p.source_efficiency}, {"bound", p.bound},
+                     {"predicted_step_seconds", p.predicted_step_seconds}, {"naive_step_seconds", p.naive_step_seconds},
+                     {"predicted_epoch_seconds", p.predicted_epoch_seconds}, {"naive_epoch_seconds", p.naive_epoch_seconds}};
+    if (p.actual_epoch_seconds) {
+      out["target"]["actual_epoch_seconds"] = *p.actual_epoch_seconds;
+      out["target"]["error_pct"] = *p.error_pct;
+      out["target"]["naive_error_pct"] = *p.naive_error_pct;
+    }
+    if (!g_analysis.as_json) {
+      std::printf("%s on %s (%s): epoch %s (step %.1f ms, %s-bound; calibrated at %.0f%% of the measured device's peak)\n",
+                  r.model.c_str(), p.target_device.c_str(), p.precision.c_str(),
+                  format_duration(p.predicted_epoch_seconds).c_str(), p.predicted_step_seconds * 1e3, p.bound.c_str(),
+                  100 * p.source_efficiency);
+      std::printf("  naive peak-TFLOPS ratio: epoch %s (step %.1f ms)\n", format_duration(p.naive_epoch_seconds).c_str(),
+                  p.naive_step_seconds * 1e3);
+      if (p.actual_epoch_seconds) {
+        std::printf("  actual: epoch %s: error %s (naive %s)\n", format_duration(*p.actual_epoch_seconds).c_str(),
+                    signed_pct(*p.error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str());
+      }
+    }
+  }
+  if (g_analysis.as_json) std::cout << out.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
+  auto* report = app.add_subcommand("report", "table of epoch times by model and machine (or another key)");
+  report->add_option("results", g_analysis.results, "result files")->required()->check(CLI::ExistingFile);
+  report->add_option("--by", g_analysis.by, "column key: machine, host, device, precision, threads, batch_size, seq_len, name");
+  report->add_option("--baseline", g_analysis.baseline, "column that speedups are relative to (default: the first)");
+  report->add_option("--format", g_analysis.format, "table, markdown, csv, json or html");
+  report->add_option("-o,--output", g_analysis.output, "write to this file (atomically) instead of stdout");
+  report->callback([&action] { action = report_command; });
+
+  auto* compare = app.add_subcommand("compare", "throughput ratio B/A with a 95% confidence interval");
+  compare->add_option("a", g_analysis.a, "result A (the reference)")->required()->check(CLI::ExistingFile);
+  compare->add_option("b", g_analysis.b, "result B")->required()->check(CLI::ExistingFile);
+  compare->add_flag("--json", g_analysis.as_json, "machine-readable output");
+  compare->callback([&action] { action = compare_command; });
+
+  auto* predict = app.add_subcommand("predict", "predict N epochs, or another GPU's time, from a result");
+  predict->add_option("result", g_analysis.result, "a measured result")->required()->check(CLI::ExistingFile);
+  predict->add_option("--epochs", g_analysis.epochs, "predict the time of N epochs")->check(CLI::PositiveNumber);
+  predict->add_option("--target", g_analysis.target, "a GPU (H100, A100, V100, T4, ...) or a device spec JSON file");
+  predict->add_option("--actual", g_analysis.actual, "a real run to score the prediction against")->check(CLI::ExistingFile);
+  predict->add_flag("--json", g_analysis.as_json, "machine-readable output");
+  predict->callback([&action] { action = predict_command; });
+}
+
+}  // namespace tbench

@@ -1,0 +1,123 @@
+#include "tbench/hardware.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include "tbench/errors.hpp"
+
+namespace tbench {
+
+const std::vector<DeviceSpec>& known_gpus() {
+  // Vendor datasheet figures, dense (no structured sparsity).
+  static const std::vector<DeviceSpec> gpus = {
+      {"H100 SXM", {"h100"}, 67, 494.7, 989.4, 989.4, 3350, "NVIDIA H100 datasheet"},
+      {"H200 SXM", {"h200"}, 67, 494.7, 989.4, 989.4, 4800, "NVIDIA H200 datasheet"},
+      {"A100 SXM 80GB", {"a100"}, 19.5, 156, 312, 312, 2039, "NVIDIA A100 datasheet"},
+      {"V100 SXM2", {"v100"}, 15.7, 0, 125, 0, 900, "NVIDIA V100 datasheet"},
+      {"T4", {"t4", "tesla t4"}, 8.1, 0, 65, 0, 320, "NVIDIA T4 datasheet"},
+      {"RTX 3090", {"3090"}, 35.6, 35.6, 71, 71, 936, "NVIDIA Ampere GA102 whitepaper"},
+      {"Titan RTX", {"titan rtx"}, 16.3, 0, 130, 0, 672, "NVIDIA Turing TU102 whitepaper"},
+      {"L4", {"l4"}, 30.3, 60, 121, 121, 300, "NVIDIA L4 datasheet"},
+      {"A10", {"a10"}, 31.2, 62.5, 125, 125, 600, "NVIDIA A10 datasheet"},
+      {"L40S", {"l40s"}, 91.6, 183, 362, 362, 864, "NVIDIA L40S datasheet"},
+  };
+  return gpus;
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// "a10" must not match "a100": an alias matches only as a whole word.
+bool contains_word(const std::string& text, const std::string& word) {
+  for (auto pos = text.find(word); pos != std::string::npos; pos = text.find(word, pos + 1)) {
+    const bool start_ok = pos == 0 || !std::isalnum(static_cast<unsigned char>(text[pos - 1]));
+    const auto end = pos + word.size();
+    const bool end_ok = end == text.size() || !std::isalnum(static_cast<unsigned char>(text[end]));
+    if (start_ok && end_ok) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<DeviceSpec> find_gpu(const std::string& name) {
+  const std::string wanted = lower(name);
+  for (const auto& gpu : known_gpus()) {
+    if (lower(gpu.name) == wanted) return gpu;
+  }
+  for (const auto& gpu : known_gpus()) {
+    for (const auto& alias : gpu.aliases) {
+      if (contains_word(wanted, alias)) return gpu;
+    }
+  }
+  return std::nullopt;
+}
+
+DeviceSpec read_device_spec(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw input_error(path + ": cannot open the device spec");
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw input_error(path + ": not valid JSON: " + e.what());
+  }
+  DeviceSpec d;
+  const auto number = [&](const char* key, bool required) {
+    if (!j.contains(key)) {
+      if (required) throw input_error(path + ": " + key + ": missing");
+      return 0.0;
+    }
+    if (!j[key].is_number() || j[key].get<double>() < 0) {
+      throw input_error(path + ": " + key + ": expected a number >= 0, got " + j[key].dump());
+    }
+    return j[key].get<double>();
+  };
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+    throw input_error(path + ": name: missing (a device spec needs a name)");
+  }
+  d.name = j["name"];
+  d.fp32_tflops = number("fp32_tflops", true);
+  d.tf32_tflops = number("tf32_tflops", false);
+  d.fp16_tflops = number("fp16_tflops", false);
+  d.bf16_tflops = number("bf16_tflops", false);
+  d.memory_gbps = number("memory_gbps", true);
+  d.source = path;
+  return d;
+}
+
+double peak_tflops(const DeviceSpec& device, const std::string& precision, bool tf32) {
+  if (precision == "fp16") return device.fp16_tflops;
+  if (precision == "bf16") return device.bf16_tflops;
+  return tf32 && device.tf32_tflops > 0 ? device.tf32_tflops : device.fp32_tflops;
+}
+
+double measure_cpu_matmul_flops(int threads, const std::string& precision) {
+  const int previous = torch::get_num_threads();
+  torch::set_num_threads(threads);
+  const auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
+  constexpr int64_t n = 1024;
+  torch::NoGradGuard no_grad;
+  const auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
+  auto c = torch::mm(a, b);  // warm-up: thread pool, BLAS buffers
+  using Clock = std::chrono::steady_clock;
+  int iterations = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  while (elapsed < 0.5 || iterations < 3) {
+    c = torch::mm(a, b);
+    ++iterations;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  torch::set_num_threads(previous);
+  return 2.0 * n * n * n * iterations / elapsed;
+}
+
+}  // namespace tbench

@@ -1,0 +1,285 @@
+#include "tbench/sweep.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "tbench/results.hpp"
+#include "tbench/spec.hpp"
+
+namespace tbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+volatile std::sig_atomic_t g_sweep_interrupted = 0;
+volatile pid_t g_running_child = 0;
+
+// Ctrl-C in a terminal reaches the child too; a signal sent to the sweep alone is passed on, so
+// the running point still writes what it measured.
+extern "C" void on_sweep_signal(int signal) {
+  g_sweep_interrupted = 1;
+  if (g_running_child > 0) kill(g_running_child, signal);
+}
+
+std::string scalar_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+
+// File-name-safe rendering of a value: letters, digits, '.', '-', '_' kept, the rest '_'.
+std::string file_safe(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) out += std::isalnum(c) || c == '.' || c == '-' || c == '_' ? static_cast<char>(c) : '_';
+  return out;
+}
+
+std::string base_name(const SpecDocument& doc, const std::string& spec_path) {
+  if (doc.root.contains("name") && doc.root["name"].is_string()) return doc.root["name"];
+  if (spec_path.empty()) return "default";
+  return fs::path(spec_path).stem().string();
+}
+
+void build_points(SweepPlan& plan, const std::string& name) {
+  std::vector<std::size_t> index(plan.axes.size(), 0);
+  int position = 0;
+  while (true) {
+    for (int rep = 1; rep <= plan.repeat; ++rep) {
+      SweepPoint p;
+      p.index = position++;
+      std::string id, label;
+      p.overrides = plan.base_overrides;
+      for (std::size_t a = 0; a < plan.axes.size(); ++a) {
+        const auto& axis = plan.axes[a];
+        const std::string& value = axis.values[index[a]];
+        id += (id.empty() ? "" : "__") + file_safe(axis.key) + "-" + file_safe(value);
+        p.overrides.push_back(axis.key + "=" + value);
+        if (axis.key != "model") label += (label.empty() ? "" : ",") + axis.key + "=" + value;
+      }
+      if (plan.repeat > 1) id += (id.empty() ? "" : "__") + std::string("rep-") + std::to_string(rep);
+      if (id.empty()) id = "base";
+      p.id = id;
+      p.result_path = (fs::path(plan.out_dir) / (id + ".json")).string();
+      // Points that differ only in model or repeat share a name: the report's columns.
+      p.overrides.push_back("name=" + name + (label.empty() ? "" : "[" + label + "]"));
+      p.overrides.push_back("output=" + p.result_path);
+      plan.points.push_back(p);
+    }
+    // Odometer over the axes, last axis fastest.
+    std::size_t a = plan.axes.size();
+    while (a > 0) {
+      --a;
+      if (++index[a] < plan.axes[a].values.size()) break;
+      index[a] = 0;
+      if (a == 0) return;
+    }
+    if (plan.axes.empty()) return;
+  }
+}
+
+std::string result_status(const std::string& path) {
+  try {
+    std::ifstream in(path);
+    json j;
+    in >> j;
+    return j.at("summary").at("status");
+  } catch (const std::exception&) {
+    return "unreadable";
+  }
+}
+
+std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
+  if (fs::exists(p.result_path)) {
+    try {
+      std::ifstream in(p.result_path);
+      json j;
+      in >> j;
+      if (j["summary"]["error"].is_string()) return j["summary"]["error"];
+    } catch (const std::exception&) {
+    }
+  }
+  // No result (bad input): the last error line the run logged.
+  std::ifstream log(log_path);
+  std::string line, last;
+  while (std::getline(log, line)) {
+    if (line.find("error") != std::string::npos) last = line;
+  }
+  const auto at = last.find("error ");
+  return at == std::string::npos ? "exit code " + std::to_string(p.exit_code) : last.substr(at + 6);
+}
+
+int run_point(const SweepPlan& plan, const SweepPoint& p, const SweepOptions& options, const std::string& log_path) {
+  std::vector<std::string> args = {options.binary, "run"};
+  if (!plan.spec_path.empty()) args.push_back(plan.spec_path);
+  for (const auto& o : p.overrides) {
+    args.push_back("--set");
+    args.push_back(o);
+  }
+  args.push_back("--force");  // the sweep decided this point runs (see run_sweep)
+  args.push_back("--quiet");
+  const pid_t child = fork();
+  if (child < 0) throw Error(ExitCode::internal, "fork failed");
+  if (child == 0) {
+    const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDERR_FILENO);
+      dup2(fd, STDOUT_FILENO);
+      close(fd);
+    }
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  g_running_child = child;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_running_child = 0;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+void write_state(const SweepPlan& plan) {
+  write_file_atomically((fs::path(plan.out_dir) / "sweep.json").string(), sweep_state(plan).dump(2) + "\n");
+}
+
+}  // namespace
+
+SweepAxis parse_grid_option(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) {
+    throw input_error("--grid " + text + ": expected key=value1,value2,... (e.g. --grid precision=fp16,fp32)");
+  }
+  SweepAxis axis;
+  axis.key = text.substr(0, eq);
+  std::stringstream values(text.substr(eq + 1));
+  std::string value;
+  while (std::getline(values, value, ',')) {
+    if (value.empty()) throw input_error("--grid " + text + ": empty value");
+    axis.values.push_back(value);
+  }
+  return axis;
+}
+
+SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string>& overrides,
+                     const std::vector<std::string>& grid_options, int repeat, const std::string& out_dir) {
+  SpecDocument doc = spec_path.empty() ? default_spec_document() : read_spec_file(spec_path);
+  apply_overrides(doc, overrides);
+  SweepPlan plan;
+  plan.spec_path = spec_path;
+  plan.base_overrides = overrides;
+  const json sweep = doc.root.value("sweep", json::object());
+  if (!sweep.is_object()) throw input_error(doc.where("sweep") + ": sweep: expected a section (a mapping)");
+  if (sweep.contains("grid")) {
+    if (!sweep["grid"].is_object()) throw input_error(doc.where("sweep.grid") + ": sweep.grid: expected {field: [values]}");
+    for (const auto& item : sweep["grid"].items()) {
+      if (!item.value().is_array() || item.value().empty()) {
+        throw input_error(doc.where("sweep.grid." + item.key()) + ": sweep.grid." + item.key() +
+                          ": expected a non-empty list of values");
+      }
+      SweepAxis axis{item.key(), {}};
+      for (const auto& v : item.value()) axis.values.push_back(scalar_text(v));
+      plan.axes.push_back(axis);
+    }
+  }
+  for (const auto& option : grid_options) {
+    SweepAxis axis = parse_grid_option(option);
+    auto same = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const SweepAxis& a) { return a.key == axis.key; });
+    if (same != plan.axes.end()) {
+      *same = axis;
+    } else {
+      plan.axes.push_back(axis);
+    }
+  }
+  plan.repeat = repeat > 0 ? repeat : sweep.value("repeat", 1);
+  if (plan.repeat < 1) throw input_error(doc.where("sweep.repeat") + ": sweep.repeat: must be >= 1");
+  const std::string name = base_name(doc, spec_path);
+  plan.out_dir = !out_dir.empty() ? out_dir
+                 : sweep.contains("out_dir") && sweep["out_dir"].is_string()
+                     ? sweep["out_dir"].get<std::string>()
+                     : "results/sweep-" + file_safe(name);
+  build_points(plan, name);
+  return plan;
+}
+
+json sweep_state(const SweepPlan& plan) {
+  json points = json::array();
+  for (const auto& p : plan.points) {
+    points.push_back({{"index", p.index}, {"id", p.id}, {"overrides", p.overrides}, {"result", p.result_path},
+                      {"status", p.status}, {"reason", p.reason.empty() ? json(nullptr) : json(p.reason)},
+                      {"exit_code", p.exit_code}});
+  }
+  json axes = json::object();
+  for (const auto& a : plan.axes) axes[a.key] = a.values;
+  return {{"schema", "tbench.sweep/1"}, {"spec", plan.spec_path.empty() ? json(nullptr) : json(plan.spec_path)},
+          {"grid", axes}, {"repeat", plan.repeat}, {"out_dir", plan.out_dir}, {"points", points}};
+}
+
+ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
+  std::error_code ec;
+  fs::create_directories(plan.out_dir, ec);
+  if (ec) throw input_error("--out-dir: cannot create '" + plan.out_dir + "': " + ec.message());
+  if (options.only_point >= static_cast<int>(plan.points.size())) {
+    throw input_error("--point: " + std::to_string(options.only_point) + " is out of range (the sweep has " +
+                      std::to_string(plan.points.size()) + " points, 0.." + std::to_string(plan.points.size() - 1) + ")");
+  }
+  // Decide up front which points run, so a refusal happens before any work.
+  for (auto& p : plan.points) {
+    if (options.only_point >= 0 && p.index != options.only_point) {
+      p.status = "not selected";
+      continue;
+    }
+    if (!fs::exists(p.result_path)) continue;
+    const std::string previous = result_status(p.result_path);
+    if (options.resume && previous == "completed") {
+      p.status = "skipped";
+    } else if (!options.resume && !options.force) {
+      throw Error(ExitCode::result_exists, p.result_path + ": exists (status " + previous +
+                                               "); pass --resume to skip completed points or --force to redo them");
+    }
+  }
+
+  g_sweep_interrupted = 0;
+  auto previous_int = std::signal(SIGINT, on_sweep_signal);
+  auto previous_term = std::signal(SIGTERM, on_sweep_signal);
+  ExitCode code = ExitCode::ok;
+  int done = 0;
+  const auto total = std::count_if(plan.points.begin(), plan.points.end(), [](const SweepPoint& p) { return p.status == "pending"; });
+  for (auto& p : plan.points) {
+    if (p.status != "pending") continue;
+    if (g_sweep_interrupted) break;
+    ++done;
+    spdlog::info("sweep point {}/{}: {}", done, total, p.id);
+    const std::string log_path = (fs::path(plan.out_dir) / (p.id + ".log")).string();
+    p.exit_code = run_point(plan, p, options, log_path);
+    if (p.exit_code == 0) {
+      p.status = "completed";
+    } else if (p.exit_code == static_cast<int>(ExitCode::interrupted) || g_sweep_interrupted) {
+      p.status = "interrupted";
+      g_sweep_interrupted = 1;
+    } else {
+      p.status = "failed";
+      p.reason = failure_reason(p, log_path);
+      code = ExitCode::run_failed;
+      spdlog::warn("point {} failed: {}", p.id, p.reason);
+    }
+    write_state(plan);
+  }
+  std::signal(SIGINT, previous_int);
+  std::signal(SIGTERM, previous_term);
+  write_state(plan);
+  if (g_sweep_interrupted) {
+    spdlog::warn("sweep interrupted; `--resume` continues where it stopped");
+    return ExitCode::interrupted;
+  }
+  return code;
+}
+
+}  // namespace tbench

@@ -1,0 +1,106 @@
+// End-to-end analysis: real runs at 1 and 2 threads, then report / compare / predict on them,
+// and the HTML report rendered in headless Chromium.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/cli.hpp"
+
+namespace tbench {
+namespace {
+
+using testing::run_tbench;
+
+class AnalysisCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::ScratchDir();
+    for (int threads : {1, 2}) {
+      auto spec = testing::tiny_spec(dir_->file("t" + std::to_string(threads) + ".json"));
+      spec["threads"] = threads;
+      spec["data"]["seq_len"] = 64;
+      const auto path = dir_->write("spec" + std::to_string(threads) + ".json", spec.dump());
+      const auto r = run_tbench("run -q " + path);
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static std::string result(int threads) { return dir_->file("t" + std::to_string(threads) + ".json"); }
+  static testing::ScratchDir* dir_;
+};
+
+testing::ScratchDir* AnalysisCli::dir_ = nullptr;
+
+TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
+  const auto r = run_tbench("compare " + result(1) + " " + result(2));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("B/A throughput"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("95% CI"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(run_tbench("compare --json " + result(1) + " " + result(2)).out);
+  EXPECT_GT(j["ratio"].get<double>(), 0);
+  EXPECT_LE(j["ci95"][0].get<double>(), j["ratio"].get<double>());
+  EXPECT_GE(j["ci95"][1].get<double>(), j["ratio"].get<double>());
+}
+
+TEST_F(AnalysisCli, ReportRendersEveryFormat) {
+  const std::string both = result(1) + " " + result(2);
+  const auto table = run_tbench("report --by threads " + both);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("1 thread"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("2 threads"), std::string::npos) << table.out;
+  EXPECT_NE(run_tbench("report --format markdown --by threads " + both).out.find("| **tiny-bert** |"), std::string::npos);
+  EXPECT_NE(run_tbench("report --format csv --by threads " + both).out.find("tiny-bert,2 threads,1,"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(run_tbench("report --format json --by threads " + both).out)["rows"].size(), 2u);
+  const auto bad = run_tbench("report --format pdf " + both);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--format"), std::string::npos);
+}
+
+std::string find_chromium() {
+  for (const char* candidate : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"}) {
+    if (std::filesystem::exists(candidate)) return candidate;
+  }
+  return "";
+}
+
+TEST_F(AnalysisCli, HtmlReportDrawsItsChartsInABrowser) {
+  const std::string html = dir_->file("report.html");
+  const auto r = run_tbench("report --format html --by threads -o " + html + " " + result(1) + " " + result(2));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string chromium = find_chromium();
+  if (chromium.empty()) GTEST_SKIP() << "no Chromium installed (scripts/test installs it); HTML not rendered";
+  const std::string dom = dir_->file("dom.html");
+  const std::string command = chromium + " --headless --no-sandbox --disable-gpu --disable-background-networking"
+                              " --disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+                              dir_->file("profile") + " --dump-dom file://" + html + " > " + dom + " 2>/dev/null";
+  ASSERT_EQ(std::system(command.c_str()), 0);
+  const std::string rendered = testing::read_text(dom);
+  EXPECT_NE(rendered.find("data-rendered=\"true\""), std::string::npos) << "the page's script did not finish";
+  std::size_t charts = 0, bars = 0, series = 0;
+  for (auto p = rendered.find("class=\"chart\""); p != std::string::npos; p = rendered.find("class=\"chart\"", p + 1)) ++charts;
+  for (auto p = rendered.find("class=\"bar\""); p != std::string::npos; p = rendered.find("class=\"bar\"", p + 1)) ++bars;
+  for (auto p = rendered.find("class=\"series\""); p != std::string::npos; p = rendered.find("class=\"series\"", p + 1)) ++series;
+  EXPECT_EQ(charts, 3u);
+  EXPECT_EQ(bars, 4u);    // 2 epoch-time bars + 2 speedup bars
+  EXPECT_EQ(series, 2u);  // one throughput line per result
+}
+
+TEST_F(AnalysisCli, PredictEpochsAndTarget) {
+  const auto epochs = run_tbench("predict --epochs 4 --json " + result(2));
+  ASSERT_EQ(epochs.exit_code, 0) << epochs.err;
+  const auto j = nlohmann::json::parse(epochs.out);
+  EXPECT_GT(j["epochs"]["predicted_seconds"].get<double>(), 0);
+  const auto with_actual = run_tbench("predict --epochs 2 --actual " + result(1) + " " + result(2));
+  ASSERT_EQ(with_actual.exit_code, 0) << with_actual.err;
+  EXPECT_NE(with_actual.out.find("error"), std::string::npos);
+  const auto target = run_tbench("predict --target H100 " + result(2));
+  ASSERT_EQ(target.exit_code, 0) << target.err;
+  EXPECT_NE(target.out.find("H100 SXM"), std::string::npos);
+  EXPECT_NE(target.out.find("naive peak-TFLOPS ratio"), std::string::npos);
+  const auto unknown = run_tbench("predict --target Voodoo2 " + result(2));
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--target"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tbench

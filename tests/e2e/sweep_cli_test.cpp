@@ -1,0 +1,144 @@
+// `tbench sweep`: the product runs, a failing point does not stop the rest, an interrupted sweep
+// resumes without redoing finished points, and --dry-run runs nothing.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "support/cli.hpp"
+
+namespace tbench {
+namespace {
+
+using testing::run_tbench;
+
+class SweepCli : public ::testing::Test {
+ protected:
+  testing::ScratchDir dir;
+  std::string spec() {
+    auto s = testing::tiny_spec(dir.file("unused.json"));
+    s["train"]["epochs"] = 1;
+    return dir.write("base.json", s.dump());
+  }
+  std::string out() { return dir.file("sweep"); }
+  nlohmann::json state() { return testing::read_json(out() + "/sweep.json"); }
+};
+
+TEST_F(SweepCli, DryRunListsThePointsAndRunsNothing) {
+  const auto r = run_tbench("sweep " + spec() + " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=4,8"
+                            " --repeat 2 --dry-run --out-dir " + out());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("8 points"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model-tiny-distilbert__train.batch_size-8__rep-2.json"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(out()));
+}
+
+TEST_F(SweepCli, RunsTheProductAndPrintsTheTable) {
+  const auto r = run_tbench("sweep " + spec() + " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=4,8"
+                            " --out-dir " + out());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = state();
+  ASSERT_EQ(s["points"].size(), 4u);
+  for (const auto& p : s["points"]) {
+    EXPECT_EQ(p["status"], "completed");
+    EXPECT_EQ(testing::read_json(p["result"])["summary"]["status"], "completed");
+  }
+  EXPECT_NE(r.out.find("tiny-distilbert"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("train.batch_size=8"), std::string::npos) << r.out;
+  // Results exist now: a second sweep refuses without --resume or --force.
+  EXPECT_EQ(run_tbench("sweep " + spec() + " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=4,8"
+                       " --out-dir " + out()).exit_code, 3);
+}
+
+TEST_F(SweepCli, AFailingPointIsRecordedAndTheSweepGoesOn) {
+  const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=8,0,4 --out-dir " + out() + " --json");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  const auto s = nlohmann::json::parse(r.out);
+  ASSERT_EQ(s["points"].size(), 3u);
+  EXPECT_EQ(s["points"][0]["status"], "completed");
+  EXPECT_EQ(s["points"][1]["status"], "failed");
+  EXPECT_NE(s["points"][1]["reason"].get<std::string>().find("train.batch_size"), std::string::npos) << s.dump(2);
+  EXPECT_EQ(s["points"][2]["status"], "completed");
+  EXPECT_EQ(s["report"]["rows"].size(), 2u);
+}
+
+TEST_F(SweepCli, InterruptedSweepResumesWithoutRedoingFinishedPoints) {
+  auto slow = testing::tiny_spec(dir.file("unused.json"));
+  slow["train"]["epochs"] = 1;
+  slow["data"]["num_samples"] = 4000;  // ~500 steps a point: long enough to interrupt
+  const std::string base = dir.write("slow.json", slow.dump());
+  const std::string grid = " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=8,16 --repeat 2 --out-dir " + out();
+  const pid_t child = fork();
+  if (child == 0) {
+    const std::string command = "'" TBENCH_BINARY "' sweep " + base + grid + " >/dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", ("exec " + command).c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Interrupt once two points have finished.
+  for (int i = 0; i < 1200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!std::filesystem::exists(out() + "/sweep.json")) continue;
+    int completed = 0;
+    const auto now = state();
+    for (const auto& p : now["points"]) completed += p["status"] == "completed";
+    if (completed >= 2) break;
+  }
+  kill(child, SIGINT);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 130);
+  std::vector<std::string> finished;
+  std::map<std::string, std::filesystem::file_time_type> written;
+  const auto interrupted = state();
+  for (const auto& p : interrupted["points"]) {
+    if (p["status"] == "completed") {
+      finished.push_back(p["result"]);
+      written[p["result"]] = std::filesystem::last_write_time(p["result"].get<std::string>());
+    }
+  }
+  ASSERT_GE(finished.size(), 2u);
+  ASSERT_LT(finished.size(), 8u);
+
+  // Shrink the points so the resumed sweep is quick; finished ones must be skipped, not redone.
+  const auto resumed = run_tbench("sweep " + base + grid + " --resume --set data.num_samples=64");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  int skipped = 0;
+  const auto after = state();
+  for (const auto& p : after["points"]) {
+    EXPECT_TRUE(p["status"] == "completed" || p["status"] == "skipped") << p.dump();
+    skipped += p["status"] == "skipped";
+  }
+  EXPECT_EQ(skipped, static_cast<int>(finished.size()));
+  for (const auto& path : finished) EXPECT_EQ(std::filesystem::last_write_time(path), written[path]) << path;
+  EXPECT_NE(resumed.out.find("tiny-distilbert"), std::string::npos) << resumed.out;
+}
+
+TEST_F(SweepCli, SingleArrayTaskRunsOnePoint) {
+  const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=4,8 --point 1 --out-dir " + out());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto s = state();
+  EXPECT_EQ(s["points"][0]["status"], "not selected");
+  EXPECT_EQ(s["points"][1]["status"], "completed");
+  EXPECT_EQ(run_tbench("sweep " + spec() + " --grid train.batch_size=4,8 --point 5 --out-dir " + out()).exit_code, 2);
+}
+
+TEST_F(SweepCli, SweepBlockInTheSpec) {
+  auto s = testing::tiny_spec(dir.file("unused.json"));
+  s["train"]["epochs"] = 1;
+  s["sweep"] = {{"grid", {{"precision", {"fp32", "bf16"}}}}, {"out_dir", out()}};
+  const auto r = run_tbench("sweep --dry-run " + dir.write("block.json", s.dump()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("precision-bf16.json"), std::string::npos) << r.out;
+  s["sweep"]["grid"]["precision"] = "fp32";
+  const auto bad = run_tbench("sweep --dry-run " + dir.write("bad.json", s.dump()));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("sweep.grid.precision"), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace tbench

@@ -1,0 +1,189 @@
+// report / compare / predict on hand-made result files with known answers.
+#include <gtest/gtest.h>
+
+#include "support/cli.hpp"
+#include "tbench/analysis.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/results.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+// A minimal result: `epochs` epochs of `steps` steps of `step_seconds` each (plus jitter),
+// `warmup` of them slower warm-up steps at the start.
+json make_result(const std::string& model, const std::string& host, double step_seconds, int epochs, int steps,
+                 int warmup = 1, double jitter = 0.0, int64_t threads = 2) {
+  json iterations = json::array(), epoch_records = json::array();
+  double clock = 0;
+  int global = 0;
+  for (int e = 1; e <= epochs; ++e) {
+    double sum = 0;
+    for (int s = 1; s <= steps; ++s) {
+      ++global;
+      const bool is_warmup = global <= warmup;
+      const double seconds = (is_warmup ? 3 * step_seconds : step_seconds) * (1 + jitter * ((global % 3) - 1));
+      clock += seconds;
+      sum += seconds;
+      iterations.push_back({{"epoch", e}, {"step", s}, {"global_step", global}, {"samples", 8}, {"tokens", 128},
+                            {"real_tokens", 128}, {"seconds", seconds}, {"data_seconds", 0.0}, {"loss", 0.5},
+                            {"lr", 1e-4}, {"loss_scale", 1.0}, {"skipped", false}, {"warmup", is_warmup},
+                            {"ended_at", clock}});
+    }
+    epoch_records.push_back({{"epoch", e}, {"steps", steps}, {"samples", 8 * steps}, {"tokens", 128 * steps},
+                             {"seconds", sum + 0.01}, {"complete", true}});
+  }
+  return {{"schema", kResultSchemaId},
+          {"spec", {{"name", "t"}, {"device", "cpu"}, {"precision", "fp32"}, {"threads", threads},
+                    {"train", {{"batch_size", 8}, {"grad_accum_steps", 1}}}, {"data", {{"seq_len", 16}}}}},
+          {"env", {{"host", host}}},
+          {"model", {{"name", model}, {"params", 1000000}, {"train_flops_per_sample", 1e9}, {"hidden_size", 64},
+                     {"num_layers", 2}, {"num_heads", 4}}},
+          {"iterations", iterations},
+          {"epochs", epoch_records},
+          {"summary", {{"status", "completed"}, {"steps_per_epoch", steps}, {"samples_per_s", 8 / step_seconds},
+                       {"epoch_seconds", epochs > 0 ? json(steps * step_seconds) : json(nullptr)},
+                       {"projected_epoch_seconds", steps * step_seconds}, {"peak_flops_per_s", 100e9},
+                       {"peak_source", "measured"}}}};
+}
+
+class Analysis : public ::testing::Test {
+ protected:
+  testing::ScratchDir dir;
+  std::string write(const std::string& name, const json& j) { return dir.write(name, j.dump()); }
+};
+
+TEST_F(Analysis, LoadRejectsWhatIsNotAResult) {
+  const auto expect_error = [&](const std::string& path, const std::string& fragment) {
+    try {
+      load_result(path);
+      ADD_FAILURE() << path;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error(dir.write("bad.json", "{"), "not valid JSON");
+  expect_error(write("other.json", {{"schema", "something-else"}}), "not a tbench result");
+  json truncated = make_result("m", "h", 1, 1, 4);
+  truncated.erase("iterations");
+  expect_error(write("truncated.json", truncated), "/iterations: missing");
+  expect_error(write("warmup_only.json", make_result("m", "h", 1, 1, 2, /*warmup=*/2)), "no steady-state steps");
+  expect_error(dir.file("missing.json"), "cannot open");
+}
+
+TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
+  const auto results = load_results({write("a1.json", make_result("bert", "S1", 1.0, 1, 10)),
+                                     write("a2.json", make_result("bert", "S1", 1.2, 1, 10)),
+                                     write("b.json", make_result("bert", "S2", 0.5, 1, 10)),
+                                     write("c.json", make_result("distil", "S2", 0.25, 1, 10))});
+  const Report r = build_report(results, "host", "S1");
+  EXPECT_EQ(r.models, (std::vector<std::string>{"bert", "distil"}));
+  EXPECT_EQ(r.labels, (std::vector<std::string>{"S1", "S2"}));
+  const ReportCell& s1 = r.cells.at("bert").at("S1");
+  EXPECT_EQ(s1.runs, 2);
+  EXPECT_DOUBLE_EQ(s1.epoch_mean, 11.0);
+  EXPECT_NEAR(s1.epoch_stdev, 1.41421356, 1e-6);
+  EXPECT_DOUBLE_EQ(*r.cells.at("bert").at("S2").speedup, 2.2);
+  EXPECT_FALSE(r.cells.at("distil").at("S2").speedup.has_value());  // no baseline run of distil
+
+  EXPECT_NE(render_report(r, "table").find("00:11 ±1.4s"), std::string::npos) << render_report(r, "table");
+  EXPECT_NE(render_report(r, "markdown").find("| **bert** |"), std::string::npos);
+  const std::string csv = render_report(r, "csv");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup");
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000"), std::string::npos) << csv;
+  const json j = json::parse(render_report(r, "json"));
+  EXPECT_EQ(j["rows"].size(), 3u);
+  const std::string html = render_report(r, "html");
+  EXPECT_NE(html.find("const DATA = {"), std::string::npos);
+  EXPECT_THROW(render_report(r, "pdf"), Error);
+  EXPECT_THROW(build_report(results, "host", "S9"), Error);
+  EXPECT_THROW(build_report(results, "colour", ""), Error);
+}
+
+TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {
+  const ResultFile slow = load_result(write("slow.json", make_result("m", "h", 2.0, 1, 30, 1, 0.05)));
+  const ResultFile fast = load_result(write("fast.json", make_result("m", "h", 1.0, 1, 30, 1, 0.05)));
+  const ResultFile same = load_result(write("same.json", make_result("m", "h", 2.0, 1, 30, 1, 0.05)));
+  const Comparison c = compare_results(slow, fast);
+  EXPECT_NEAR(c.ratio, 2.0, 1e-9);
+  EXPECT_LT(c.low, 2.0);
+  EXPECT_GT(c.high, 2.0);
+  EXPECT_TRUE(c.significant);
+  const Comparison n = compare_results(slow, same);
+  EXPECT_NEAR(n.ratio, 1.0, 1e-9);
+  EXPECT_FALSE(n.significant);
+}
+
+TEST(StudentT, MatchesTables) {
+  EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
+  EXPECT_NEAR(student_t_975(10), 2.228, 1e-3);
+  EXPECT_NEAR(student_t_975(60), 2.000, 2e-3);
+  EXPECT_NEAR(student_t_975(1e6), 1.960, 1e-3);
+}
+
+TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {
+  const ResultFile one = load_result(write("one.json", make_result("m", "h", 1.0, 1, 10, /*warmup=*/2)));
+  const ResultFile three = load_result(write("three.json", make_result("m", "h", 1.0, 3, 10, 2)));
+  const EpochPrediction p = predict_epochs(one, 3, &three);
+  // Steady epoch: 10 x 1 s + 0.01 s outside the steps; warm-up: 2 steps x 2 s extra, once.
+  EXPECT_NEAR(p.steady_epoch_seconds, 10.01, 1e-9);
+  EXPECT_NEAR(p.warmup_overhead_seconds, 4.0, 1e-9);
+  EXPECT_NEAR(p.predicted_seconds, 34.03, 1e-9);
+  EXPECT_NEAR(*p.actual_seconds, 34.03, 1e-9);
+  EXPECT_NEAR(*p.error_pct, 0.0, 1e-9);
+  EXPECT_NEAR(p.naive_seconds, 3 * 14.01, 1e-9);  // the naive way counts warm-up every epoch
+  EXPECT_GT(*p.naive_error_pct, 20.0);
+  EXPECT_THROW(predict_epochs(one, 2, &three), Error);  // actual has 3 epochs
+}
+
+TEST_F(Analysis, PredictTargetCalibratesOnTheMeasuredDevice) {
+  const ResultFile r = load_result(write("r.json", make_result("m", "h", 0.2, 1, 10)));
+  DeviceSpec target;
+  target.name = "Test GPU";
+  target.fp32_tflops = 10;
+  target.memory_gbps = 1e6;  // effectively never memory-bound
+  const TargetPrediction p = predict_target(r, target, nullptr);
+  // 8 samples x 1 GFLOP = 8 GFLOP per step; source: 100 GFLOP/s peak, 0.2 s -> 40% efficiency.
+  EXPECT_NEAR(p.flops_per_step, 8e9, 1);
+  EXPECT_NEAR(p.source_efficiency, 0.4, 1e-9);
+  EXPECT_NEAR(p.predicted_step_seconds, 8e9 / 10e12 / 0.4, 1e-12);
+  EXPECT_NEAR(p.naive_step_seconds, 0.2 * 100e9 / 10e12, 1e-12);
+  EXPECT_EQ(p.bound, "compute");
+  target.memory_gbps = 1e-3;
+  EXPECT_EQ(predict_target(r, target, nullptr).bound, "memory");
+  target.fp16_tflops = 0;
+  json fp16 = make_result("m", "h", 0.2, 1, 10);
+  fp16["spec"]["precision"] = "fp16";
+  EXPECT_THROW(predict_target(load_result(write("fp16.json", fp16)), target, nullptr), Error);
+}
+
+TEST(Hardware, FindsGpusByNameAndAsCudaReportsThem) {
+  EXPECT_EQ(find_gpu("H100")->name, "H100 SXM");
+  EXPECT_EQ(find_gpu("NVIDIA H100 80GB HBM3")->name, "H100 SXM");
+  EXPECT_EQ(find_gpu("NVIDIA A100-SXM4-80GB")->name, "A100 SXM 80GB");
+  EXPECT_EQ(find_gpu("NVIDIA A10")->name, "A10");
+  EXPECT_EQ(find_gpu("Tesla V100-SXM2-16GB")->name, "V100 SXM2");
+  EXPECT_EQ(find_gpu("NVIDIA GeForce RTX 3090")->name, "RTX 3090");
+  EXPECT_FALSE(find_gpu("Radeon 7900").has_value());
+  EXPECT_DOUBLE_EQ(peak_tflops(*find_gpu("V100"), "bf16"), 0.0);
+  EXPECT_DOUBLE_EQ(peak_tflops(*find_gpu("T4"), "fp16"), 65.0);
+}
+
+TEST(Hardware, DeviceSpecFilesAreChecked) {
+  testing::ScratchDir dir;
+  const auto good = dir.write("g.json", R"({"name": "X", "fp32_tflops": 10, "fp16_tflops": 100, "memory_gbps": 500})");
+  EXPECT_DOUBLE_EQ(read_device_spec(good).fp16_tflops, 100);
+  const auto bad = dir.write("b.json", R"({"name": "X", "fp32_tflops": "ten", "memory_gbps": 500})");
+  try {
+    read_device_spec(bad);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fp32_tflops"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace tbench
