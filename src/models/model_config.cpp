@@ -52,6 +52,13 @@ class ConfigReader {
     if (!raw_[key].is_boolean()) fail(key, "expected true or false, got " + raw_[key].dump());
     return raw_[key].get<bool>();
   }
+  // The value at key, or nullptr if the config does not have it.
+  const json* find(const char* key) const { return raw_.contains(key) ? &raw_[key] : nullptr; }
+  // A setting tbench implements one way only: it must be absent or hold that value.
+  void expect_or_absent(const char* key, const json& supported) const {
+    if (!raw_.contains(key) || raw_[key] == supported) return;
+    fail(key, "only " + supported.dump() + " is supported, got " + raw_[key].dump());
+  }
   [[noreturn]] void fail(const std::string& key, const std::string& message) const {
     throw input_error(source_ + ": " + key + ": " + message);
   }
@@ -114,6 +121,26 @@ void read_xlnet(const ConfigReader& r, ModelConfig& c) {
   c.attention_dropout = c.hidden_dropout;
   c.classifier_dropout = r.probability_or("summary_last_dropout", 0.1);
   c.activation = r.string_or("ff_activation", "gelu");
+  // HF derives d_head from d_model / n_head and rejects a config that says otherwise. (A d_model
+  // that n_head does not divide is reported as an n_head error below.)
+  if (const json* d_head = r.find("d_head"); d_head && c.hidden_size % c.num_heads == 0) {
+    if (!d_head->is_number_integer() || d_head->get<int64_t>() * c.num_heads != c.hidden_size) {
+      r.fail("d_head", "must equal d_model / n_head, got " + d_head->dump());
+    }
+  }
+  if (c.hidden_size % 2 != 0) r.fail("d_model", "must be even (the position encoding is half sines, half cosines)");
+  // What HF's XLNetForSequenceClassification fine-tunes: bidirectional attention, one relative
+  // encoding for the whole batch, unclamped distances, and the tanh projection of the last token.
+  r.expect_or_absent("attn_type", "bi");
+  r.expect_or_absent("bi_data", false);
+  if (const json* clamp = r.find("clamp_len"); clamp && !(clamp->is_number() && clamp->get<double>() <= 0)) {
+    r.fail("clamp_len", "only -1 (no clamping) is supported, got " + clamp->dump());
+  }
+  r.expect_or_absent("summary_type", "last");
+  r.expect_or_absent("summary_use_proj", true);
+  r.expect_or_absent("summary_activation", "tanh");
+  r.expect_or_absent("summary_proj_to_labels", false);
+  r.expect_or_absent("summary_first_dropout", 0);
 }
 
 }  // namespace
@@ -160,13 +187,14 @@ ModelConfig parse_model_config(const std::string& text, const std::string& name,
                                   "; supported: bert, distilbert, roberta, xlnet" + did_you_mean(type, known));
   }
   c.initializer_range = reader.positive_or("initializer_range", 0.02);
+  const bool xlnet = c.arch == Architecture::xlnet;
   if (c.hidden_size % c.num_heads != 0) {
-    reader.fail("num_attention_heads", "hidden size " + std::to_string(c.hidden_size) +
+    reader.fail(xlnet ? "n_head" : "num_attention_heads", "hidden size " + std::to_string(c.hidden_size) +
                                            " is not a multiple of the number of heads " +
                                            std::to_string(c.num_heads));
   }
   if (c.activation != "gelu" && c.activation != "relu" && c.activation != "gelu_new") {
-    reader.fail(c.arch == Architecture::distilbert ? "activation" : "hidden_act",
+    reader.fail(c.arch == Architecture::distilbert ? "activation" : xlnet ? "ff_activation" : "hidden_act",
                 "'" + c.activation + "' is not supported (gelu, gelu_new, relu)");
   }
   if (c.pad_token_id >= c.vocab_size) reader.fail("pad_token_id", "is outside the vocabulary");

@@ -12,12 +12,33 @@ int64_t encoder_layer_params(const ModelConfig& c) {
   return 4 * linear_params(h, h) + linear_params(h, f) + linear_params(f, h) + 2 * layer_norm_params(h);
 }
 
+// One XLNet block: q, k, v, o, r [d_model, n_head, d_head] without biases, the r_w, r_r and r_s
+// biases [n_head, d_head], seg_embed [2, n_head, d_head], two LayerNorms and the FFN.
+int64_t xlnet_layer_params(const ModelConfig& c) {
+  const int64_t h = c.hidden_size, f = c.intermediate_size, heads = c.num_heads * c.head_dim();
+  return 5 * h * heads + 3 * heads + 2 * heads + linear_params(h, f) + linear_params(f, h) + 2 * layer_norm_params(h);
+}
+
 // Forward FLOPs of one block for one sequence of s tokens (a multiply-add counts 2).
 double encoder_layer_flops(const ModelConfig& c, int64_t s) {
   const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
   const double projections = 2.0 * 4 * h * h * s;  // Q, K, V, O
   const double ffn = 2.0 * 2 * h * f * s;
   const double attention = 2.0 * 2 * s * s * h;    // QK^T and PV over all heads
+  return projections + ffn + attention;
+}
+
+// XLNet's block adds the r projection of the 2s relative distances, the position scores against
+// those 2s encodings (before the shift keeps s of them) and the segment scores against 2 segments.
+double xlnet_layer_flops(const ModelConfig& c, int64_t s) {
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double heads = static_cast<double>(c.num_heads * c.head_dim());
+  const double projections = 2.0 * 4 * h * heads * s + 2.0 * h * heads * (2 * s);  // q, k, v, o; r
+  const double ffn = 2.0 * 2 * h * f * s;
+  const double attention = 2.0 * s * s * heads         // content scores (ac)
+                           + 2.0 * s * (2 * s) * heads  // position scores (bd)
+                           + 2.0 * s * 2 * heads        // segment scores (ef)
+                           + 2.0 * s * s * heads;       // probabilities x values
   return projections + ffn + attention;
 }
 
@@ -30,6 +51,7 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len) 
   const int64_t encoder = c.num_layers * encoder_layer_params(c);
   ModelCost cost;
   double head_flops = 0;
+  double layer_flops = encoder_layer_flops(c, seq_len);
   switch (c.arch) {
     case Architecture::bert:
       cost.base_params = embeddings + encoder + linear_params(h, h);  // + pooler
@@ -48,10 +70,16 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len) 
       head_flops = 2.0 * h * h + 2.0 * h * num_labels;
       break;
     case Architecture::xlnet:
-      break;  // not built yet
+      // word_embedding + mask_emb + the blocks; no position or token-type tables, no pooler.
+      cost.base_params = c.vocab_size * h + h + c.num_layers * xlnet_layer_params(c);
+      // + sequence_summary.summary and logits_proj
+      cost.classifier_params = cost.base_params + linear_params(h, h) + linear_params(h, num_labels);
+      head_flops = 2.0 * h * h + 2.0 * h * num_labels;
+      layer_flops = xlnet_layer_flops(c, seq_len);
+      break;
   }
   double flops = head_flops;
-  for (int64_t i = 0; i < c.num_layers; ++i) flops += encoder_layer_flops(c, seq_len);
+  for (int64_t i = 0; i < c.num_layers; ++i) flops += layer_flops;
   cost.forward_flops_per_sample = flops;
   cost.train_flops_per_sample = 3.0 * flops;  // backward costs about twice the forward
   return cost;

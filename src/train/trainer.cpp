@@ -15,12 +15,10 @@ double seconds_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
 }
 
-// HF's Trainer exempts biases and LayerNorm weights from weight decay.
+// HF's Trainer exempts LayerNorm weights and every parameter with "bias" in its name (XLNet's
+// r_w_bias, r_r_bias and r_s_bias included) from weight decay.
 bool exempt_from_weight_decay(const std::string& name) {
-  const auto ends_with = [&](const std::string& suffix) {
-    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return ends_with(".bias") || name.find("LayerNorm") != std::string::npos ||
+  return name.find("bias") != std::string::npos || name.find("LayerNorm") != std::string::npos ||
          name.find("layer_norm") != std::string::npos;
 }
 

@@ -1,10 +1,14 @@
 // The classifiers: HF's parameter counts and names, output shapes, and padding masked as HF does.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
 #include <set>
 
+#include "tbench/errors.hpp"
 #include "tbench/model_cost.hpp"
 #include "tbench/models/classifier.hpp"
+#include "tbench/models/xlnet.hpp"
 
 namespace tbench {
 namespace {
@@ -30,6 +34,7 @@ TEST(Models, BaseParameterCountsEqualHuggingFace) {
   EXPECT_EQ(model_cost(shipped_model_config("bert-base-uncased"), 2, 128).base_params, 109482240);
   EXPECT_EQ(model_cost(shipped_model_config("roberta-base"), 2, 128).base_params, 124645632);
   EXPECT_EQ(model_cost(shipped_model_config("distilbert-base-uncased"), 2, 128).base_params, 66362880);
+  EXPECT_EQ(model_cost(shipped_model_config("xlnet-base-cased"), 2, 128).base_params, 116718336);
 }
 
 // The analytic counts (used by `tbench models`) equal what the built modules hold, for every
@@ -37,7 +42,6 @@ TEST(Models, BaseParameterCountsEqualHuggingFace) {
 TEST(Models, BuiltModulesMatchTheAnalyticCountForEveryShippedConfig) {
   for (const auto& name : shipped_model_names()) {
     const ModelConfig c = shipped_model_config(name);
-    if (c.arch == Architecture::xlnet) continue;
     const auto model = build_classifier(c, 3);
     EXPECT_EQ(count_parameters(*model), model_cost(c, 3, 128).classifier_params) << name;
   }
@@ -71,6 +75,38 @@ TEST(Models, ParameterNamesFollowHuggingFaceKeys) {
   EXPECT_FALSE(roberta.count("roberta.pooler.dense.weight"));
 }
 
+// XLNet's names are HF's exactly, nothing more: the attention tensors are bare parameters.
+TEST(Models, XLNetParameterNamesAndShapesAreHuggingFaces) {
+  const ModelConfig c = shipped_model_config("tiny-xlnet");
+  const auto model = build_classifier(c, 3);
+  std::set<std::string> expected = {"transformer.word_embedding.weight", "transformer.mask_emb",
+                                    "sequence_summary.summary.weight",  "sequence_summary.summary.bias",
+                                    "logits_proj.weight",               "logits_proj.bias"};
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string layer = "transformer.layer." + std::to_string(i) + ".";
+    for (const char* name : {"q", "k", "v", "o", "r", "r_r_bias", "r_s_bias", "r_w_bias", "seg_embed",
+                             "layer_norm.weight", "layer_norm.bias"}) {
+      expected.insert(layer + "rel_attn." + name);
+    }
+    for (const char* name : {"layer_1.weight", "layer_1.bias", "layer_2.weight", "layer_2.bias", "layer_norm.weight",
+                             "layer_norm.bias"}) {
+      expected.insert(layer + "ff." + name);
+    }
+  }
+  EXPECT_EQ(parameter_names(*model), expected);
+
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& p : model->named_parameters()) shapes[p.key()] = p.value().sizes().vec();
+  const int64_t d = c.hidden_size, n = c.num_heads, h = c.head_dim();
+  EXPECT_EQ(shapes["transformer.mask_emb"], (std::vector<int64_t>{1, 1, d}));
+  EXPECT_EQ(shapes["transformer.layer.1.rel_attn.q"], (std::vector<int64_t>{d, n, h}));
+  EXPECT_EQ(shapes["transformer.layer.1.rel_attn.r"], (std::vector<int64_t>{d, n, h}));
+  EXPECT_EQ(shapes["transformer.layer.0.rel_attn.r_w_bias"], (std::vector<int64_t>{n, h}));
+  EXPECT_EQ(shapes["transformer.layer.0.rel_attn.seg_embed"], (std::vector<int64_t>{2, n, h}));
+  EXPECT_EQ(shapes["transformer.layer.0.ff.layer_1.weight"], (std::vector<int64_t>{c.intermediate_size, d}));
+  EXPECT_EQ(shapes["logits_proj.weight"], (std::vector<int64_t>{3, d}));
+}
+
 TEST(Models, HfInitialisation) {
   torch::manual_seed(0);
   const ModelConfig c = shipped_model_config("tiny-bert");
@@ -88,6 +124,25 @@ TEST(Models, HfInitialisation) {
   }
 }
 
+// HF's _init_weights for XLNet also draws mask_emb and every attention tensor from N(0, 0.02).
+TEST(Models, XLNetHfInitialisation) {
+  torch::manual_seed(0);
+  const ModelConfig c = shipped_model_config("tiny-xlnet");
+  const auto model = build_classifier(c, 2);
+  for (const auto& p : model->named_parameters()) {
+    const std::string& name = p.key();
+    const auto& value = p.value();
+    if (name.find("layer_norm.weight") != std::string::npos) {
+      EXPECT_TRUE(torch::all(value == 1).item<bool>()) << name;
+    } else if (name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0) {
+      EXPECT_TRUE(torch::all(value == 0).item<bool>()) << name;
+    } else {
+      EXPECT_NEAR(value.mean().item<double>(), 0.0, 0.015) << name;
+      EXPECT_NEAR(value.std().item<double>(), c.initializer_range, 0.01) << name;
+    }
+  }
+}
+
 class ArchitectureTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ArchitectureTest, LogitsHaveShapeBatchByLabels) {
@@ -99,7 +154,10 @@ TEST_P(ArchitectureTest, LogitsHaveShapeBatchByLabels) {
   EXPECT_TRUE(torch::isfinite(logits).all().item<bool>());
 }
 
-// Appending padding (mask 0) must not change the first token's logits: HF's additive mask.
+// Padding (mask 0) must not change the logits: HF's additive mask. BERT-like models read the
+// first token and are padded on the right; XLNet reads the last token, and its tokenizer pads on
+// the left. There the real tokens' distances to each other stay the same, so with the padding
+// masked the logits are unchanged too.
 TEST_P(ArchitectureTest, PaddingDoesNotChangeTheLogits) {
   const ModelConfig c = shipped_model_config(GetParam());
   torch::manual_seed(1);
@@ -107,10 +165,12 @@ TEST_P(ArchitectureTest, PaddingDoesNotChangeTheLogits) {
   model->eval();
   torch::NoGradGuard no_grad;
   const ModelInputs short_inputs = random_inputs(c, 2, 10);
+  const auto join = [&](const torch::Tensor& real, const torch::Tensor& padding) {
+    return c.arch == Architecture::xlnet ? torch::cat({padding, real}, 1) : torch::cat({real, padding}, 1);
+  };
   ModelInputs padded;
-  const auto pad = torch::full({2, 6}, c.pad_token_id, torch::kLong);
-  padded.input_ids = torch::cat({short_inputs.input_ids, pad}, 1);
-  padded.attention_mask = torch::cat({short_inputs.attention_mask, torch::zeros({2, 6}, torch::kLong)}, 1);
+  padded.input_ids = join(short_inputs.input_ids, torch::full({2, 6}, c.pad_token_id, torch::kLong));
+  padded.attention_mask = join(short_inputs.attention_mask, torch::zeros({2, 6}, torch::kLong));
   padded.token_type_ids = torch::zeros_like(padded.input_ids);
   const auto a = model->forward(short_inputs);
   const auto b = model->forward(padded);
@@ -131,7 +191,176 @@ TEST_P(ArchitectureTest, DropoutOnlyInTrainMode) {
   EXPECT_FALSE(torch::equal(model->forward(in), model->forward(in)));
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, ArchitectureTest, ::testing::Values("tiny-bert", "tiny-distilbert", "tiny-roberta"));
+INSTANTIATE_TEST_SUITE_P(Models, ArchitectureTest,
+                         ::testing::Values("tiny-bert", "tiny-distilbert", "tiny-roberta", "tiny-xlnet"));
+
+// rel_shift turns scores against the encoded distances S .. 1-S into scores for distance i - j.
+// Fill each column with the distance it encodes (plus a row tag) and read the shifted result.
+TEST(XLNet, RelShiftPutsDistanceIMinusJAtIJ) {
+  const int64_t s = 5;
+  const auto distances = xlnet::relative_positions(s, s);
+  ASSERT_EQ(distances.size(0), 2 * s);
+  EXPECT_EQ(distances[0].item<float>(), static_cast<float>(s));
+  EXPECT_EQ(distances[2 * s - 1].item<float>(), static_cast<float>(1 - s));
+  const auto row = torch::arange(s, torch::kFloat).view({1, 1, s, 1});
+  const auto scores = (distances.view({1, 1, 1, 2 * s}) + 100 * row).expand({2, 3, s, 2 * s}).contiguous();
+  const auto shifted = xlnet::rel_shift(scores, s);
+  ASSERT_EQ(shifted.sizes(), (std::vector<int64_t>{2, 3, s, s}));
+  const auto i = torch::arange(s, torch::kFloat).view({s, 1}), j = torch::arange(s, torch::kFloat).view({1, s});
+  const auto expected = (i - j + 100 * i).expand({2, 3, s, s});
+  EXPECT_TRUE(torch::equal(shifted, expected)) << shifted[0][0];
+}
+
+TEST(XLNet, PositionalEncodingIsSinesThenCosines) {
+  const auto enc = xlnet::positional_encoding(torch::tensor({0.0F, 3.0F}), 8);
+  ASSERT_EQ(enc.sizes(), (std::vector<int64_t>{2, 8}));
+  for (int64_t k = 0; k < 4; ++k) {
+    const double angle = 3.0 / std::pow(10000.0, 2.0 * k / 8);
+    EXPECT_FLOAT_EQ(enc[0][k].item<float>(), 0.0F);
+    EXPECT_FLOAT_EQ(enc[0][4 + k].item<float>(), 1.0F);
+    EXPECT_NEAR(enc[1][k].item<float>(), std::sin(angle), 1e-6);
+    EXPECT_NEAR(enc[1][4 + k].item<float>(), std::cos(angle), 1e-6);
+  }
+}
+
+// Weights larger than HF's init make every attention term (positions, segments) move the logits
+// far above float noise, so a wrong term cannot hide below a test's tolerance.
+void spread_weights(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) {
+    if (p.key().find("layer_norm") == std::string::npos) p.value().normal_(0.0, 0.3);
+  }
+}
+
+// Segments are relative in XLNet: only whether two tokens' types differ enters the scores. So
+// renaming every segment changes nothing, while splitting the sequence in two does.
+TEST(XLNet, TokenTypesEnterThroughTheSegmentBias) {
+  const ModelConfig c = shipped_model_config("tiny-xlnet");
+  torch::manual_seed(4);
+  const auto model = build_classifier(c, 2);
+  spread_weights(*model);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  ModelInputs in = random_inputs(c, 2, 10);
+  const auto one_segment = model->forward(in);
+  in.token_type_ids.fill_(1);
+  EXPECT_TRUE(torch::allclose(one_segment, model->forward(in), 1e-5, 1e-6));
+  in.token_type_ids.narrow(1, 0, 5).fill_(0);
+  EXPECT_FALSE(torch::allclose(one_segment, model->forward(in), 1e-3, 1e-3));
+}
+
+// XLNetForSequenceClassification written out the way HF's modeling_xlnet computes it: [S, B]
+// layout, einsums, a one-hot segment matrix, the padding mask with its unmasked diagonal and
+// -1e30, and, instead of rel_shift, the sinusoid of each distance i - j built directly
+// (direction -1 builds j - i instead). The model's batched path (shifted scores, broadcast segment
+// bias) must give the same logits.
+torch::Tensor xlnet_reference_logits(const torch::nn::Module& model, const ModelConfig& c, const ModelInputs& in,
+                                     int64_t direction = 1) {
+  std::map<std::string, torch::Tensor> p;
+  for (const auto& item : model.named_parameters()) p[item.key()] = item.value();
+  const int64_t s = in.input_ids.size(1), d = c.hidden_size;
+  auto h = torch::embedding(p.at("transformer.word_embedding.weight"), in.input_ids.t());  // [i, b, h]
+
+  const auto i = torch::arange(s).view({s, 1}), j = torch::arange(s).view({1, s});
+  const auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, d, 2).to(torch::kFloat) / d);
+  const auto angle = (direction * (i - j)).to(torch::kFloat).unsqueeze(-1) * inv_freq;  // [i, j, d/2]
+  const auto r = torch::cat({torch::sin(angle), torch::cos(angle)}, -1);  // [i, j, h]: R_{i-j}
+
+  const auto input_mask = 1.0 - in.attention_mask.t().to(torch::kFloat);  // [j, b]
+  const auto non_tgt = ((input_mask.unsqueeze(0) - torch::eye(s).unsqueeze(-1)) > 0).to(torch::kFloat);  // [i, j, b]
+  const auto types = in.token_type_ids.t();
+  const auto seg_mat =
+      torch::one_hot(types.unsqueeze(1).ne(types.unsqueeze(0)).to(torch::kLong), 2).to(torch::kFloat);  // [i, j, b, s]
+
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    const std::string prefix = "transformer.layer." + std::to_string(l) + ".";
+    const auto w = [&](const std::string& name) { return p.at(prefix + name); };
+    const auto q = torch::einsum("ibh,hnd->ibnd", {h, w("rel_attn.q")});
+    const auto k = torch::einsum("ibh,hnd->ibnd", {h, w("rel_attn.k")});
+    const auto v = torch::einsum("ibh,hnd->ibnd", {h, w("rel_attn.v")});
+    const auto k_r = torch::einsum("ijh,hnd->ijnd", {r, w("rel_attn.r")});
+    const auto ac = torch::einsum("ibnd,jbnd->bnij", {q + w("rel_attn.r_w_bias"), k});
+    const auto bd = torch::einsum("ibnd,ijnd->bnij", {q + w("rel_attn.r_r_bias"), k_r});
+    const auto seg_scores = torch::einsum("ibnd,snd->ibns", {q + w("rel_attn.r_s_bias"), w("rel_attn.seg_embed")});
+    const auto ef = torch::einsum("ijbs,ibns->bnij", {seg_mat, seg_scores});
+    auto score = (ac + bd + ef) * (1.0 / std::sqrt(static_cast<double>(c.head_dim())));
+    score = score - 1e30 * torch::einsum("ijb->bij", {non_tgt}).unsqueeze(1);
+    const auto vec = torch::einsum("bnij,jbnd->ibnd", {torch::softmax(score, 3), v});
+    const auto out = torch::einsum("ibnd,hnd->ibh", {vec, w("rel_attn.o")});
+    h = torch::layer_norm(out + h, {d}, w("rel_attn.layer_norm.weight"), w("rel_attn.layer_norm.bias"),
+                          c.layer_norm_eps);
+    const auto ff = torch::linear(torch::gelu(torch::linear(h, w("ff.layer_1.weight"), w("ff.layer_1.bias"))),
+                                  w("ff.layer_2.weight"), w("ff.layer_2.bias"));
+    h = torch::layer_norm(ff + h, {d}, w("ff.layer_norm.weight"), w("ff.layer_norm.bias"), c.layer_norm_eps);
+  }
+  const auto summary = torch::tanh(
+      torch::linear(h[s - 1], p.at("sequence_summary.summary.weight"), p.at("sequence_summary.summary.bias")));
+  return torch::linear(summary, p.at("logits_proj.weight"), p.at("logits_proj.bias"));
+}
+
+TEST(XLNet, MatchesAReferenceWrittenLikeHuggingFaces) {
+  const ModelConfig c = shipped_model_config("tiny-xlnet");
+  torch::manual_seed(5);
+  const auto model = build_classifier(c, 3);
+  spread_weights(*model);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  ModelInputs in = random_inputs(c, 3, 9);
+  // Left padding in two rows, two segments plus XLNet's <cls> segment (2) on the last token.
+  in.input_ids.narrow(1, 0, 3)[0].fill_(c.pad_token_id);
+  in.attention_mask.narrow(1, 0, 3)[0].fill_(0);
+  in.input_ids.narrow(1, 0, 1)[2].fill_(c.pad_token_id);
+  in.attention_mask.narrow(1, 0, 1)[2].fill_(0);
+  in.token_type_ids.narrow(1, 5, 3).fill_(1);
+  in.token_type_ids.narrow(1, 8, 1).fill_(2);
+  const auto logits = model->forward(in);
+  const auto reference = xlnet_reference_logits(*model, c, in);
+  EXPECT_TRUE(torch::allclose(logits, reference, 1e-4, 1e-5)) << logits << "\n" << reference;
+  // The check can fail: a shift that scored distance j - i instead would be told apart.
+  EXPECT_FALSE(torch::allclose(logits, xlnet_reference_logits(*model, c, in, -1), 1e-2, 1e-2));
+}
+
+// XLNet configs that ask for something HF's fine-tuning does not do are refused, naming the key.
+TEST(XLNet, ConfigsOutsideFineTuningAreRefusedByKey) {
+  const ModelConfig base = shipped_model_config("xlnet-base-cased");
+  EXPECT_EQ(base.hidden_size, 768);
+  EXPECT_EQ(base.head_dim(), 64);
+  EXPECT_EQ(base.pad_token_id, 5);
+  EXPECT_DOUBLE_EQ(base.classifier_dropout, 0.1);
+  const auto error_for = [&](const nlohmann::json& changes) {
+    nlohmann::json raw = base.raw;
+    for (const auto& [key, value] : changes.items()) raw[key] = value;
+    try {
+      parse_model_config(raw.dump(), "x", "x/config.json");
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::vector<std::pair<std::string, nlohmann::json>> refused = {
+      {"attn_type", {{"attn_type", "uni"}}},
+      {"bi_data", {{"bi_data", true}}},
+      {"clamp_len", {{"clamp_len", 512}}},
+      {"d_head", {{"d_head", 32}}},
+      {"n_head", {{"n_head", 7}}},
+      {"d_model", {{"d_model", 9}, {"n_head", 3}, {"d_head", 3}}},
+      {"summary_type", {{"summary_type", "first"}}},
+      {"summary_use_proj", {{"summary_use_proj", false}}},
+      {"summary_activation", {{"summary_activation", nullptr}}},
+      {"summary_proj_to_labels", {{"summary_proj_to_labels", true}}},
+      {"summary_first_dropout", {{"summary_first_dropout", 0.1}}},
+      {"ff_activation", {{"ff_activation", "swish"}}}};
+  for (const auto& [key, changes] : refused) {
+    const std::string message = error_for(changes);
+    EXPECT_NE(message.find("x/config.json: " + key + ":"), std::string::npos) << key << ": " << message;
+  }
+  // Settings HF ignores when fine-tuning, or that mean "off", are accepted.
+  EXPECT_EQ(error_for({{"clamp_len", 0}}), "no error");
+  EXPECT_EQ(error_for({{"mem_len", 512}}), "no error");
+  EXPECT_EQ(error_for({{"same_length", true}}), "no error");
+  EXPECT_EQ(error_for({{"summary_first_dropout", 0.0}}), "no error");
+}
 
 TEST(ModelCost, FlopsGrowWithSequenceLengthAndLayers) {
   const ModelConfig c = shipped_model_config("bert-base-cased");

@@ -6,4 +6,5 @@ namespace tbench {
 namespace bert { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
 namespace roberta { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
 namespace distilbert { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
+namespace xlnet { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
 }  // namespace tbench

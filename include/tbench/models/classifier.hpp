@@ -12,7 +12,7 @@ namespace tbench {
 struct ModelInputs {
   torch::Tensor input_ids;       // [B, S] int64
   torch::Tensor attention_mask;  // [B, S] int64, 1 = real token, 0 = padding
-  torch::Tensor token_type_ids;  // [B, S] int64 (segment ids; ignored by DistilBERT)
+  torch::Tensor token_type_ids;  // [B, S] int64 (segment ids; ignored by DistilBERT, compared pairwise by XLNet)
 };
 
 class SequenceClassifier : public torch::nn::Module {
@@ -20,7 +20,7 @@ class SequenceClassifier : public torch::nn::Module {
   virtual torch::Tensor forward(const ModelInputs& inputs) = 0;  // logits [B, num_labels]
 };
 
-// Whether this build implements the architecture (XLNet's config is read before its model exists).
+// Whether this build implements the architecture (configs may name one before its model exists).
 bool has_classifier(Architecture arch);
 
 // Builds the classifier for `config` with HF's random initialisation (seed torch first).
