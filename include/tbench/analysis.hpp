@@ -18,12 +18,15 @@ struct ResultFile {
   nlohmann::json json;
   std::string model, host, device, precision, machine, status;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
+  int64_t num_samples = 0;
+  int64_t world_size = 1;         // data-parallel processes (the result's dist section), else 1
+  std::optional<double> comm_share;  // data-parallel: share of step time spent waiting for all-reduces
   double train_flops_per_sample = 0;
   double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
   bool epoch_projected = false;
-  double samples_per_s = 0;    // steady state (warm-up excluded)
+  double samples_per_s = 0;    // steady state (warm-up excluded); global for data-parallel results
   std::vector<double> step_seconds;  // timed (steady-state) steps
-  std::vector<int64_t> step_samples;
+  std::vector<int64_t> step_samples; // samples of each timed step over all ranks
   std::vector<double> warmup_seconds;
   std::vector<double> epoch_wall_seconds;  // complete epochs
   std::vector<double> epoch_step_sum;      // sum of step seconds within each complete epoch
@@ -34,7 +37,7 @@ ResultFile load_result(const std::string& path);
 std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
 
 // The column a result falls in: by "machine" (host, plus GPU), "host", "device", "precision",
-// "threads", "batch_size", "seq_len" or "name".
+// "threads", "batch_size", "seq_len", "world_size" or "name".
 std::string label_of(const ResultFile& r, const std::string& by);
 
 // ---- report ---------------------------------------------------------------------------------------
@@ -56,6 +59,23 @@ struct Report {
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
 std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
 nlohmann::json report_json(const Report& report);
+
+// ---- report --scaling ------------------------------------------------------------------------------
+// Data-parallel scaling against the single-process run of the same spec (model, device kind,
+// precision, per-device batch, seq_len, threads, samples per epoch): speedup T1/TN of the epoch
+// time and efficiency (T1/TN)/N. Efficiency above 1.05 is flagged super-linear, below 0.5 collapsing.
+struct ScalingRow {
+  std::string model, config;
+  int64_t world_size = 1;
+  int runs = 0;
+  double epoch_seconds = 0;  // mean over repeats
+  bool projected = false;
+  double samples_per_s = 0;  // global, mean over repeats
+  std::optional<double> comm_share, speedup, efficiency;
+  std::string flag;  // "", "super-linear", "collapsing" or "no 1-process baseline"
+};
+std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results);
+std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format);  // table|markdown|csv|json
 
 // ---- compare --------------------------------------------------------------------------------------
 struct Comparison {

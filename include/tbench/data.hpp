@@ -51,4 +51,7 @@ class SyntheticDataset : public Dataset {
 // epoch sees a new order.
 std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch);
 
+// Data parallelism: rank `rank` of `world_size` takes order[rank], order[rank + world_size], ...
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size);
+
 }  // namespace tbench

@@ -17,6 +17,7 @@ struct IterationRecord {
   int64_t real_tokens = 0;  // tokens that are not padding
   double seconds = 0;       // wall time of the whole step: data, forward, backward, optimizer
   double data_seconds = 0;  // part of `seconds` spent assembling and moving batches
+  double comm_wait_seconds = 0;  // part of `seconds` spent waiting for gradient all-reduces (0 single-process)
   double loss = 0;          // mean training loss over the step's micro-batches
   double lr = 0;            // learning rate this step used
   double loss_scale = 1;    // fp16 dynamic loss scale (1 otherwise)

@@ -2,6 +2,7 @@
 // One benchmark run, end to end: spec -> model + data -> trainer -> result files.
 #include <string>
 
+#include "tbench/dist.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/model_config.hpp"
 #include "tbench/model_cost.hpp"
@@ -13,6 +14,7 @@ namespace tbench {
 struct RunOptions {
   bool force = false;  // overwrite an existing result
   bool quiet = false;  // no progress output
+  std::string dump_params;  // tests: write the trained parameters here (data-parallel: <path>.rank<N>)
 };
 
 // Everything decided before any tensor is allocated. Building it performs every check that can
@@ -24,6 +26,7 @@ struct RunPlan {
   StepPlan steps;
   int threads = 1;          // CPU intra-op threads the run will use
   std::string output_path;  // placeholders expanded
+  LaunchEnv launch;         // the launcher's environment; world_size 1 without one
 };
 
 RunPlan prepare_run(const RunSpec& spec);

@@ -18,7 +18,8 @@ const char* to_string(Precision p);
 struct ModelRef {
   std::string name;     // a shipped model (models/<name>.json), or the config file's stem
   std::string config;   // path to an HF config.json; empty for shipped models
-  std::string weights;  // path to HF safetensors weights; empty = random init
+  std::string weights;       // HF safetensors weights (file, folder or index); empty = random init
+  std::string save_weights;  // where to save the trained weights; empty = not saved
 };
 
 struct DataSpec {
@@ -45,6 +46,13 @@ struct TimingSpec {
   int64_t warmup_steps;  // first optimizer steps excluded from the summary statistics
 };
 
+// Data-parallel training (only used when a launcher starts several processes; see dist.hpp).
+struct DistSpec {
+  double bucket_mb = 25;               // gradient all-reduce bucket size in MiB (0: one per parameter)
+  bool sync_every_micro_step = false;  // false: reduce only on the last accumulation micro-step
+  int64_t timeout_s = 300;             // rendezvous, collective and store timeout
+};
+
 // Where a field's value came from: "configs/x.yaml:7: ", "--set train.lr=1: " or the file.
 std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
                          const std::string& field);
@@ -59,6 +67,7 @@ struct RunSpec {
   std::string device;  // "cpu", "cuda" or "cuda:N"
   int64_t threads;     // CPU intra-op threads actually requested (0 in the file = all cores)
   TimingSpec timing;
+  DistSpec dist;
   std::string output;  // result path, placeholders expanded at run time
   std::string source;  // where the spec came from: a path, or "<embedded default>"
   nlohmann::json resolved;  // the whole spec with defaults filled: saved into the result

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 
 #include "tbench/data.hpp"
+#include "tbench/errors.hpp"
 #include "tbench/loss_scaler.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/records.hpp"
@@ -31,13 +32,38 @@ struct TrainOutcome {
   std::string error;  // why it failed
 };
 
+// Data-parallel gradient synchronisation, as the trainer sees it (the implementation, on c10d, is
+// in src/dist/). A single-process run has none: the trainer then does exactly what it did before.
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  // Before each micro-step's backward. `last_micro_step`: the optimizer step follows it (the
+  // gradients are reduced then, or after every micro-step with dist.sync_every_micro_step).
+  // `stop`: this rank was asked to stop; the request travels with the gradients.
+  virtual void before_backward(bool last_micro_step, bool stop) = 0;
+  // After that backward: waits for the all-reduces it started and leaves the mean gradient over
+  // all ranks in every parameter's .grad. Returns the seconds spent waiting. Throws CommFailure.
+  virtual double after_backward() = 0;
+  // Some rank asked to stop in the last reduced step: every rank stops after the same step.
+  virtual bool stop_agreed() const = 0;
+};
+
+// A peer rank failed, left or stopped answering: the run cannot go on (exit 4).
+class CommFailure : public Error {
+ public:
+  explicit CommFailure(const std::string& message) : Error(ExitCode::run_failed, message) {}
+};
+
 // How many steps a spec asks for, from the dataset size.
 struct StepPlan {
   int64_t steps_per_epoch = 0;  // optimizer steps (drop_last: partial steps are not taken)
   int64_t total_steps = 0;      // min(epochs x steps_per_epoch, max_steps if set)
   int64_t epochs = 0;           // epochs that will start
 };
-StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size);
+// With `world_size` processes, one optimizer step consumes batch x accumulation x world_size samples.
+StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size = 1);
 
 // HF's get_linear_schedule_with_warmup: LR rises linearly over `warmup` steps, then falls
 // linearly to 0 at `total`. `step` counts optimizer steps already taken (0-based).
@@ -45,7 +71,10 @@ double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t 
 
 class Trainer {
  public:
-  Trainer(const RunSpec& spec, SequenceClassifier& model, const Dataset& data, torch::Device device);
+  // `sync`: data-parallel gradient synchronisation; null for a single process. With it, this
+  // rank reads its shard of each epoch's order (every world_size-th sample from its rank on).
+  Trainer(const RunSpec& spec, SequenceClassifier& model, const Dataset& data, torch::Device device,
+          GradientSync* sync = nullptr);
   TrainOutcome run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested);
 
  private:
@@ -61,6 +90,8 @@ class Trainer {
   std::unique_ptr<torch::optim::AdamW> optimizer_;
   std::vector<torch::Tensor> trainable_;
   std::unique_ptr<LossScaler> scaler_;
+  GradientSync* sync_ = nullptr;
+  const std::atomic<bool>* stop_requested_ = nullptr;
 };
 
 }  // namespace tbench

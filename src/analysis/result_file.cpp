@@ -45,6 +45,11 @@ ResultFile load_result(const std::string& path) {
     r.batch_size = require(j, "/spec/train/batch_size", path);
     r.grad_accum = require(j, "/spec/train/grad_accum_steps", path);
     r.seq_len = require(j, "/spec/data/seq_len", path);
+    r.num_samples = j.value(json::json_pointer("/spec/data/num_samples"), int64_t{0});
+    // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
+    r.world_size = j.value(json::json_pointer("/dist/world_size"), int64_t{1});
+    const json::json_pointer share("/summary/comm_share");
+    if (j.contains(share) && j.at(share).is_number()) r.comm_share = j.at(share).get<double>();
     r.status = require(j, "/summary/status", path);
     r.steps_per_epoch = require(j, "/summary/steps_per_epoch", path);
     const std::string gpu = j.value(json::json_pointer("/env/gpu/name"), std::string());
@@ -55,7 +60,7 @@ ResultFile load_result(const std::string& path) {
         r.warmup_seconds.push_back(seconds);
       } else {
         r.step_seconds.push_back(seconds);
-        r.step_samples.push_back(it.at("samples"));
+        r.step_samples.push_back(it.at("samples").get<int64_t>() * r.world_size);
       }
     }
     for (const auto& e : require(j, "/epochs", path)) {
@@ -100,8 +105,9 @@ std::string label_of(const ResultFile& r, const std::string& by) {
   if (by == "threads") return std::to_string(r.threads) + (r.threads == 1 ? " thread" : " threads");
   if (by == "batch_size") return "batch " + std::to_string(r.batch_size);
   if (by == "seq_len") return "seq " + std::to_string(r.seq_len);
+  if (by == "world_size") return std::to_string(r.world_size) + (r.world_size == 1 ? " process" : " processes");
   if (by == "name") return r.json["spec"].value("name", r.model);
-  throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, name");
+  throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, world_size, name");
 }
 
 }  // namespace tbench

@@ -20,6 +20,7 @@ struct AnalysisOptions {
   std::string a, b, result, target, actual;
   int64_t epochs = 0;
   bool as_json = false;
+  bool scaling = false;
 };
 
 AnalysisOptions g_analysis;
@@ -43,14 +44,21 @@ std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + fixed(va
 
 int report_command() {
   const auto results = load_results(g_analysis.results);
+  if (g_analysis.scaling) {
+    emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
+    return 0;
+  }
   const Report report = build_report(results, g_analysis.by, g_analysis.baseline);
   emit(render_report(report, g_analysis.format), g_analysis.output);
   return 0;
 }
 
 std::string describe(const ResultFile& r) {
+  const std::string processes =
+      r.world_size > 1 ? " x " + std::to_string(r.world_size) + " processes (data-parallel)" : std::string();
   return r.model + " on " + r.machine + ", " + r.device + ", " + r.precision + ", " + std::to_string(r.threads) +
-         " thread(s), batch " + std::to_string(r.batch_size * r.grad_accum) + ", seq " + std::to_string(r.seq_len);
+         " thread(s), batch " + std::to_string(r.batch_size * r.grad_accum) + processes + ", seq " +
+         std::to_string(r.seq_len);
 }
 
 int compare_command() {
@@ -147,7 +155,10 @@ int predict_command() {
 void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
   auto* report = app.add_subcommand("report", "table of epoch times by model and machine (or another key)");
   report->add_option("results", g_analysis.results, "result files")->required()->check(CLI::ExistingFile);
-  report->add_option("--by", g_analysis.by, "column key: machine, host, device, precision, threads, batch_size, seq_len, name");
+  report->add_option("--by", g_analysis.by,
+                     "column key: machine, host, device, precision, threads, batch_size, seq_len, world_size, name");
+  report->add_flag("--scaling", g_analysis.scaling,
+                   "data-parallel scaling: speedup and efficiency vs the 1-process run of the same config");
   report->add_option("--baseline", g_analysis.baseline, "column that speedups are relative to (default: the first)");
   report->add_option("--format", g_analysis.format, "table, markdown, csv, json or html");
   report->add_option("-o,--output", g_analysis.output, "write to this file (atomically) instead of stdout");

@@ -25,6 +25,7 @@ struct Options {
   bool as_json = false;
   int64_t seq_len = 128;
   std::string log_level = "info";
+  std::string dump_params;
 };
 
 Options g_options;
@@ -37,8 +38,12 @@ void set_log_level() {
 int run_command() {
   set_log_level();
   const RunPlan plan = prepare_run(load_spec(g_options.spec_path, g_options.overrides));
-  const ExitCode code = execute_run(plan, {g_options.force, g_options.quiet});
-  std::printf("%s\n", plan.output_path.c_str());
+  RunOptions options;
+  options.force = g_options.force;
+  options.quiet = g_options.quiet;
+  options.dump_params = g_options.dump_params;
+  const ExitCode code = execute_run(plan, options);
+  if (plan.launch.rank == 0) std::printf("%s\n", plan.output_path.c_str());  // only rank 0 writes a result
   return static_cast<int>(code);
 }
 
@@ -119,6 +124,8 @@ void register_commands(CLI::App& app) {
   add_spec_options(run, false);
   run->add_flag("--force", g_options.force, "overwrite an existing result file");
   run->add_flag("-q,--quiet", g_options.quiet, "no progress output");
+  // Hidden, for tests: the trained parameters as raw float32 (data-parallel: PATH.rank<N> per rank).
+  run->add_option("--dump-params", g_options.dump_params, "")->group("");
   run->callback([] { g_action = run_command; });
 
   auto* validate = app.add_subcommand("validate", "check a spec (and the model it names) without running");

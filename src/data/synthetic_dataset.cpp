@@ -32,4 +32,13 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch) {
   return std::vector<int64_t>(perm.data_ptr<int64_t>(), perm.data_ptr<int64_t>() + n);
 }
 
+std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size) {
+  std::vector<int64_t> shard;
+  shard.reserve(order.size() / static_cast<std::size_t>(world_size) + 1);
+  for (std::size_t i = static_cast<std::size_t>(rank); i < order.size(); i += static_cast<std::size_t>(world_size)) {
+    shard.push_back(order[i]);
+  }
+  return shard;
+}
+
 }  // namespace tbench

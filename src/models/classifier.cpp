@@ -4,16 +4,6 @@
 
 namespace tbench {
 
-bool has_classifier(Architecture arch) {
-  switch (arch) {
-    case Architecture::bert:
-    case Architecture::roberta:
-    case Architecture::distilbert:
-    case Architecture::xlnet: return true;
-  }
-  return false;
-}
-
 std::shared_ptr<SequenceClassifier> build_classifier(const ModelConfig& config, int64_t num_labels) {
   switch (config.arch) {
     case Architecture::bert: return bert::make_classifier(config, num_labels);
@@ -21,8 +11,7 @@ std::shared_ptr<SequenceClassifier> build_classifier(const ModelConfig& config, 
     case Architecture::distilbert: return distilbert::make_classifier(config, num_labels);
     case Architecture::xlnet: return xlnet::make_classifier(config, num_labels);
   }
-  throw input_error(config.source + ": model_type: '" + to_string(config.arch) +
-                    "' is recognised but not implemented in this build");
+  throw Error(ExitCode::internal, config.source + ": no classifier for architecture " + to_string(config.arch));
 }
 
 int64_t count_parameters(const torch::nn::Module& module) {

@@ -5,7 +5,7 @@ namespace tbench {
 void to_json(nlohmann::json& j, const IterationRecord& r) {
   j = {{"epoch", r.epoch}, {"step", r.step}, {"global_step", r.global_step}, {"samples", r.samples},
        {"tokens", r.tokens}, {"real_tokens", r.real_tokens}, {"seconds", r.seconds},
-       {"data_seconds", r.data_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
+       {"data_seconds", r.data_seconds}, {"comm_wait_seconds", r.comm_wait_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
        {"skipped", r.skipped}, {"warmup", r.warmup}, {"ended_at", r.ended_at}};
 }
 
@@ -24,6 +24,7 @@ void from_json(const nlohmann::json& j, IterationRecord& r) {
   r.real_tokens = j.at("real_tokens");
   r.seconds = j.at("seconds");
   r.data_seconds = j.at("data_seconds");
+  r.comm_wait_seconds = j.value("comm_wait_seconds", 0.0);
   r.loss = j.at("loss");
   r.lr = j.at("lr");
   r.loss_scale = j.value("loss_scale", 1.0);

@@ -5,16 +5,19 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <optional>
 #include <regex>
 
 #include <spdlog/spdlog.h>
 
 #include "tbench/data.hpp"
+#include "tbench/dist.hpp"
 #include "tbench/env.hpp"
 #include "tbench/hardware.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/progress.hpp"
 #include "tbench/results.hpp"
+#include "tbench/safetensors.hpp"
 #include "tbench/stats.hpp"
 #include "tbench/version.hpp"
 
@@ -100,6 +103,25 @@ void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
   }
 }
 
+void load_weights(const RunSpec& spec, torch::nn::Module& model) {
+  WeightLoadReport report;
+  try {
+    report = load_hf_weights(model, spec.model.weights);
+  } catch (const Error& e) {
+    throw input_error(spec.where("model.weights") + e.what());
+  }
+  spdlog::info("loaded {} tensors from {}", report.loaded.size(), spec.model.weights);
+  if (!report.initialised.empty()) {
+    std::string names;
+    for (const auto& n : report.initialised) names += (names.empty() ? "" : ", ") + n;
+    spdlog::info("not in the checkpoint, newly initialised (the task head): {}", names);
+  }
+  if (!report.unexpected.empty()) {
+    spdlog::info("{} checkpoint tensors not used by the classifier (e.g. a pre-training head), such as {}",
+                 report.unexpected.size(), report.unexpected.front());
+  }
+}
+
 json model_json(const RunPlan& plan, int64_t built_params) {
   return {{"name", plan.model.name},
           {"arch", to_string(plan.model.arch)},
@@ -157,18 +179,13 @@ RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
   plan.model = model_config_for(spec);
-  if (!has_classifier(plan.model.arch)) {
-    fail_field(spec, "model", std::string(to_string(plan.model.arch)) + " (" + plan.model.name +
-                                  ") is recognised but not implemented in this build yet");
-  }
   check_model_fits(spec, plan.model);
   check_device(spec);
-  if (!spec.model.weights.empty()) {
-    fail_field(spec, "model.weights", "loading checkpoints is not available in this build yet (random init only)");
-  }
+  plan.launch = detect_launch();  // torchrun / srun / mpirun, or a single process
+  check_launch(spec, plan.launch);
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len);
-  plan.steps = plan_steps(spec.train, spec.data.num_samples);
-  plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : physical_cores();
+  plan.steps = plan_steps(spec.train, spec.data.num_samples, plan.launch.world_size);
+  plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
   return plan;
@@ -176,35 +193,50 @@ RunPlan prepare_run(const RunSpec& spec) {
 
 ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   const RunSpec& spec = plan.spec;
-  ensure_writable(plan.output_path, options.force);
+  // Data-parallel: join the other ranks first (a rank 0 that then stops, say on an existing
+  // result, ends their wait at once). Only rank 0 writes the result and the stream.
+  const auto comm = plan.launch.distributed() ? Communicator::connect(plan.launch, rank_device(spec, plan.launch),
+                                                                      std::chrono::seconds(spec.dist.timeout_s))
+                                              : nullptr;
+  const bool writes_result = plan.launch.rank == 0;
+  if (writes_result) ensure_writable(plan.output_path, options.force);
   const std::string started_at = iso8601_now();
   const auto wall_start = std::chrono::steady_clock::now();
 
   // Threads are set on purpose and recorded: Debian's OpenMP starts with 1 thread otherwise.
   torch::set_num_threads(plan.threads);
   torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
-  const torch::Device device(spec.device);
+  const torch::Device device = rank_device(spec, plan.launch);
 
   spdlog::info("{}: {} ({}), {} on {}, {} thread(s), batch {} x accum {}, seq {}, {} steps/epoch", spec.name,
                plan.model.name, to_string(plan.model.arch), to_string(spec.precision), spec.device, plan.threads,
                spec.train.batch_size, spec.train.grad_accum_steps, spec.data.seq_len, plan.steps.steps_per_epoch);
   auto model = build_classifier(plan.model, spec.num_labels);
+  if (!spec.model.weights.empty()) load_weights(spec, *model);
   model->to(device);
   const int64_t params = count_parameters(*model);
 
   const Peak peak = device_peak(spec, plan.threads);
   SyntheticDataset data({spec.data.num_samples, spec.data.seq_len, plan.model.vocab_size, plan.model.pad_token_id,
                          spec.num_labels, spec.data.seed});
-  Trainer trainer(spec, *model, data, device);
+  const auto sync = comm ? make_gradient_sync(*comm, *model, spec.dist) : nullptr;  // rank 0's weights everywhere
+  Trainer trainer(spec, *model, data, device, sync.get());
 
-  IterationStream stream(iterations_path_for(plan.output_path));
+  std::optional<IterationStream> stream;
+  if (writes_result) stream.emplace(iterations_path_for(plan.output_path));
   Recorder recorder;
-  auto progress = make_progress(choose_progress_mode(options.quiet));
+  auto progress = make_progress(choose_progress_mode(options.quiet || !writes_result));
   TrainOutcome outcome;
   {
     InterruptScope interrupts;
-    outcome = trainer.run({&stream, &recorder, progress.get()}, g_stop_requested);
+    std::vector<TrainObserver*> observers = {&recorder, progress.get()};
+    if (stream) observers.insert(observers.begin(), &*stream);
+    outcome = trainer.run(observers, g_stop_requested);
   }
+  if (!options.dump_params.empty()) {
+    write_parameters(*model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
+  }
+  if (comm && !writes_result) return finish_peer_rank(*comm, device, recorder, outcome, sync.get());
 
   SummaryInputs inputs;
   inputs.warmup_steps = spec.timing.warmup_steps;
@@ -233,6 +265,23 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
                        ? json(summary["train_flops_per_s"].get<double>() / peak.flops_per_s)
                        : json(nullptr);
   result["files"] = {{"result", plan.output_path}, {"iterations", iterations_path_for(plan.output_path)}};
+  if (comm) {  // every rank's timings, the dist section, and the global summary
+    outcome = merge_rank_reports(result, *comm, spec, rank_report(*comm, device, recorder, outcome, sync.get()),
+                                 sync.get(), outcome);
+  }
+  if (!spec.model.save_weights.empty() && outcome.status != RunStatus::failed) {
+    try {
+      save_hf_weights(*model, spec.model.save_weights, {{"tbench_model", plan.model.name}, {"tbench_result", plan.output_path}});
+      result["files"]["weights"] = spec.model.save_weights;
+      spdlog::info("saved weights: {}", spec.model.save_weights);
+    } catch (const Error& e) {
+      // The measurements are still worth keeping: record the failure and write the result.
+      outcome.status = RunStatus::failed;
+      outcome.error = std::string("saving weights failed: ") + e.what();
+      result["summary"]["status"] = to_string(outcome.status);
+      result["summary"]["error"] = outcome.error;
+    }
+  }
   write_file_atomically(plan.output_path, result.dump(2) + "\n");
 
   const json& s = result["summary"];

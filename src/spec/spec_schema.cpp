@@ -2,6 +2,7 @@
 // that turns a SpecDocument into a RunSpec. One table below is the single source of truth;
 // `tbench validate --fields` prints it.
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <regex>
@@ -30,7 +31,7 @@ struct Field {
 
 // Sections are objects; everything else is a leaf field.
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"model", "data", "train", "timing", "sweep"};
+  static const std::vector<std::string> s = {"model", "data", "train", "timing", "dist", "sweep"};
   return s;
 }
 
@@ -42,7 +43,9 @@ const std::vector<Field>& fields() {
       {"model.config", Kind::nullable_string, nullptr, -1e300, {},
        "path to an HF config.json (instead of model.name)"},
       {"model.weights", Kind::nullable_string, nullptr, -1e300, {},
-       "path to HF safetensors weights (default: random init)"},
+       "HF weights: a .safetensors file, a folder holding one, or a sharded index (default: random init)"},
+      {"model.save_weights", Kind::nullable_string, nullptr, -1e300, {},
+       "after training, save the weights here as safetensors with HF's names"},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier"},
       {"data.source", Kind::choice, "synthetic", -1e300, {"synthetic"}, "where samples come from"},
       {"data.num_samples", Kind::integer, 1024, 1, {}, "samples per epoch"},
@@ -62,6 +65,12 @@ const std::vector<Field>& fields() {
       {"device", Kind::string, "cpu", -1e300, {}, "cpu, cuda or cuda:N"},
       {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)"},
       {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary"},
+      {"dist.bucket_mb", Kind::number, 25, 0, {},
+       "data-parallel only: gradient all-reduce bucket size in MiB (0: one bucket per parameter)"},
+      {"dist.sync_every_micro_step", Kind::boolean, false, -1e300, {},
+       "data-parallel only: all-reduce after every accumulation micro-step (default: only the last)"},
+      {"dist.timeout_s", Kind::integer, 300, 1, {},
+       "data-parallel only: seconds to wait for a peer (rendezvous, collectives) before failing"},
       {"output", Kind::string, "results/{name}-{timestamp}.json", -1e300, {},
        "result path; placeholders {name} {model} {precision} {device} {host} {timestamp}"},
       {"sweep.grid", Kind::grid, nlohmann::json::object(), -1e300, {},
@@ -264,6 +273,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   spec.model.config = has_config ? model["config"].get<std::string>() : "";
   spec.model.name = has_name ? model["name"].get<std::string>() : model_name_from_config_path(spec.model.config);
   spec.model.weights = model["weights"].is_string() ? model["weights"].get<std::string>() : "";
+  spec.model.save_weights = model["save_weights"].is_string() ? model["save_weights"].get<std::string>() : "";
   spec.num_labels = root["num_labels"];
   spec.data.source = root["data"]["source"];
   spec.data.num_samples = root["data"]["num_samples"];
@@ -277,6 +287,9 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   spec.device = root["device"];
   spec.threads = root["threads"];
   spec.timing.warmup_steps = root["timing"]["warmup_steps"];
+  spec.dist.bucket_mb = root["dist"]["bucket_mb"];
+  spec.dist.sync_every_micro_step = root["dist"]["sync_every_micro_step"];
+  spec.dist.timeout_s = root["dist"]["timeout_s"];
   spec.output = root["output"];
   spec.source = doc.label;
 
@@ -289,7 +302,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   if (spec.precision == Precision::fp16 && spec.device == "cpu") {
     v.fail("precision", "fp16 needs a CUDA device, but device is 'cpu' (use fp32 or bf16 on CPU)");
   }
-  if (spec.model.weights.empty() == false && !std::ifstream(spec.model.weights).good()) {
+  if (!spec.model.weights.empty() && !std::filesystem::exists(spec.model.weights)) {
     v.fail("model.weights", "cannot open '" + spec.model.weights + "'");
   }
   if (has_config && !std::ifstream(spec.model.config).good()) {

@@ -52,9 +52,9 @@ const char* to_string(RunStatus s) {
   return "?";
 }
 
-StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size) {
+StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size) {
   StepPlan plan;
-  plan.steps_per_epoch = dataset_size / (train.batch_size * train.grad_accum_steps);
+  plan.steps_per_epoch = dataset_size / (train.batch_size * train.grad_accum_steps * world_size);
   plan.total_steps = plan.steps_per_epoch * train.epochs;
   if (train.max_steps > 0) plan.total_steps = std::min(plan.total_steps, train.max_steps);
   plan.epochs = plan.steps_per_epoch == 0 ? 0 : (plan.total_steps + plan.steps_per_epoch - 1) / plan.steps_per_epoch;
@@ -67,13 +67,15 @@ double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t 
   return peak_lr * std::max(0.0, remaining);
 }
 
-Trainer::Trainer(const RunSpec& spec, SequenceClassifier& model, const Dataset& data, torch::Device device)
+Trainer::Trainer(const RunSpec& spec, SequenceClassifier& model, const Dataset& data, torch::Device device,
+                 GradientSync* sync)
     : spec_(spec),
       model_(model),
       data_(data),
       device_(device),
-      plan_(plan_steps(spec.train, data.size())),
-      scaler_(std::make_unique<LossScaler>(spec.precision == Precision::fp16, device)) {
+      plan_(plan_steps(spec.train, data.size(), sync ? sync->world_size() : 1)),
+      scaler_(std::make_unique<LossScaler>(spec.precision == Precision::fp16, device)),
+      sync_(sync) {
   build_optimizer();
 }
 
@@ -122,7 +124,11 @@ double Trainer::run_step(const std::vector<int64_t>& order, int64_t first_sample
       logits = model_.forward(inputs);
     }
     auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
+    if (sync_) sync_->before_backward(micro == accum - 1, stop_requested_->load());
     scaler_->scale(loss / static_cast<double>(accum)).backward();
+    // Data-parallel: the all-reduces started during backward are awaited here, before the
+    // optimizer (and the fp16 unscale and clipping) see the gradients.
+    if (sync_) record.comm_wait_seconds += sync_->after_backward();
     loss_sum += loss.detach();
   }
 
@@ -149,9 +155,13 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
   const int64_t samples_per_step = spec_.train.batch_size * spec_.train.grad_accum_steps;
   const auto run_start = Clock::now();
   int64_t global_step = 0;
+  stop_requested_ = &stop_requested;
 
   for (int64_t epoch = 1; epoch <= plan_.epochs && outcome.status == RunStatus::completed; ++epoch) {
-    const auto order = epoch_order(data_.size(), spec_.data.seed, epoch);
+    // Every rank draws the same order (same seed) and takes its own every-world_size-th share.
+    const auto order = sync_ ? shard_order(epoch_order(data_.size(), spec_.data.seed, epoch), sync_->rank(),
+                                           sync_->world_size())
+                             : epoch_order(data_.size(), spec_.data.seed, epoch);
     const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
     for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
 
@@ -160,7 +170,8 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
     double loss_sum = 0;
     const auto epoch_start = Clock::now();
     for (int64_t step = 1; step <= steps; ++step) {
-      if (stop_requested.load()) {
+      // Data-parallel ranks stop together, after the step in which any of them asked to.
+      if (sync_ ? sync_->stop_agreed() : stop_requested.load()) {
         outcome.status = RunStatus::interrupted;
         break;
       }
@@ -174,6 +185,10 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
       try {
         record.loss = run_step(order, (step - 1) * samples_per_step, record);
         synchronize();
+      } catch (const CommFailure& e) {
+        outcome.status = RunStatus::failed;
+        outcome.error = "epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": " + e.what();
+        break;
       } catch (const c10::Error& e) {
         outcome.status = RunStatus::failed;
         const std::string what = e.what_without_backtrace();

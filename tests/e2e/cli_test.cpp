@@ -11,6 +11,7 @@
 #include "support/cli.hpp"
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
+#include "tbench/safetensors.hpp"
 
 namespace tbench {
 namespace {
@@ -192,6 +193,38 @@ TEST_F(Cli, EnvAndSchemaPrintJson) {
   EXPECT_TRUE(env.contains("torch"));
   EXPECT_GE(env["cpu"]["logical_cores"].get<int>(), 1);
   EXPECT_EQ(nlohmann::json::parse(run_tbench("schema").out)["title"], "tbench result");
+}
+
+}  // namespace
+}  // namespace tbench
+
+namespace tbench {
+namespace {
+
+TEST_F(Cli, SavedWeightsLoadIntoTheNextRun) {
+  auto spec = testing::tiny_spec(dir.file("first.json"));
+  spec["model"] = {{"name", "tiny-bert"}, {"save_weights", dir.file("w/model.safetensors")}};
+  ASSERT_EQ(run_tbench("run -q " + spec_path(spec, "a.json")).exit_code, 0);
+  const auto first = testing::read_json(dir.file("first.json"));
+  EXPECT_EQ(first["files"]["weights"], dir.file("w/model.safetensors"));
+
+  // Load them, train with lr 0 (weights unchanged), save again: the same tensors come back.
+  auto again = testing::tiny_spec(dir.file("second.json"));
+  again["model"] = {{"name", "tiny-bert"}, {"weights", dir.file("w")}, {"save_weights", dir.file("w2.safetensors")}};
+  again["train"]["lr"] = 0.0;
+  const auto r = run_tbench("run " + spec_path(again, "b.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("loaded"), std::string::npos) << r.err;
+  const SafetensorsFile saved(dir.file("w/model.safetensors")), reloaded(dir.file("w2.safetensors"));
+  ASSERT_EQ(saved.entries().size(), reloaded.entries().size());
+  for (const auto& [name, entry] : saved.entries()) {
+    EXPECT_TRUE(torch::equal(saved.tensor(name), reloaded.tensor(name))) << name;
+  }
+
+  dir.write("w/model.safetensors", "garbage");
+  const auto bad = run_tbench("run -q --force " + spec_path(again, "b.json"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("model.weights"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -1,6 +1,10 @@
 #pragma once
 // Helpers for end-to-end tests: run the built tbench binary, make scratch directories and files.
+#include <sys/types.h>
+
+#include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,5 +37,18 @@ std::string read_text(const std::string& path);
 
 // A tiny, fast training spec (tiny-bert, 2 epochs of 4 steps) as a JSON object.
 nlohmann::json tiny_spec(const std::string& output);
+
+// Starts `tbench <args>` in the background, as a launcher would start one rank: this process's
+// environment without any launcher variables (RANK, SLURM_*, OMPI_*, TORCHELASTIC_*, ...), plus `env`. stdout and
+// stderr go to the given files. Returns the child's pid.
+pid_t spawn_tbench(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                   const std::string& out_path, const std::string& err_path);
+
+// The child's exit code, or -1 after killing it (SIGKILL) if it has not exited within `timeout_s`,
+// or 128 + N if a signal N ended it.
+int wait_for_exit(pid_t pid, double timeout_s);
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_tcp_port();
 
 }  // namespace tbench::testing

@@ -20,9 +20,6 @@ class SequenceClassifier : public torch::nn::Module {
   virtual torch::Tensor forward(const ModelInputs& inputs) = 0;  // logits [B, num_labels]
 };
 
-// Whether this build implements the architecture (configs may name one before its model exists).
-bool has_classifier(Architecture arch);
-
 // Builds the classifier for `config` with HF's random initialisation (seed torch first).
 std::shared_ptr<SequenceClassifier> build_classifier(const ModelConfig& config, int64_t num_labels);
 

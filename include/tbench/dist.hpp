@@ -1,0 +1,151 @@
+#pragma once
+// Data-parallel training on torch.distributed's C++ core (c10d): finding the launcher's
+// environment, the rendezvous (c10d::TCPStore hosted by rank 0), the process group (Gloo on CPU,
+// NCCL on CUDA), the bucketed gradient all-reduce the trainer calls, and gathering every rank's
+// timings into rank 0's result. Without a launcher none of this runs: detect_launch() says
+// "single process" and the runner never creates a Communicator.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "tbench/records.hpp"
+#include "tbench/results.hpp"
+#include "tbench/spec.hpp"
+#include "tbench/trainer.hpp"
+
+namespace tbench {
+
+// ---- launch environment ------------------------------------------------------------------------
+
+enum class Launcher { none, torchrun, slurm, mpi };
+const char* to_string(Launcher launcher);
+
+struct LaunchEnv {
+  Launcher launcher = Launcher::none;
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 0;  // processes on this node; 0 = the launcher did not say
+  std::string master_addr;   // where the TCPStore is: rank 0 hosts it, unless the launcher does
+  int master_port = 0;
+  // torchrun's agent already hosts the store (TORCHELASTIC_USE_AGENT_STORE=True): every rank joins
+  // it as a client, under the key prefix PyTorch uses ("/worker/attempt_<restart count>").
+  bool agent_store = false;
+  std::string store_prefix;
+  // Several processes: the process group, the sharded data and the gradient sync are used.
+  // A launcher that starts one process (torchrun --nproc-per-node=1) runs the single-process path.
+  bool distributed() const { return world_size > 1; }
+};
+
+// Reads an environment variable; empty means unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) first, then srun
+// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID inside a job step, i.e. with SLURM_STEP_ID set;
+// MASTER_ADDR from the environment, SLURM_LAUNCH_NODE_IPADDR or the first host of
+// SLURM_JOB_NODELIST; MASTER_PORT default 29500), then Open MPI (OMPI_COMM_WORLD_RANK, _SIZE,
+// _LOCAL_RANK). None of them: a single process. A half-set environment (RANK without WORLD_SIZE,
+// several processes without MASTER_ADDR, a rank outside the world, ...) is a bad-input Error (exit
+// 2) naming the variables.
+LaunchEnv detect_launch(const EnvLookup& lookup);
+LaunchEnv detect_launch();  // from this process's environment
+
+// "node[01-04,07],gpu5" -> "node01": the first host of a SLURM node list.
+std::string first_host_of_nodelist(const std::string& nodelist);
+
+// CPU threads for `threads: 0`: the physical cores shared among the processes of this node.
+int threads_per_process(const LaunchEnv& env, int physical_cores);
+
+// Bad-input checks that need the launch environment and the spec (exit 2): the backend exists in
+// this build, cuda:LOCAL_RANK exists, the dataset holds one global batch.
+void check_launch(const RunSpec& spec, const LaunchEnv& env);
+
+// The device this rank trains on: the spec's, except that data-parallel CUDA runs use
+// cuda:LOCAL_RANK (one GPU per process).
+torch::Device rank_device(const RunSpec& spec, const LaunchEnv& env);
+
+// Which collective backends this build has: {"gloo", "nccl"} where their headers were found.
+std::vector<std::string> available_backends();
+
+// ---- the process group ----------------------------------------------------------------------
+
+// One rank's membership of the group: the TCPStore (rank 0 hosts it) and the backend.
+class Communicator {
+ public:
+  // Rendezvous and backend start-up. Throws a run_failed Error naming the address and
+  // dist.timeout_s when the peers do not all arrive in time.
+  static std::unique_ptr<Communicator> connect(const LaunchEnv& env, const torch::Device& device,
+                                               std::chrono::milliseconds timeout);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  const LaunchEnv& launch() const;
+  int rank() const;
+  int world_size() const;
+  const std::string& backend() const;  // "gloo" or "nccl"
+  std::chrono::milliseconds timeout() const;
+
+  // Overwrites `tensors` with rank 0's values on every rank (one flat broadcast per dtype).
+  // Throws CommFailure.
+  void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors);
+  // Starts an in-place sum all-reduce of a contiguous tensor and returns at once.
+  void allreduce_async(const torch::Tensor& flat);
+  // Waits for every all-reduce started since the last call; throws CommFailure when one failed
+  // or did not finish within the timeout.
+  void wait_all();
+
+  // The rendezvous store, for small messages: every rank's timings at the end.
+  void publish(const std::string& key, const std::string& value);
+  // The value of `key`, waiting up to `wait` for it; nullopt if it did not appear.
+  std::optional<std::string> fetch(const std::string& key, std::chrono::milliseconds wait);
+
+ private:
+  struct Impl;
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// ---- gradient sync ----------------------------------------------------------------------------
+
+// Broadcasts rank 0's parameters and buffers, then returns the GradientSync the trainer calls: the
+// trainable parameters in reverse order, packed into buckets of ~dist.bucket_mb, each bucket's
+// all-reduce started from an autograd hook as soon as its last gradient has been accumulated, so
+// communication overlaps the rest of backward. Throws a run_failed Error if the broadcast fails.
+std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::Module& model, const DistSpec& spec);
+
+// ---- results ----------------------------------------------------------------------------------
+
+// What a rank reports to rank 0 at the end: host, status and its steady-state step and
+// communication-wait spreads.
+nlohmann::json rank_report(const Communicator& comm, const torch::Device& device, const Recorder& recorder,
+                           const TrainOutcome& outcome, const GradientSync* sync);
+
+// Ranks other than 0: hands the report to rank 0 through the store (a failure to do so is logged,
+// not thrown: rank 0 may be gone).
+void send_rank_report(Communicator& comm, const nlohmann::json& report);
+
+// How a rank other than 0 ends: sends its report, logs its outcome, returns its exit code. It
+// writes no file.
+ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const Recorder& recorder,
+                          const TrainOutcome& outcome, const GradientSync* sync);
+
+// Rank 0: gathers the other ranks' reports (waiting up to dist.timeout_s when this rank completed,
+// a few seconds when it failed), adds the result's `dist` section and turns `summary` into the
+// global view (scope "global", global samples/s, per-device samples/s, communication share, rank
+// spread). A peer's failure fails the run and its error is appended to summary.error; the
+// returned outcome is the run's as a whole.
+TrainOutcome merge_rank_reports(nlohmann::json& result, Communicator& comm, const RunSpec& spec,
+                                nlohmann::json own_report, const GradientSync* sync, TrainOutcome outcome);
+
+// Test and debugging aid: the trainable parameters, in named_parameters() order, as raw
+// little-endian float32 (written atomically). Ranks that trained in lockstep write identical files.
+void write_parameters(const torch::nn::Module& model, const std::string& path);
+
+}  // namespace tbench

@@ -1,0 +1,245 @@
+// Bucketed gradient all-reduce that overlaps backward, as DistributedDataParallel's reducer does:
+// parameters in reverse order (their gradients arrive roughly in that order) packed into buckets
+// of ~dist.bucket_mb; a post-hook on each parameter's gradient accumulator counts the bucket's
+// ready gradients, and the bucket's all-reduce starts as soon as its last one has been
+// accumulated. Buckets start strictly in index order, so every rank issues the same collectives
+// in the same order. After backward the trainer waits for them all and gets the mean gradients.
+#include <atomic>
+#include <mutex>
+
+#include <spdlog/spdlog.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "dist_internal.hpp"
+#include "tbench/dist.hpp"
+
+namespace tbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs after AccumulateGrad has added this backward's gradient into the parameter's .grad.
+class GradReadyHook : public torch::autograd::FunctionPostHook {
+ public:
+  explicit GradReadyHook(std::function<void()> on_ready) : on_ready_(std::move(on_ready)) {}
+  torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+                                            const torch::autograd::variable_list& /*inputs*/) override {
+    on_ready_();
+    return outputs;
+  }
+
+ private:
+  std::function<void()> on_ready_;
+};
+
+class BucketedGradientSync final : public GradientSync {
+ public:
+  BucketedGradientSync(Communicator& comm, std::vector<torch::Tensor> params, const DistSpec& spec)
+      : comm_(comm), params_(std::move(params)), every_micro_step_(spec.sync_every_micro_step) {
+    stats_.bucket_mb = spec.bucket_mb;
+    stats_.sync_every_micro_step = spec.sync_every_micro_step;
+    stats_.parameters = static_cast<int64_t>(params_.size());
+    build_buckets(spec.bucket_mb);
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      // The accumulator is held weakly by the parameter: keep it alive, or the next backward
+      // would make a new one without the hook.
+      auto accumulator = torch::autograd::impl::grad_accumulator(params_[i]);
+      const auto key = accumulator->add_post_hook(std::make_unique<GradReadyHook>([this, i] { on_grad_ready(i); }));
+      hooks_.emplace_back(std::move(accumulator), key);
+    }
+  }
+
+  ~BucketedGradientSync() override {
+    for (auto& [accumulator, key] : hooks_) accumulator->del_post_hook(key);
+  }
+
+  int rank() const override { return comm_.rank(); }
+  int world_size() const override { return comm_.world_size(); }
+  bool stop_agreed() const override { return stop_agreed_; }
+
+  void before_backward(bool last_micro_step, bool stop) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reset_buckets();
+    local_stop_ = stop;
+    reducing_.store(last_micro_step || every_micro_step_);
+  }
+
+  double after_backward() override {
+    if (!reducing_.load()) return 0;
+    {
+      // Buckets whose parameters got no gradient in this backward go now (as zeros).
+      std::lock_guard<std::mutex> lock(mutex_);
+      while (next_ < buckets_.size()) launch(buckets_[next_++]);
+      reducing_.store(false);
+    }
+    rethrow_hook_error();
+    const auto start = Clock::now();
+    comm_.wait_all();
+    if (params_.front().is_cuda()) torch::cuda::synchronize(params_.front().device().index());
+    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+
+    torch::NoGradGuard no_grad;
+    const double world = static_cast<double>(comm_.world_size());
+    for (auto& bucket : buckets_) {
+      bucket.flat.div_(world);
+      for (std::size_t j = 0; j < bucket.members.size(); ++j) {
+        auto& param = params_[bucket.members[j]];
+        if (!param.grad().defined()) continue;  // no gradient on any rank: the same model everywhere
+        param.grad().copy_(bucket.flat.narrow(0, bucket.offsets[j], param.numel()).view_as(param));
+      }
+      if (bucket.control) stop_agreed_ = bucket.flat[bucket.flat.numel() - 1].item<double>() > 0;
+    }
+    return waited;
+  }
+
+  SyncStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+ private:
+  struct Bucket {
+    std::vector<std::size_t> members;  // indices into params_
+    std::vector<int64_t> offsets;      // where each member starts in flat
+    torch::Tensor flat;                // the gradients, then their sum over ranks
+    std::size_t ready = 0;
+    bool control = false;              // the last element carries the stop request
+  };
+
+  void build_buckets(double bucket_mb) {
+    const double capacity = bucket_mb * 1024.0 * 1024.0;
+    bucket_of_.assign(params_.size(), 0);
+    std::vector<Bucket> buckets;
+    double bytes = 0;
+    for (std::size_t k = params_.size(); k-- > 0;) {
+      const auto& p = params_[k];
+      const double size = static_cast<double>(p.numel() * static_cast<int64_t>(p.element_size()));
+      const bool fits = !buckets.empty() && bytes + size <= capacity &&
+                        params_[buckets.back().members.front()].scalar_type() == p.scalar_type() &&
+                        params_[buckets.back().members.front()].device() == p.device();
+      if (!fits) {
+        buckets.emplace_back();
+        bytes = 0;
+      }
+      buckets.back().members.push_back(k);
+      bytes += size;
+      bucket_of_[k] = buckets.size() - 1;
+    }
+    buckets.back().control = true;
+    for (auto& b : buckets) {
+      int64_t numel = 0;
+      for (const auto k : b.members) {
+        b.offsets.push_back(numel);
+        numel += params_[k].numel();
+      }
+      const auto& first = params_[b.members.front()];
+      b.flat = torch::zeros({numel + (b.control ? 1 : 0)}, first.options().requires_grad(false));
+      stats_.bucket_bytes_max = std::max<int64_t>(stats_.bucket_bytes_max, b.flat.numel() * b.flat.element_size());
+    }
+    buckets_ = std::move(buckets);
+    stats_.buckets = static_cast<int64_t>(buckets_.size());
+  }
+
+  // Autograd's thread (the caller's on CPU, the device thread on CUDA).
+  void on_grad_ready(std::size_t index) {
+    if (!reducing_.load()) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto& bucket = buckets_[bucket_of_[index]];
+    ++bucket.ready;
+    while (next_ < buckets_.size() && buckets_[next_].ready == buckets_[next_].members.size()) {
+      launch(buckets_[next_++]);
+    }
+  }
+
+  // Under mutex_.
+  void launch(Bucket& bucket) {
+    torch::NoGradGuard no_grad;
+    for (std::size_t j = 0; j < bucket.members.size(); ++j) {
+      const auto& param = params_[bucket.members[j]];
+      auto slice = bucket.flat.narrow(0, bucket.offsets[j], param.numel());
+      const auto& grad = param.grad();
+      if (grad.defined()) {
+        slice.copy_(grad.reshape({-1}));
+      } else {
+        slice.zero_();
+      }
+    }
+    if (bucket.control) bucket.flat.narrow(0, bucket.flat.numel() - 1, 1).fill_(local_stop_ ? 1.0 : 0.0);
+    try {
+      comm_.allreduce_async(bucket.flat);
+      ++stats_.allreduces;
+    } catch (...) {
+      if (!hook_error_) hook_error_ = std::current_exception();
+    }
+  }
+
+  void reset_buckets() {
+    for (auto& b : buckets_) b.ready = 0;
+    next_ = 0;
+  }
+
+  void rethrow_hook_error() {
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      std::swap(error, hook_error_);
+    }
+    if (!error) return;
+    try {
+      std::rethrow_exception(error);
+    } catch (const CommFailure&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw CommFailure("rank " + std::to_string(comm_.rank()) + ": starting a gradient all-reduce failed: " + e.what());
+    }
+  }
+
+  Communicator& comm_;
+  std::vector<torch::Tensor> params_;
+  const bool every_micro_step_;
+  std::vector<std::size_t> bucket_of_;
+  std::vector<Bucket> buckets_;
+  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
+  mutable std::mutex mutex_;
+  std::atomic<bool> reducing_{false};
+  bool local_stop_ = false;
+  bool stop_agreed_ = false;
+  std::size_t next_ = 0;  // the next bucket to start: buckets start in index order on every rank
+  std::exception_ptr hook_error_;
+  SyncStats stats_;
+};
+
+}  // namespace
+
+std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::Module& model, const DistSpec& spec) {
+  std::vector<torch::Tensor> shared, trainable;
+  for (const auto& p : model.parameters()) {
+    shared.push_back(p);
+    if (p.requires_grad()) trainable.push_back(p);
+  }
+  for (const auto& b : model.buffers()) {
+    if (b.is_floating_point()) shared.push_back(b);
+  }
+  try {
+    comm.broadcast_from_rank0(shared);
+  } catch (const CommFailure& e) {
+    throw CommFailure(std::string(e.what()) + "; rank 0 may have stopped before training (an existing result "
+                                              "without --force, say): see its log");
+  }
+  if (trainable.empty()) throw Error(ExitCode::internal, "the model has no trainable parameters");
+  auto sync = std::make_unique<BucketedGradientSync>(comm, std::move(trainable), spec);
+  const SyncStats s = sync->stats();
+  spdlog::info("weights broadcast from rank 0; {} gradients in {} all-reduce bucket(s) of up to {:.2f} MiB, {}",
+               s.parameters, s.buckets, static_cast<double>(s.bucket_bytes_max) / 1048576.0,
+               spec.sync_every_micro_step ? "reduced after every micro-step" : "reduced on the last micro-step");
+  return sync;
+}
+
+SyncStats sync_stats(const GradientSync* sync) {
+  if (const auto* s = dynamic_cast<const BucketedGradientSync*>(sync)) return s->stats();
+  return {};
+}
+
+}  // namespace tbench

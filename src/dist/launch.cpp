@@ -1,0 +1,251 @@
+// Which launcher started this process, and where rank 0 is: read from the environment only.
+// Nothing here talks to the network, so `tbench validate` runs the same checks as `tbench run`.
+#include <cstdlib>
+#include <map>
+
+#include "tbench/dist.hpp"
+#include "tbench/errors.hpp"
+
+namespace tbench {
+namespace {
+
+constexpr int kDefaultMasterPort = 29500;
+
+class Env {
+ public:
+  explicit Env(const EnvLookup& lookup) : lookup_(lookup) {}
+
+  std::optional<std::string> get(const std::string& name) const {
+    auto value = lookup_(name);
+    if (value && value->empty()) return std::nullopt;
+    return value;
+  }
+  bool has(const std::string& name) const { return get(name).has_value(); }
+
+  // A non-negative integer, or a bad-input error naming the variable.
+  int integer(const std::string& name, int minimum = 0) const {
+    const std::string text = *get(name);
+    std::size_t used = 0;
+    long value = -1;
+    try {
+      value = std::stol(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || value < minimum || value > 1 << 24) {
+      throw input_error("launch environment: " + name + "='" + text + "' is not an integer >= " +
+                        std::to_string(minimum));
+    }
+    return static_cast<int>(value);
+  }
+  std::optional<int> optional_integer(const std::string& name, int minimum = 0) const {
+    return has(name) ? std::optional<int>(integer(name, minimum)) : std::nullopt;
+  }
+
+ private:
+  const EnvLookup& lookup_;
+};
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  }
+  return out;
+}
+
+// Every name in `required` must be set when any name in `present_any` is.
+void require_all(const Env& env, const std::string& launcher, const std::vector<std::string>& set_names,
+                 const std::vector<std::string>& required) {
+  std::vector<std::string> missing;
+  for (const auto& name : required) {
+    if (!env.has(name)) missing.push_back(name);
+  }
+  if (missing.empty()) return;
+  std::vector<std::string> present;
+  for (const auto& name : set_names) {
+    if (env.has(name)) present.push_back(name);
+  }
+  throw input_error("launch environment: " + join(present) + (present.size() == 1 ? " is" : " are") +
+                    " set (a " + launcher + " launch) but " + join(missing) + (missing.size() == 1 ? " is" : " are") +
+                    " not; set " + join(required) + ", or unset " + join(present) + " for a single-process run");
+}
+
+void check_rank(const LaunchEnv& env, const std::string& rank_name, const std::string& size_name) {
+  if (env.rank >= env.world_size) {
+    throw input_error("launch environment: " + rank_name + "=" + std::to_string(env.rank) + " is not below " +
+                      size_name + "=" + std::to_string(env.world_size));
+  }
+}
+
+void set_master(LaunchEnv& launch, const Env& env, const std::string& addr, const std::string& addr_source) {
+  launch.master_addr = addr;
+  launch.master_port = env.has("MASTER_PORT") ? env.integer("MASTER_PORT", 1) : kDefaultMasterPort;
+  if (launch.master_port > 65535) {
+    throw input_error("launch environment: MASTER_PORT=" + std::to_string(launch.master_port) + " is not a TCP port");
+  }
+  if (launch.distributed() && launch.master_addr.empty()) {
+    throw input_error("launch environment: " + std::to_string(launch.world_size) +
+                      " processes, but MASTER_ADDR is not set (" + addr_source +
+                      "); export MASTER_ADDR=<rank 0's host or IP>");
+  }
+}
+
+LaunchEnv torchrun_env(const Env& env) {
+  const std::vector<std::string> names = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"};
+  require_all(env, "torchrun-style", names, {"RANK", "WORLD_SIZE"});
+  LaunchEnv launch;
+  launch.launcher = Launcher::torchrun;
+  launch.world_size = env.integer("WORLD_SIZE", 1);
+  launch.rank = env.integer("RANK");
+  check_rank(launch, "RANK", "WORLD_SIZE");
+  launch.local_rank = env.optional_integer("LOCAL_RANK").value_or(launch.rank);
+  launch.local_world_size = env.optional_integer("LOCAL_WORLD_SIZE", 1).value_or(0);
+  if (launch.distributed()) require_all(env, "torchrun-style", names, {"MASTER_ADDR", "MASTER_PORT"});
+  set_master(launch, env, env.get("MASTER_ADDR").value_or(""), "torchrun sets it");
+  if (env.get("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True") {
+    launch.agent_store = true;
+    launch.store_prefix = "/worker/attempt_" + env.get("TORCHELASTIC_RESTART_COUNT").value_or("0");
+  }
+  return launch;
+}
+
+LaunchEnv slurm_env(const Env& env) {
+  const std::vector<std::string> names = {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"};
+  require_all(env, "srun", names, {"SLURM_PROCID", "SLURM_NTASKS"});
+  LaunchEnv launch;
+  launch.launcher = Launcher::slurm;
+  launch.world_size = env.integer("SLURM_NTASKS", 1);
+  launch.rank = env.integer("SLURM_PROCID");
+  check_rank(launch, "SLURM_PROCID", "SLURM_NTASKS");
+  launch.local_rank = env.optional_integer("SLURM_LOCALID").value_or(0);
+  // SLURM_NTASKS_PER_NODE is only set with --ntasks-per-node; it may read "2(x3)".
+  if (const auto per_node = env.get("SLURM_NTASKS_PER_NODE")) launch.local_world_size = std::atoi(per_node->c_str());
+  std::string addr = env.get("MASTER_ADDR").value_or("");
+  if (addr.empty()) addr = env.get("SLURM_LAUNCH_NODE_IPADDR").value_or("");
+  if (addr.empty() && env.has("SLURM_JOB_NODELIST")) addr = first_host_of_nodelist(*env.get("SLURM_JOB_NODELIST"));
+  set_master(launch, env, addr, "nor SLURM_LAUNCH_NODE_IPADDR or SLURM_JOB_NODELIST");
+  return launch;
+}
+
+LaunchEnv mpi_env(const Env& env) {
+  const std::vector<std::string> names = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"};
+  require_all(env, "Open MPI", names, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"});
+  LaunchEnv launch;
+  launch.launcher = Launcher::mpi;
+  launch.world_size = env.integer("OMPI_COMM_WORLD_SIZE", 1);
+  launch.rank = env.integer("OMPI_COMM_WORLD_RANK");
+  check_rank(launch, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE");
+  launch.local_rank = env.optional_integer("OMPI_COMM_WORLD_LOCAL_RANK").value_or(0);
+  launch.local_world_size = env.optional_integer("OMPI_COMM_WORLD_LOCAL_SIZE", 1).value_or(0);
+  // Every rank on this node: rank 0 is here too, and the loopback address reaches it.
+  std::string addr = env.get("MASTER_ADDR").value_or("");
+  if (addr.empty() && launch.local_world_size == launch.world_size) addr = "127.0.0.1";
+  set_master(launch, env, addr, "mpirun -x MASTER_ADDR=<host of rank 0> passes it");
+  return launch;
+}
+
+}  // namespace
+
+const char* to_string(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::none: return "none";
+    case Launcher::torchrun: return "torchrun";
+    case Launcher::slurm: return "slurm";
+    case Launcher::mpi: return "mpi";
+  }
+  return "?";
+}
+
+LaunchEnv detect_launch(const EnvLookup& lookup) {
+  const Env env(lookup);
+  if (env.has("RANK") || env.has("WORLD_SIZE")) return torchrun_env(env);
+  // SLURM_PROCID alone is not enough: a batch script has SLURM_* too. Only srun's job steps count.
+  if ((env.has("SLURM_PROCID") || env.has("SLURM_NTASKS")) && (env.has("SLURM_STEP_ID") || env.has("SLURM_STEPID"))) {
+    return slurm_env(env);
+  }
+  if (env.has("OMPI_COMM_WORLD_RANK") || env.has("OMPI_COMM_WORLD_SIZE")) return mpi_env(env);
+  return {};
+}
+
+LaunchEnv detect_launch() {
+  return detect_launch([](const std::string& name) -> std::optional<std::string> {
+    const char* value = std::getenv(name.c_str());
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  });
+}
+
+std::string first_host_of_nodelist(const std::string& nodelist) {
+  // Up to the first comma outside brackets; a bracket range expands to its first number.
+  std::string host;
+  for (std::size_t i = 0; i < nodelist.size(); ++i) {
+    const char c = nodelist[i];
+    if (c == ',') break;
+    if (c == '[') {
+      std::size_t j = i + 1;
+      while (j < nodelist.size() && nodelist[j] != '-' && nodelist[j] != ',' && nodelist[j] != ']') host += nodelist[j++];
+      const auto close = nodelist.find(']', i);
+      if (close == std::string::npos) break;
+      i = close;
+      continue;
+    }
+    host += c;
+  }
+  return host;
+}
+
+int threads_per_process(const LaunchEnv& env, int physical_cores) {
+  if (!env.distributed() || env.local_world_size <= 1) return physical_cores;
+  return std::max(1, physical_cores / env.local_world_size);
+}
+
+std::vector<std::string> available_backends() {
+  std::vector<std::string> backends;
+#if TBENCH_WITH_GLOO
+  backends.push_back("gloo");
+#endif
+#if TBENCH_WITH_NCCL
+  backends.push_back("nccl");
+#endif
+  return backends;
+}
+
+void check_launch(const RunSpec& spec, const LaunchEnv& env) {
+  if (!env.distributed()) return;
+  const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) + " processes";
+  const bool cuda = spec.device != "cpu";
+  const std::string backend = cuda ? "nccl" : "gloo";
+  const auto backends = available_backends();
+  if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
+    throw input_error(spec.where("device") + who + " on " + spec.device + " needs the " + backend +
+                      " backend, which this build does not have (" +
+                      (cuda ? "ProcessGroupNCCL needs a CUDA LibTorch and nccl.h at configure time"
+                            : "Gloo's headers were not found at configure time; install libgloo-dev and reconfigure") +
+                      ")");
+  }
+  if (cuda) {
+    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+    if (env.local_rank >= count) {
+      throw input_error("launch environment: local rank " + std::to_string(env.local_rank) + " needs cuda:" +
+                        std::to_string(env.local_rank) + ", but this node has " + std::to_string(count) +
+                        " CUDA device(s); start at most one process per GPU");
+    }
+  }
+  const int64_t global_batch = spec.train.batch_size * spec.train.grad_accum_steps * env.world_size;
+  if (spec.data.num_samples < global_batch) {
+    throw input_error(spec.where("data.num_samples") + "is " + std::to_string(spec.data.num_samples) +
+                      ", fewer than one data-parallel step needs (train.batch_size " +
+                      std::to_string(spec.train.batch_size) + " x train.grad_accum_steps " +
+                      std::to_string(spec.train.grad_accum_steps) + " x " + std::to_string(env.world_size) +
+                      " processes)");
+  }
+}
+
+torch::Device rank_device(const RunSpec& spec, const LaunchEnv& env) {
+  if (env.distributed() && spec.device != "cpu") {
+    return torch::Device(torch::kCUDA, static_cast<torch::DeviceIndex>(env.local_rank));
+  }
+  return torch::Device(spec.device);
+}
+
+}  // namespace tbench

@@ -1,0 +1,259 @@
+// The process group on c10d: a TCPStore for the rendezvous (rank 0 hosts it), and Gloo (CPU) or
+// NCCL (CUDA) for the collectives. Each backend compiles only where CMake found its headers
+// (TBENCH_WITH_GLOO, TBENCH_WITH_NCCL); the rest of tbench never sees a c10d type.
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <torch/version.h>
+
+#if TBENCH_WITH_GLOO
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+
+#if TBENCH_WITH_NCCL
+#ifndef USE_C10D_NCCL
+#define USE_C10D_NCCL
+#endif
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "tbench/dist.hpp"
+
+namespace tbench {
+namespace {
+
+using Millis = std::chrono::milliseconds;
+
+// torch 2 split the process group into a front (ProcessGroup) and backends; Gloo and NCCL are
+// Backends there, ProcessGroups in 1.13. Both spell the collectives the same way.
+#if TORCH_VERSION_MAJOR >= 2
+using Group = c10d::Backend;
+#else
+using Group = c10d::ProcessGroup;
+#endif
+
+std::string describe(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
+#if TBENCH_WITH_GLOO
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
+}
+
+// Which local interface Gloo binds: GLOO_SOCKET_IFNAME as in PyTorch; loopback when rank 0 is
+// reached through it (all ranks on this machine); otherwise the address this host's name resolves to.
+std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const LaunchEnv& env) {
+  std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
+  if (const char* names = std::getenv("GLOO_SOCKET_IFNAME"); names && *names) {
+    std::string list = names;
+    for (std::size_t start = 0; start <= list.size();) {
+      const auto comma = std::min(list.find(',', start), list.size());
+      if (comma > start) devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(list.substr(start, comma - start)));
+      start = comma + 1;
+    }
+  }
+  if (devices.empty()) {
+    devices.push_back(is_loopback(env.master_addr) ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                                   : c10d::ProcessGroupGloo::createDefaultDevice());
+  }
+  return devices;
+}
+#endif
+
+}  // namespace
+
+struct Communicator::Impl {
+  LaunchEnv env;
+  Millis timeout{0};
+  std::string backend;
+  bool cuda = false;
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<Group> group;
+  std::mutex mutex;  // pending is filled from autograd's thread and drained from the main thread
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+
+  std::string prefix() const { return "rank " + std::to_string(env.rank) + ": "; }
+
+  [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) const {
+    throw CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
+                      " (a peer failed, was killed or did not answer within dist.timeout_s = " +
+                      std::to_string(timeout.count() / 1000) + " s; see its log)");
+  }
+
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) const {
+    try {
+      work->wait(timeout);
+    } catch (const std::exception& e) {
+      lost_contact(during, describe(e));
+    }
+  }
+};
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+
+const LaunchEnv& Communicator::launch() const { return impl_->env; }
+int Communicator::rank() const { return impl_->env.rank; }
+int Communicator::world_size() const { return impl_->env.world_size; }
+const std::string& Communicator::backend() const { return impl_->backend; }
+std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout; }
+
+std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const torch::Device& device,
+                                                    std::chrono::milliseconds timeout) {
+  auto impl = std::make_unique<Impl>();
+  impl->env = env;
+  impl->timeout = timeout;
+  impl->cuda = device.is_cuda();
+  impl->backend = impl->cuda ? "nccl" : "gloo";
+  const std::string address = env.master_addr + ":" + std::to_string(env.master_port);
+  const long seconds = static_cast<long>(timeout.count() / 1000);
+  spdlog::info("rank {}/{} ({}): rendezvous at {}, {} backend, timeout {} s", env.rank, env.world_size,
+               to_string(env.launcher), address, impl->backend, seconds);
+
+  try {
+    c10d::TCPStoreOptions options;
+    options.port = static_cast<std::uint16_t>(env.master_port);
+    options.isServer = env.rank == 0 && !env.agent_store;
+    options.numWorkers = static_cast<std::size_t>(env.world_size);
+    options.waitWorkers = false;  // joined below, with a message that says how many arrived
+    options.timeout = timeout;
+    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    if (env.agent_store) impl->store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, impl->store);
+  } catch (const std::exception& e) {
+    const std::string host = env.agent_store ? "torchrun's agent hosts the store there"
+                             : env.rank == 0 ? "this rank hosts the store there: is MASTER_PORT free?"
+                                             : "rank 0 hosts the store there: is it running, and are MASTER_ADDR and "
+                                               "MASTER_PORT right?";
+    throw CommFailure(impl->prefix() + "rendezvous at " + address + " failed: " + describe(e) + " (" + host +
+                      " dist.timeout_s = " + std::to_string(seconds) + " s)");
+  }
+  // Every rank counts itself in, then waits until all have: a rank that never starts ends the
+  // others here, at the timeout, naming how many arrived.
+  try {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    int64_t joined = impl->store->add("tbench/joined", 1);
+    while (joined < env.world_size) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw CommFailure(impl->prefix() + "rendezvous at " + address + ": only " + std::to_string(joined) + " of " +
+                          std::to_string(env.world_size) + " ranks joined within dist.timeout_s = " +
+                          std::to_string(seconds) + " s; the others never started or cannot reach " + address);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      joined = impl->store->add("tbench/joined", 0);
+    }
+  } catch (const CommFailure&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw CommFailure(impl->prefix() + "rendezvous at " + address + " failed: " + describe(e) +
+                      " (rank 0, which hosts the store, stopped?)");
+  }
+
+  try {
+    if (!impl->cuda) {
+#if TBENCH_WITH_GLOO
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      options->devices = gloo_devices(env);
+      impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+          c10::make_intrusive<c10d::PrefixStore>("gloo", impl->store), env.rank, env.world_size, options);
+#endif
+    } else {
+#if TBENCH_WITH_NCCL
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(device.index()));
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      impl->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+          c10::make_intrusive<c10d::PrefixStore>("nccl", impl->store), env.rank, env.world_size, options);
+#endif
+    }
+  } catch (const std::exception& e) {
+    throw CommFailure(impl->prefix() + impl->backend + " process group did not start: " + describe(e));
+  }
+  if (!impl->group) {  // check_launch refuses this earlier; kept for callers that skip it
+    throw Error(ExitCode::bad_input, impl->prefix() + "this build has no " + impl->backend + " backend");
+  }
+  spdlog::info("rank {}/{}: {} process group connected", env.rank, env.world_size, impl->backend);
+  // From here on every line says which rank wrote it, and ranks other than 0 keep to warnings and
+  // errors (unless debugging): rank 0 speaks for the run.
+  spdlog::default_logger()->set_pattern("[%H:%M:%S] %^%l%$ [rank " + std::to_string(env.rank) + "] %v");
+  if (env.rank != 0 && spdlog::get_level() == spdlog::level::info) spdlog::set_level(spdlog::level::warn);
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+void Communicator::broadcast_from_rank0(const std::vector<torch::Tensor>& tensors) {
+  torch::NoGradGuard no_grad;
+  // One flat tensor per dtype, in a fixed order, so every rank issues the same broadcasts.
+  std::map<c10::ScalarType, std::vector<torch::Tensor>> by_type;
+  for (const auto& t : tensors) by_type[t.scalar_type()].push_back(t);
+  for (auto& [type, group] : by_type) {
+    std::vector<torch::Tensor> parts;
+    for (const auto& t : group) parts.push_back(t.detach().reshape({-1}));
+    std::vector<at::Tensor> io = {torch::cat(parts).contiguous()};
+    c10d::BroadcastOptions options;
+    options.rootRank = 0;
+    options.timeout = impl_->timeout;
+    c10::intrusive_ptr<c10d::Work> work;
+    try {
+      work = impl_->group->broadcast(io, options);
+    } catch (const std::exception& e) {
+      impl_->lost_contact("the broadcast of rank 0's parameters", describe(e));
+    }
+    impl_->wait(work, "the broadcast of rank 0's parameters");
+    int64_t offset = 0;
+    for (auto& t : group) {
+      t.detach().copy_(io[0].narrow(0, offset, t.numel()).view_as(t));
+      offset += t.numel();
+    }
+  }
+}
+
+void Communicator::allreduce_async(const torch::Tensor& flat) {
+  std::vector<at::Tensor> io = {flat};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::SUM;
+  options.timeout = impl_->timeout;
+  c10::intrusive_ptr<c10d::Work> work;
+  try {
+    work = impl_->group->allreduce(io, options);
+  } catch (const std::exception& e) {
+    impl_->lost_contact("a gradient all-reduce", describe(e));
+  }
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->pending.push_back(std::move(work));
+}
+
+void Communicator::wait_all() {
+  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    pending.swap(impl_->pending);
+  }
+  for (const auto& work : pending) impl_->wait(work, "a gradient all-reduce");
+}
+
+void Communicator::publish(const std::string& key, const std::string& value) {
+  impl_->store->set("tbench/" + key, std::vector<uint8_t>(value.begin(), value.end()));
+}
+
+std::optional<std::string> Communicator::fetch(const std::string& key, std::chrono::milliseconds wait) {
+  try {
+    impl_->store->wait({"tbench/" + key}, wait);
+    const auto bytes = impl_->store->get("tbench/" + key);
+    return std::string(bytes.begin(), bytes.end());
+  } catch (const std::exception& e) {
+    spdlog::debug("rank {}: store key {}: {}", rank(), key, describe(e));
+    return std::nullopt;
+  }
+}
+
+}  // namespace tbench

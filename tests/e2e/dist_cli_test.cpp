@@ -1,0 +1,383 @@
+// End-to-end data parallelism: the built binary started twice on loopback, the way torchrun
+// starts it (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), on CPU with Gloo.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include "support/cli.hpp"
+#include "support/json_schema.hpp"
+#include "tbench/dist.hpp"
+#include "tbench/embedded.hpp"
+
+namespace tbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::ScratchDir;
+
+bool have_gloo() {
+  const auto backends = available_backends();
+  return std::find(backends.begin(), backends.end(), "gloo") != backends.end();
+}
+
+#define REQUIRE_GLOO() \
+  if (!have_gloo()) GTEST_SKIP() << "this build has no Gloo backend (install libgloo-dev and reconfigure)"
+
+struct RankRun {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::map<std::string, std::string> torchrun_env(int rank, int world, int port) {
+  return {{"RANK", std::to_string(rank)},     {"WORLD_SIZE", std::to_string(world)},
+          {"LOCAL_RANK", std::to_string(rank)}, {"LOCAL_WORLD_SIZE", std::to_string(world)},
+          {"MASTER_ADDR", "127.0.0.1"},         {"MASTER_PORT", std::to_string(port)}};
+}
+
+// Starts `world` ranks of `tbench <args>` and waits for all of them (killing any still running
+// after `timeout_s`, which then reads exit code -1).
+std::vector<RankRun> run_ranks(const ScratchDir& dir, const std::vector<std::string>& args, int world,
+                               double timeout_s = 60) {
+  const int port = testing::free_tcp_port();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) {
+    pids.push_back(testing::spawn_tbench(args, torchrun_env(r, world, port), dir.file("rank" + std::to_string(r) + ".out"),
+                                         dir.file("rank" + std::to_string(r) + ".err")));
+  }
+  std::vector<RankRun> runs(world);
+  for (int r = 0; r < world; ++r) {
+    runs[r].exit_code = testing::wait_for_exit(pids[r], timeout_s);
+    runs[r].out = testing::read_text(dir.file("rank" + std::to_string(r) + ".out"));
+    runs[r].err = testing::read_text(dir.file("rank" + std::to_string(r) + ".err"));
+  }
+  return runs;
+}
+
+RankRun run_single(const ScratchDir& dir, const std::vector<std::string>& args) {
+  const pid_t pid = testing::spawn_tbench(args, {}, dir.file("single.out"), dir.file("single.err"));
+  RankRun run;
+  run.exit_code = testing::wait_for_exit(pid, 60);
+  run.out = testing::read_text(dir.file("single.out"));
+  run.err = testing::read_text(dir.file("single.err"));
+  return run;
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  const std::string bytes = testing::read_text(path);
+  std::vector<float> values(bytes.size() / sizeof(float));
+  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
+  return values;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+// tiny-bert without dropout: 32 samples, a global batch of 8 (4 steps per epoch), 2 epochs.
+json dp_spec(const std::string& output, int64_t per_device_batch, int64_t accum = 1) {
+  auto spec = testing::tiny_spec(output);
+  spec["train"]["batch_size"] = per_device_batch;
+  spec["train"]["grad_accum_steps"] = accum;
+  spec["train"]["dropout"] = false;
+  spec["dist"] = {{"bucket_mb", 0.02}, {"timeout_s", 30}};  // several buckets for tiny-bert's 0.2 MiB
+  return spec;
+}
+
+// One single-process run and one 2-rank run of the same global batch, shared by the tests below.
+class DistCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new ScratchDir();
+    single_ = new RankRun();
+    ranks_ = new std::vector<RankRun>(2);
+    if (!have_gloo()) return;  // every test skips
+    const auto one = dir_->write("one.json", dp_spec(dir_->file("one/result.json"), 8).dump());
+    *single_ = run_single(*dir_, {"run", "-q", one, "--dump-params", dir_->file("one/params")});
+    const auto two = dir_->write("two.json", dp_spec(dir_->file("two/result.json"), 4).dump());
+    *ranks_ = run_ranks(*dir_, {"run", two, "--dump-params", dir_->file("two/params")}, 2);
+  }
+  static void TearDownTestSuite() {
+    delete single_;
+    delete ranks_;
+    delete dir_;
+  }
+  void SetUp() override { REQUIRE_GLOO(); }
+  static ScratchDir* dir_;
+  static RankRun* single_;
+  static std::vector<RankRun>* ranks_;
+};
+
+ScratchDir* DistCli::dir_ = nullptr;
+RankRun* DistCli::single_ = nullptr;
+std::vector<RankRun>* DistCli::ranks_ = nullptr;
+
+TEST_F(DistCli, RanksEndWithIdenticalParametersAndRankZeroWritesOneResult) {
+  ASSERT_EQ((*ranks_)[0].exit_code, 0) << (*ranks_)[0].err;
+  ASSERT_EQ((*ranks_)[1].exit_code, 0) << (*ranks_)[1].err;
+  const auto rank0 = read_floats(dir_->file("two/params.rank0"));
+  const auto rank1 = read_floats(dir_->file("two/params.rank1"));
+  ASSERT_GT(rank0.size(), 50000u);
+  EXPECT_EQ(rank0, rank1) << "ranks diverged: max |diff| " << max_abs_diff(rank0, rank1);
+
+  // Only rank 0 prints the result path and writes files.
+  EXPECT_EQ((*ranks_)[0].out, dir_->file("two/result.json") + "\n");
+  EXPECT_EQ((*ranks_)[1].out, "");
+  std::set<std::string> files;
+  for (const auto& f : fs::directory_iterator(dir_->file("two"))) files.insert(f.path().filename().string());
+  EXPECT_EQ(files, (std::set<std::string>{"result.json", "result.iterations.jsonl", "params.rank0", "params.rank1"}));
+
+  const auto result = testing::read_json(dir_->file("two/result.json"));
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  const json& dist = result["dist"];
+  EXPECT_EQ(dist["world_size"], 2);
+  EXPECT_EQ(dist["backend"], "gloo");
+  EXPECT_EQ(dist["launcher"], "torchrun");
+  EXPECT_EQ(dist["per_device_batch"], 4);
+  EXPECT_EQ(dist["global_batch"], 8);
+  EXPECT_GT(dist["buckets"].get<int>(), 1);
+  EXPECT_EQ(dist["allreduces"], 8 * dist["buckets"].get<int>());  // one per bucket per step: 8 steps
+  ASSERT_EQ(dist["ranks"].size(), 2u);
+  EXPECT_EQ(dist["ranks"][1]["rank"], 1);
+  EXPECT_EQ(dist["ranks"][1]["status"], "completed");
+  EXPECT_EQ(dist["ranks"][1]["steps"], 8);
+  EXPECT_TRUE(dist["missing_ranks"].empty());
+
+  const json& summary = result["summary"];
+  EXPECT_EQ(summary["scope"], "global");
+  EXPECT_EQ(summary["steps_per_epoch"], 4);
+  EXPECT_EQ(result["iterations"].size(), 8u);
+  EXPECT_EQ(result["iterations"][0]["samples"], 4);  // rank 0's own records: per-device samples
+  EXPECT_NEAR(summary["samples_per_s"].get<double>(), 2 * summary["per_device_samples_per_s"].get<double>(), 1e-6);
+  EXPECT_GE(summary["comm_share"].get<double>(), 0);
+  EXPECT_LT(summary["comm_share"].get<double>(), 1);
+  for (const auto& it : result["iterations"]) {
+    EXPECT_GE(it["comm_wait_seconds"].get<double>(), 0);
+    EXPECT_LE(it["comm_wait_seconds"].get<double>(), it["seconds"].get<double>());
+  }
+}
+
+TEST_F(DistCli, MatchesOneProcessOnTheSameGlobalBatch) {
+  ASSERT_EQ(single_->exit_code, 0) << single_->err;
+  ASSERT_EQ((*ranks_)[0].exit_code, 0) << (*ranks_)[0].err;
+  const auto one = read_floats(dir_->file("one/params"));
+  const auto two = read_floats(dir_->file("two/params.rank0"));
+  ASSERT_EQ(one.size(), two.size());
+  // The same 8 samples per step, averaged as a mean of two means: equal up to float rounding.
+  EXPECT_LT(max_abs_diff(one, two), 2e-5);
+
+  const auto single = testing::read_json(dir_->file("one/result.json"));
+  EXPECT_FALSE(single.contains("dist"));
+  EXPECT_EQ(single["summary"]["scope"], "per-device");
+  for (const auto& it : single["iterations"]) EXPECT_EQ(it["comm_wait_seconds"], 0.0);
+}
+
+TEST_F(DistCli, DelayedSyncEqualsSyncEveryMicroStep) {
+  ScratchDir dir;
+  const auto spec = dp_spec(dir.file("x.json"), 2, /*accum=*/2);
+  const std::string path = dir.write("spec.json", spec.dump());
+  std::map<std::string, json> results;
+  for (const std::string every : {"false", "true"}) {
+    const auto runs = run_ranks(dir, {"run", "-q", path, "--set", "dist.sync_every_micro_step=" + every, "--set",
+                                      "output=" + dir.file(every + ".json"), "--dump-params", dir.file(every)},
+                                2);
+    ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
+    ASSERT_EQ(runs[1].exit_code, 0) << runs[1].err;
+    results[every] = testing::read_json(dir.file(every + ".json"));
+  }
+  const auto delayed = read_floats(dir.file("false.rank0")), every = read_floats(dir.file("true.rank0"));
+  ASSERT_EQ(delayed.size(), every.size());
+  EXPECT_LT(max_abs_diff(delayed, every), 2e-5);
+  EXPECT_EQ(read_floats(dir.file("true.rank0")), read_floats(dir.file("true.rank1")));
+  // The delayed sync reduces once per optimizer step, the other once per micro-step.
+  const int buckets = results["false"]["dist"]["buckets"];
+  EXPECT_EQ(results["false"]["dist"]["allreduces"], 8 * buckets);
+  EXPECT_EQ(results["true"]["dist"]["allreduces"], 8 * 2 * buckets);
+  // And both equal one process on the same global batch of 8 (micro-batches of 2 x 2 x 2 ranks).
+  EXPECT_LT(max_abs_diff(delayed, read_floats(dir_->file("one/params"))), 2e-5);
+}
+
+TEST_F(DistCli, ReportShowsScalingAgainstTheSingleProcessRun) {
+  ScratchDir dir;
+  const std::string one = dir.write("one.json", dp_spec(dir.file("one-b4.json"), 4).dump());
+  ASSERT_EQ(run_single(dir, {"run", "-q", one}).exit_code, 0);
+  const std::string both = dir.file("one-b4.json") + " " + dir_->file("two/result.json");
+  const auto table = testing::run_tbench("report --scaling " + both);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("efficiency"), std::string::npos) << table.out;
+  const auto j = json::parse(testing::run_tbench("report --scaling --format json " + both).out);
+  ASSERT_EQ(j["rows"].size(), 2u) << j.dump(2);
+  EXPECT_EQ(j["rows"][0]["world_size"], 1);
+  EXPECT_EQ(j["rows"][1]["world_size"], 2);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_NEAR(j["rows"][1]["efficiency"].get<double>(), j["rows"][1]["speedup"].get<double>() / 2, 1e-12);
+  const auto by = testing::run_tbench("report --by world_size " + both);
+  EXPECT_NE(by.out.find("2 processes"), std::string::npos) << by.out;
+}
+
+// torchrun's default (static) rendezvous: its agent hosts the TCPStore at MASTER_ADDR:MASTER_PORT and
+// tells the workers so; rank 0 must join it rather than host its own. The test plays the agent.
+TEST(DistLaunch, JoinsTheStoreOfTorchrunsAgent) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  const int port = testing::free_tcp_port();
+  c10d::TCPStoreOptions options;
+  options.port = static_cast<std::uint16_t>(port);
+  options.isServer = true;
+  options.waitWorkers = false;
+  options.timeout = std::chrono::seconds(30);
+  c10d::TCPStore agent("127.0.0.1", options);
+  auto spec = dp_spec(dir.file("a.json"), 4);
+  spec["train"]["epochs"] = 1;
+  const std::string path = dir.write("spec.json", spec.dump());
+  std::vector<pid_t> pids;
+  for (int rank : {0, 1}) {
+    auto env = torchrun_env(rank, 2, port);
+    env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+    env["TORCHELASTIC_RESTART_COUNT"] = "0";
+    pids.push_back(testing::spawn_tbench({"run", "-q", path}, env, dir.file(std::to_string(rank) + ".out"),
+                                         dir.file(std::to_string(rank) + ".err")));
+  }
+  for (int rank : {0, 1}) {
+    EXPECT_EQ(testing::wait_for_exit(pids[rank], 60), 0) << testing::read_text(dir.file(std::to_string(rank) + ".err"));
+  }
+  EXPECT_EQ(testing::read_json(dir.file("a.json"))["dist"]["ranks"].size(), 2u);
+  EXPECT_TRUE(agent.check({"/worker/attempt_0/tbench/joined"}));  // the ranks used the agent's store
+}
+
+TEST(DistFailure, KilledPeerEndsRankZeroWithAnErrorNotAHang) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("k.json"), 4);
+  spec["data"]["num_samples"] = 800000;  // hours of steps
+  spec["dist"]["timeout_s"] = 20;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const int port = testing::free_tcp_port();
+  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
+  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
+  const std::string stream = dir.file("k.iterations.jsonl");
+  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(stream)) << testing::read_text(dir.file("0.err"));
+  kill(rank1, SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(testing::wait_for_exit(rank1, 10), 128 + SIGKILL);
+  const int code = testing::wait_for_exit(rank0, 40);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  const std::string err = testing::read_text(dir.file("0.err"));
+  ASSERT_EQ(code, 4) << "rank 0 did not end with run_failed (-1: still running after 40 s)\n" << err;
+  EXPECT_LT(took, 30) << "rank 0 took " << took << " s to notice";
+  EXPECT_NE(err.find("lost contact"), std::string::npos) << err;
+  const auto result = testing::read_json(dir.file("k.json"));
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_NE(result["summary"]["error"].get<std::string>().find("lost contact"), std::string::npos);
+  EXPECT_GT(result["iterations"].size(), 0u);
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+}
+
+TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("k.json"), 4);
+  spec["data"]["num_samples"] = 800000;
+  spec["dist"]["timeout_s"] = 20;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const int port = testing::free_tcp_port();
+  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
+  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
+  const std::string stream = dir.file("k.iterations.jsonl");
+  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(rank0, SIGKILL);
+  EXPECT_EQ(testing::wait_for_exit(rank0, 10), 128 + SIGKILL);
+  const int code = testing::wait_for_exit(rank1, 40);
+  const std::string err = testing::read_text(dir.file("1.err"));
+  EXPECT_EQ(code, 4) << err;
+  EXPECT_NE(err.find("lost contact"), std::string::npos) << err;
+}
+
+TEST(DistFailure, InterruptingOneRankStopsAllAfterTheSameStep) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("i.json"), 4);
+  spec["data"]["num_samples"] = 800000;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const int port = testing::free_tcp_port();
+  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
+  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
+  const std::string stream = dir.file("i.iterations.jsonl");
+  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(rank1, SIGINT);  // only rank 1 is asked; the request travels with the next gradients
+  EXPECT_EQ(testing::wait_for_exit(rank0, 40), 130) << testing::read_text(dir.file("0.err"));
+  EXPECT_EQ(testing::wait_for_exit(rank1, 40), 130) << testing::read_text(dir.file("1.err"));
+  const auto result = testing::read_json(dir.file("i.json"));
+  EXPECT_EQ(result["summary"]["status"], "interrupted");
+  ASSERT_EQ(result["dist"]["ranks"].size(), 2u);
+  EXPECT_EQ(result["dist"]["ranks"][1]["status"], "interrupted");
+  EXPECT_EQ(result["dist"]["ranks"][0]["steps"], result["dist"]["ranks"][1]["steps"]);
+}
+
+TEST(DistFailure, PeerThatNeverArrivesTimesOut) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("n.json"), 4);
+  spec["dist"]["timeout_s"] = 3;
+  const std::string path = dir.write("spec.json", spec.dump());
+  for (int rank : {0, 1}) {  // rank 0 waits for rank 1; rank 1 finds no rank 0
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = testing::spawn_tbench({"run", "-q", path}, torchrun_env(rank, 2, testing::free_tcp_port()),
+                                            dir.file("n.out"), dir.file("n.err"));
+    const int code = testing::wait_for_exit(pid, 30);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string err = testing::read_text(dir.file("n.err"));
+    EXPECT_EQ(code, 4) << "rank " << rank << ": " << err;
+    EXPECT_NE(err.find("rendezvous at 127.0.0.1:"), std::string::npos) << err;
+    if (rank == 0) {
+      EXPECT_NE(err.find("only 1 of 2 ranks joined"), std::string::npos) << err;
+    }
+    EXPECT_LT(took, 20) << "rank " << rank;
+  }
+  EXPECT_FALSE(fs::exists(dir.file("n.json")));
+}
+
+TEST(DistLaunch, HalfSetEnvironmentExitsTwoNamingTheVariable) {
+  ScratchDir dir;
+  const std::string path = dir.write("spec.json", dp_spec(dir.file("h.json"), 4).dump());
+  const std::vector<std::pair<std::map<std::string, std::string>, std::string>> cases = {
+      {{{"RANK", "0"}}, "WORLD_SIZE"},
+      {{{"WORLD_SIZE", "2"}}, "RANK"},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}}, "MASTER_ADDR"},
+      {{{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}}, "RANK=2"},
+      {{{"SLURM_PROCID", "1"}, {"SLURM_STEP_ID", "0"}}, "SLURM_NTASKS"},
+      {{{"OMPI_COMM_WORLD_SIZE", "2"}}, "OMPI_COMM_WORLD_RANK"},
+  };
+  for (const auto& [env, expected] : cases) {
+    for (const std::string command : {"run", "validate"}) {
+      const pid_t pid = testing::spawn_tbench({command, path}, env, dir.file("h.out"), dir.file("h.err"));
+      const int code = testing::wait_for_exit(pid, 30);
+      const std::string err = testing::read_text(dir.file("h.err"));
+      EXPECT_EQ(code, 2) << command << " " << expected << ": " << err;
+      EXPECT_NE(err.find(expected), std::string::npos) << err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir.file("h.json")));
+}
+
+}  // namespace
+}  // namespace tbench

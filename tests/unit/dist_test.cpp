@@ -1,0 +1,242 @@
+// Data parallelism without processes: the launch environment, data sharding, step plans and the
+// scaling report on hand-made results.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "support/cli.hpp"
+#include "tbench/analysis.hpp"
+#include "tbench/data.hpp"
+#include "tbench/dist.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/results.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+LaunchEnv launch_from(const std::map<std::string, std::string>& vars) {
+  return detect_launch([&](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+}
+
+// The bad-input message for `vars`, or "" if they are accepted.
+std::string launch_error(const std::map<std::string, std::string>& vars) {
+  try {
+    launch_from(vars);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Launch, NoLauncherIsASingleProcess) {
+  const LaunchEnv env = launch_from({{"HOME", "/root"}, {"SLURM_JOB_ID", "7"}});
+  EXPECT_EQ(env.launcher, Launcher::none);
+  EXPECT_EQ(env.world_size, 1);
+  EXPECT_FALSE(env.distributed());
+}
+
+TEST(Launch, Torchrun) {
+  const LaunchEnv env = launch_from({{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                                     {"MASTER_ADDR", "node1"}, {"MASTER_PORT", "1234"}});
+  EXPECT_EQ(env.launcher, Launcher::torchrun);
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.world_size, 8);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.local_world_size, 2);
+  EXPECT_EQ(env.master_addr, "node1");
+  EXPECT_EQ(env.master_port, 1234);
+  EXPECT_TRUE(env.distributed());
+  EXPECT_FALSE(env.agent_store);
+  // torchrun's static rendezvous: its agent hosts the store, rank 0 joins it like the others.
+  const LaunchEnv agent = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"},
+                                       {"TORCHELASTIC_USE_AGENT_STORE", "True"}, {"TORCHELASTIC_RESTART_COUNT", "2"}});
+  EXPECT_TRUE(agent.agent_store);
+  EXPECT_EQ(agent.store_prefix, "/worker/attempt_2");
+  // torchrun --nproc-per-node=1: a launcher, one process, the single-process path.
+  EXPECT_FALSE(launch_from({{"RANK", "0"}, {"WORLD_SIZE", "1"}}).distributed());
+}
+
+TEST(Launch, HalfSetEnvironmentsNameTheMissingVariables) {
+  EXPECT_NE(launch_error({{"RANK", "0"}}).find("WORLD_SIZE is not"), std::string::npos);
+  EXPECT_NE(launch_error({{"WORLD_SIZE", "4"}}).find("RANK is not"), std::string::npos);
+  const std::string no_master = launch_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}});
+  EXPECT_NE(no_master.find("MASTER_ADDR and MASTER_PORT are not"), std::string::npos) << no_master;
+  EXPECT_NE(launch_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}}).find("MASTER_PORT is not"),
+            std::string::npos);
+  EXPECT_NE(launch_error({{"RANK", "2"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}})
+                .find("RANK=2 is not below WORLD_SIZE=2"),
+            std::string::npos);
+  EXPECT_NE(launch_error({{"RANK", "one"}, {"WORLD_SIZE", "2"}}).find("RANK='one'"), std::string::npos);
+  EXPECT_NE(launch_error({{"RANK", "0"}, {"WORLD_SIZE", "0"}}).find("WORLD_SIZE='0'"), std::string::npos);
+  EXPECT_NE(launch_error({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "70000"}})
+                .find("MASTER_PORT=70000"),
+            std::string::npos);
+}
+
+TEST(Launch, SlurmStepsFindRankZerosHost) {
+  const std::map<std::string, std::string> step = {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "1"},
+                                                   {"SLURM_STEP_ID", "0"}, {"SLURM_JOB_NODELIST", "gpu[07-10],cpu1"}};
+  LaunchEnv env = launch_from(step);
+  EXPECT_EQ(env.launcher, Launcher::slurm);
+  EXPECT_EQ(env.rank, 5);
+  EXPECT_EQ(env.world_size, 8);
+  EXPECT_EQ(env.local_rank, 1);
+  EXPECT_EQ(env.master_addr, "gpu07");
+  EXPECT_EQ(env.master_port, 29500);
+  auto with_ip = step;
+  with_ip["SLURM_LAUNCH_NODE_IPADDR"] = "10.0.0.7";
+  EXPECT_EQ(launch_from(with_ip).master_addr, "10.0.0.7");
+  with_ip["MASTER_ADDR"] = "head";
+  with_ip["MASTER_PORT"] = "4000";
+  env = launch_from(with_ip);
+  EXPECT_EQ(env.master_addr, "head");
+  EXPECT_EQ(env.master_port, 4000);
+  // A batch script (no job step) is not a launch: srun makes the ranks.
+  EXPECT_EQ(launch_from({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}).launcher, Launcher::none);
+  EXPECT_NE(launch_error({{"SLURM_PROCID", "0"}, {"SLURM_STEP_ID", "3"}}).find("SLURM_NTASKS is not"), std::string::npos);
+  EXPECT_NE(launch_error({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "3"}}).find("MASTER_ADDR"),
+            std::string::npos);
+}
+
+TEST(Launch, OpenMpi) {
+  LaunchEnv env = launch_from({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  EXPECT_EQ(env.launcher, Launcher::mpi);
+  EXPECT_EQ(env.rank, 1);
+  EXPECT_EQ(env.master_addr, "127.0.0.1");  // every rank on this node
+  EXPECT_NE(launch_error({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                          {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}})
+                .find("MASTER_ADDR is not set"),
+            std::string::npos);
+}
+
+TEST(Launch, FirstHostOfANodeList) {
+  EXPECT_EQ(first_host_of_nodelist("node17"), "node17");
+  EXPECT_EQ(first_host_of_nodelist("node[01-04,07],gpu5"), "node01");
+  EXPECT_EQ(first_host_of_nodelist("a,b"), "a");
+  EXPECT_EQ(first_host_of_nodelist("rack1-n[3,5]"), "rack1-n3");
+  EXPECT_EQ(first_host_of_nodelist("gpu[7-9]-ib"), "gpu7-ib");
+}
+
+TEST(Launch, ThreadsAreSharedAmongTheProcessesOfANode) {
+  LaunchEnv env = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
+                               {"MASTER_PORT", "1"}});
+  EXPECT_EQ(threads_per_process(env, 16), 8);
+  EXPECT_EQ(threads_per_process(env, 1), 1);
+  EXPECT_EQ(threads_per_process(LaunchEnv{}, 16), 16);
+}
+
+TEST(Launch, ChecksAgainstTheSpec) {
+  SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert", "data": {"num_samples": 24},
+                                         "train": {"batch_size": 8}})",
+                                     "s.json", false);
+  const RunSpec spec = resolve_spec(doc);
+  const LaunchEnv four = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  try {
+    check_launch(spec, four);
+    ADD_FAILURE() << "24 samples cannot make a global batch of 32";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("data.num_samples"), std::string::npos) << e.what();
+  }
+  const LaunchEnv two = launch_from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  EXPECT_NO_THROW(check_launch(spec, two));
+  EXPECT_EQ(rank_device(spec, two), torch::Device(torch::kCPU));
+  EXPECT_EQ(plan_steps(spec.train, 24, 2).steps_per_epoch, 1);
+  EXPECT_EQ(plan_steps(spec.train, 24, 1).steps_per_epoch, 3);
+}
+
+TEST(Data, ShardsTakeEveryWorldSizethSample) {
+  const std::vector<int64_t> order = {9, 3, 7, 1, 0, 5, 2};
+  EXPECT_EQ(shard_order(order, 0, 2), (std::vector<int64_t>{9, 7, 0, 2}));
+  EXPECT_EQ(shard_order(order, 1, 2), (std::vector<int64_t>{3, 1, 5}));
+  EXPECT_EQ(shard_order(order, 2, 3), (std::vector<int64_t>{7, 5}));
+  EXPECT_EQ(shard_order(order, 0, 1), order);
+}
+
+TEST(Spec, DistSectionHasDefaultsAndIsRecorded) {
+  const RunSpec spec = resolve_spec(parse_spec_text(R"({"model": "tiny-bert"})", "s.json", false));
+  EXPECT_EQ(spec.dist.bucket_mb, 25);
+  EXPECT_FALSE(spec.dist.sync_every_micro_step);
+  EXPECT_EQ(spec.dist.timeout_s, 300);
+  EXPECT_EQ(spec.resolved["dist"]["timeout_s"], 300);
+  SpecDocument bad = parse_spec_text(R"({"model": "tiny-bert", "dist": {"timeout_s": 0}})", "s.json", false);
+  EXPECT_THROW(resolve_spec(bad), Error);
+  SpecDocument typo = parse_spec_text(R"({"model": "tiny-bert", "dist": {"bucket_md": 4}})", "s.json", false);
+  try {
+    resolve_spec(typo);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean 'bucket_mb'"), std::string::npos) << e.what();
+  }
+}
+
+// A result with `world` processes whose epochs take `epoch_seconds`.
+json scaling_result(int64_t world, double epoch_seconds, int64_t per_device_batch = 8) {
+  json iterations = json::array();
+  for (int s = 1; s <= 4; ++s) {
+    iterations.push_back({{"epoch", 1}, {"step", s}, {"global_step", s}, {"samples", per_device_batch},
+                          {"tokens", 128}, {"real_tokens", 128}, {"seconds", epoch_seconds / 4},
+                          {"data_seconds", 0.0}, {"loss", 0.5}, {"lr", 1e-4}, {"warmup", false}});
+  }
+  json result = {{"schema", kResultSchemaId},
+                 {"spec", {{"name", "t"}, {"device", "cpu"}, {"precision", "fp32"}, {"threads", 1},
+                           {"train", {{"batch_size", per_device_batch}, {"grad_accum_steps", 1}}},
+                           {"data", {{"seq_len", 64}, {"num_samples", 64}}}}},
+                 {"env", {{"host", "h"}}},
+                 {"model", {{"name", "m"}, {"params", 10}, {"train_flops_per_sample", 1e9}}},
+                 {"iterations", iterations},
+                 {"epochs", json::array({{{"epoch", 1}, {"steps", 4}, {"seconds", epoch_seconds}, {"complete", true}}})},
+                 {"summary", {{"status", "completed"}, {"steps_per_epoch", 4}, {"epoch_seconds", epoch_seconds},
+                              {"samples_per_s", 32.0 * static_cast<double>(world) / epoch_seconds}}}};
+  if (world > 1) {
+    result["dist"] = {{"world_size", world}};
+    result["summary"]["comm_share"] = 0.1;
+  }
+  return result;
+}
+
+TEST(Scaling, SpeedupAndEfficiencyAgainstTheOneProcessRun) {
+  testing::ScratchDir dir;
+  std::vector<std::string> paths;
+  const std::vector<std::pair<int64_t, double>> runs = {{1, 10.0}, {2, 6.0}, {4, 2.0}, {8, 3.0}};
+  for (const auto& [world, seconds] : runs) {
+    paths.push_back(dir.write("w" + std::to_string(world) + ".json", scaling_result(world, seconds).dump()));
+  }
+  paths.push_back(dir.write("other.json", scaling_result(2, 5.0, /*per_device_batch=*/16).dump()));
+  const auto results = load_results(paths);
+  EXPECT_EQ(results[1].world_size, 2);
+  EXPECT_EQ(results[1].step_samples.front(), 16);  // rank 0's 8 samples x 2 ranks
+  EXPECT_EQ(label_of(results[1], "world_size"), "2 processes");
+  EXPECT_EQ(label_of(results[0], "world_size"), "1 process");
+
+  const auto rows = build_scaling(results);
+  ASSERT_EQ(rows.size(), 5u);
+  std::map<std::pair<int64_t, bool>, ScalingRow> by;  // (world, batch 16)
+  for (const auto& r : rows) by[std::make_pair(r.world_size, r.config.find("batch 16") != std::string::npos)] = r;
+  const auto row = [&](int64_t world, bool batch16) { return by.at(std::make_pair(world, batch16)); };
+  EXPECT_DOUBLE_EQ(*row(1, false).speedup, 1.0);
+  EXPECT_DOUBLE_EQ(*row(2, false).speedup, 10.0 / 6.0);
+  EXPECT_DOUBLE_EQ(*row(2, false).efficiency, 10.0 / 6.0 / 2);
+  EXPECT_EQ(row(2, false).flag, "");
+  EXPECT_EQ(row(4, false).flag, "super-linear");  // 5x on 4
+  EXPECT_EQ(row(8, false).flag, "collapsing");    // 3.3x on 8
+  EXPECT_EQ(row(2, true).flag, "no 1-process baseline");
+  EXPECT_FALSE(row(2, true).speedup.has_value());
+  EXPECT_DOUBLE_EQ(*row(2, false).comm_share, 0.1);
+
+  const std::string table = render_scaling(rows, "table");
+  EXPECT_NE(table.find("super-linear"), std::string::npos) << table;
+  EXPECT_NE(render_scaling(rows, "markdown").find("| m |"), std::string::npos);
+  EXPECT_EQ(json::parse(render_scaling(rows, "json"))["rows"].size(), 5u);
+  EXPECT_NE(render_scaling(rows, "csv").find("model,config,world_size"), std::string::npos);
+  EXPECT_THROW(render_scaling(rows, "html"), Error);
+}
+
+}  // namespace
+}  // namespace tbench
