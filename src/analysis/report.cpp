@@ -56,23 +56,7 @@ std::string render_table(const Report& r) {
     }
     rows.push_back(row);
   }
-  std::vector<std::size_t> width(header.size(), 0);
-  for (const auto& row : rows) {
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::ostringstream out;
-  out << header_note(r) << "\n";
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    for (std::size_t i = 0; i < rows[k].size(); ++i) {
-      out << (i ? "  " : "") << rows[k][i] << std::string(width[i] - rows[k][i].size(), ' ');
-    }
-    out << "\n";
-    if (k == 0) {
-      for (std::size_t i = 0; i < width.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
-      out << "\n";
-    }
-  }
-  return out.str();
+  return header_note(r) + "\n" + aligned_table(rows);
 }
 
 std::string render_markdown(const Report& r) {
@@ -117,6 +101,26 @@ std::string render_csv(const Report& r) {
 }
 
 }  // namespace
+
+std::string aligned_table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()), 0);
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::ostringstream out;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    for (std::size_t i = 0; i < rows[k].size(); ++i) {
+      out << (i ? "  " : "") << rows[k][i] << std::string(width[i] - rows[k][i].size(), ' ');
+    }
+    out << "\n";
+    if (k == 0) {
+      for (std::size_t i = 0; i < width.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
+      out << "\n";
+    }
+  }
+  return out.str();
+}
 
 json report_json(const Report& r) {
   json rows = json::array();

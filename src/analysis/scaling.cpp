@@ -150,21 +150,7 @@ std::string render_scaling(const std::vector<ScalingRow>& rows, const std::strin
   }
   std::vector<std::vector<std::string>> table = {headers()};
   for (const auto& r : rows) table.push_back(cells_of(r));
-  std::vector<std::size_t> width(headers().size(), 0);
-  for (const auto& line : table) {
-    for (std::size_t i = 0; i < line.size(); ++i) width[i] = std::max(width[i], line[i].size());
-  }
-  out << kNote << "\n";
-  for (std::size_t k = 0; k < table.size(); ++k) {
-    for (std::size_t i = 0; i < table[k].size(); ++i) {
-      out << (i ? "  " : "") << table[k][i] << std::string(width[i] - table[k][i].size(), ' ');
-    }
-    out << "\n";
-    if (k == 0) {
-      for (std::size_t i = 0; i < width.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
-      out << "\n";
-    }
-  }
+  out << kNote << "\n" << aligned_table(table);
   return out.str();
 }
 
