@@ -22,4 +22,7 @@ void to_json(nlohmann::json& j, const Spread& s);
 // 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times).
 std::string format_duration(double seconds);
 
+// `value` with `digits` decimals, e.g. format_fixed(1.6971, 2) -> "1.70".
+std::string format_fixed(double value, int digits);
+
 }  // namespace tbench

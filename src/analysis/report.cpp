@@ -18,22 +18,16 @@ void add_unique(std::vector<T>& v, const T& x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 // "19:32 ±4.1s" — mm:ss as people quote epochs, the spread over repeats in seconds.
 std::string epoch_text(const ReportCell& c) {
   std::string text = (c.projected ? "~" : "") + format_duration(c.epoch_mean);
-  if (c.runs > 1) text += " ±" + fixed(c.epoch_stdev, 1) + "s";
+  if (c.runs > 1) text += " ±" + format_fixed(c.epoch_stdev, 1) + "s";
   return text;
 }
 
 std::string cell_text(const ReportCell& c) {
-  std::string text = epoch_text(c) + ", " + fixed(c.samples_per_s, 1) + "/s";
-  if (c.speedup) text += ", " + fixed(*c.speedup, 2) + "x";
+  std::string text = epoch_text(c) + ", " + format_fixed(c.samples_per_s, 1) + "/s";
+  if (c.speedup) text += ", " + format_fixed(*c.speedup, 2) + "x";
   if (c.runs > 1) text += " (n=" + std::to_string(c.runs) + ")";
   return text;
 }
@@ -92,9 +86,9 @@ std::string render_csv(const Report& r) {
       const auto& cells = r.cells.at(model);
       if (!cells.count(label)) continue;
       const ReportCell& c = cells.at(label);
-      out << csv_field(model) << "," << csv_field(label) << "," << c.runs << "," << fixed(c.epoch_mean, 3) << ","
-          << fixed(c.epoch_stdev, 3) << "," << format_duration(c.epoch_mean) << "," << (c.projected ? "true" : "false")
-          << "," << fixed(c.samples_per_s, 3) << "," << (c.speedup ? fixed(*c.speedup, 4) : "") << "\n";
+      out << csv_field(model) << "," << csv_field(label) << "," << c.runs << "," << format_fixed(c.epoch_mean, 3) << ","
+          << format_fixed(c.epoch_stdev, 3) << "," << format_duration(c.epoch_mean) << "," << (c.projected ? "true" : "false")
+          << "," << format_fixed(c.samples_per_s, 3) << "," << (c.speedup ? format_fixed(*c.speedup, 4) : "") << "\n";
     }
   }
   return out.str();

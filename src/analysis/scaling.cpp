@@ -17,12 +17,6 @@ using nlohmann::json;
 constexpr double kSuperLinear = 1.05;
 constexpr double kCollapsing = 0.5;
 
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
 std::string device_kind(const ResultFile& r) {
   if (r.device == "cpu") return "cpu";
   const std::string gpu = r.json.value(json::json_pointer("/env/gpu/name"), std::string());
@@ -37,7 +31,7 @@ std::string config_of(const ResultFile& r) {
 }
 
 std::string optional_text(const std::optional<double>& value, int digits, const std::string& suffix = "") {
-  return value ? fixed(*value, digits) + suffix : "-";
+  return value ? format_fixed(*value, digits) + suffix : "-";
 }
 
 std::vector<std::string> cells_of(const ScalingRow& row) {
@@ -45,8 +39,8 @@ std::vector<std::string> cells_of(const ScalingRow& row) {
           row.config,
           std::to_string(row.world_size),
           (row.projected ? "~" : "") + format_duration(row.epoch_seconds),
-          fixed(row.samples_per_s, 1),
-          fixed(row.samples_per_s / static_cast<double>(row.world_size), 1),
+          format_fixed(row.samples_per_s, 1),
+          format_fixed(row.samples_per_s / static_cast<double>(row.world_size), 1),
           optional_text(row.speedup, 2, "x"),
           optional_text(row.efficiency ? std::optional<double>(*row.efficiency * 100) : std::nullopt, 0, "%"),
           optional_text(row.comm_share ? std::optional<double>(*row.comm_share * 100) : std::nullopt, 1, "%"),
@@ -124,11 +118,11 @@ std::string render_scaling(const std::vector<ScalingRow>& rows, const std::strin
     out << "model,config,world_size,runs,epoch_seconds,projected,samples_per_s,per_process_samples_per_s,speedup,"
            "efficiency,comm_share,flag\n";
     for (const auto& r : rows) {
-      out << r.model << ",\"" << r.config << "\"," << r.world_size << "," << r.runs << "," << fixed(r.epoch_seconds, 3)
-          << "," << (r.projected ? "true" : "false") << "," << fixed(r.samples_per_s, 3) << ","
-          << fixed(r.samples_per_s / static_cast<double>(r.world_size), 3) << ","
-          << (r.speedup ? fixed(*r.speedup, 4) : "") << "," << (r.efficiency ? fixed(*r.efficiency, 4) : "") << ","
-          << (r.comm_share ? fixed(*r.comm_share, 4) : "") << "," << r.flag << "\n";
+      out << r.model << ",\"" << r.config << "\"," << r.world_size << "," << r.runs << "," << format_fixed(r.epoch_seconds, 3)
+          << "," << (r.projected ? "true" : "false") << "," << format_fixed(r.samples_per_s, 3) << ","
+          << format_fixed(r.samples_per_s / static_cast<double>(r.world_size), 3) << ","
+          << (r.speedup ? format_fixed(*r.speedup, 4) : "") << "," << (r.efficiency ? format_fixed(*r.efficiency, 4) : "") << ","
+          << (r.comm_share ? format_fixed(*r.comm_share, 4) : "") << "," << r.flag << "\n";
     }
     return out.str();
   }

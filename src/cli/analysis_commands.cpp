@@ -34,13 +34,7 @@ void emit(const std::string& text, const std::string& output) {
   }
 }
 
-std::string fixed(double value, int digits) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%.*f", digits, value);
-  return text;
-}
-
-std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + fixed(value, 1) + "%"; }
+std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
 int report_command() {
   const auto results = load_results(g_analysis.results);

@@ -51,4 +51,10 @@ std::string format_duration(double seconds) {
   return text;
 }
 
+std::string format_fixed(double value, int digits) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
 }  // namespace tbench
