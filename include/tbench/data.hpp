@@ -1,6 +1,18 @@
 #pragma once
-// Training data: datasets that hand out collated batches, and the seeded per-epoch sample order.
+// Training data, from samples to device-ready batches:
+//   sources (synthetic, pre-tokenized JSONL, CSV/TSV/JSONL text + a tokenizer; src/data/*)
+//     -> TokenizedSamples (every sample's ids, truncated to seq_len, and its label)
+//     -> plan_epoch: the seeded order of each epoch cut into steps and micro-batches (optionally
+//        bucketed by length, sharded across data-parallel ranks)
+//     -> collate: pad to seq_len or to the longest in the batch (left for XLNet)
+//     -> BatchLoader: collates on a background thread, a bounded number of batches ahead.
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include <torch/torch.h>
@@ -17,12 +29,38 @@ struct Batch {
   int64_t real_tokens = 0;  // tokens that are not padding
 };
 
-class Dataset {
- public:
-  virtual ~Dataset() = default;
-  virtual int64_t size() const = 0;
-  virtual Batch collate(const std::vector<int64_t>& indices) const = 0;
+// Every sample of a dataset, tokens stored back to back (a few bytes per token, not a tensor per
+// sample: IMDB-sized sets stay small and load from the cache in one read).
+struct TokenizedSamples {
+  std::vector<int32_t> ids;         // all samples' token ids, concatenated
+  std::vector<int8_t> type_ids;     // same layout; empty when every token type is 0
+  std::vector<int64_t> offsets{0};  // sample i is [offsets[i], offsets[i+1])
+  std::vector<int64_t> labels;
+  int64_t truncated = 0;            // samples cut to seq_len
+
+  int64_t size() const { return static_cast<int64_t>(labels.size()); }
+  int64_t length(int64_t i) const { return offsets[static_cast<std::size_t>(i) + 1] - offsets[static_cast<std::size_t>(i)]; }
+  void add(const std::vector<int64_t>& sample_ids, const std::vector<int64_t>& sample_type_ids, int64_t label);
+  // The samples at `indices`, in that order (used for the train/eval split).
+  TokenizedSamples subset(const std::vector<int64_t>& indices) const;
 };
+
+// --- synthetic data -----------------------------------------------------------------------------
+
+// How long synthetic samples are. fixed: every sample seq_len tokens. uniform/normal/lognormal:
+// drawn per sample, rounded and clipped to [min_length, seq_len]. histogram: drawn from a measured
+// length histogram (e.g. of the user's own data), read from a file of "length count" lines.
+struct LengthDistribution {
+  std::string kind = "fixed";  // fixed | uniform | normal | lognormal | histogram
+  int64_t min_length = 2;
+  double mean = 0;    // normal: mean length; lognormal: mean of the length (not of its log)
+  double stddev = 0;  // normal, lognormal: standard deviation of the length
+  std::map<int64_t, double> histogram;  // length -> weight
+};
+// Reads a histogram file: one "length count" (or "length,count") pair per line, '#' comments.
+// Throws a bad-input Error naming the file and line.
+std::map<int64_t, double> read_length_histogram(const std::string& path);
+std::vector<int64_t> sample_lengths(const LengthDistribution& d, int64_t n, int64_t max_length, int64_t seed);
 
 struct SyntheticOptions {
   int64_t num_samples = 0;
@@ -31,21 +69,48 @@ struct SyntheticOptions {
   int64_t pad_token_id = 0;
   int64_t num_labels = 2;
   int64_t seed = 0;
+  LengthDistribution lengths;
 };
 
-// Seeded random token ids (never the padding id) at a fixed length, all attended, segment 0.
-// The label is a function of the second token (id mod num_labels), so there is a signal to
-// learn and the loss falls as it does in real fine-tuning.
-class SyntheticDataset : public Dataset {
- public:
-  explicit SyntheticDataset(const SyntheticOptions& options);
-  int64_t size() const override { return input_ids_.size(0); }
-  Batch collate(const std::vector<int64_t>& indices) const override;
+// Seeded random token ids (never the padding id), segment 0. The label is a function of the
+// second token (id mod num_labels), so there is a signal to learn and the loss falls as it does
+// in real fine-tuning.
+TokenizedSamples make_synthetic_samples(const SyntheticOptions& options);
 
- private:
-  torch::Tensor input_ids_;  // [N, S]
-  torch::Tensor labels_;     // [N]
+// --- batches ------------------------------------------------------------------------------------
+
+enum class Padding { max_length, longest };
+
+struct CollateOptions {
+  int64_t seq_len = 0;  // max_length padding pads to this
+  Padding padding = Padding::max_length;
+  int64_t pad_id = 0;
+  int64_t pad_type_id = 0;  // XLNet: 3
+  bool pad_left = false;    // XLNet pads on the left
 };
+
+Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& options);
+
+struct SamplerOptions {
+  int64_t batch_size = 1;     // per micro-batch, per rank
+  int64_t accum_steps = 1;    // micro-batches per optimizer step
+  int world_size = 1;
+  int rank = 0;
+  bool bucket_by_length = false;
+  bool drop_last = true;      // false: a last, smaller step takes the remainder
+  int64_t seed = 0;
+};
+
+// One optimizer step of one rank: its micro-batches, each a list of sample indices.
+using StepBatches = std::vector<std::vector<int64_t>>;
+
+// An epoch's steps for this rank. Every rank draws the same seeded order, so a step's global
+// batch is the same whatever the world size; rank r takes every world_size-th sample of it.
+// Bucketed: the order is cut into chunks of 50 steps' samples, each sorted by length (HF's
+// group_by_length), the steps then shuffled with the chunk's longest step first so an
+// out-of-memory shows at once.
+std::vector<StepBatches> plan_epoch(const TokenizedSamples& samples, const SamplerOptions& options, int64_t epoch);
+int64_t steps_per_epoch(int64_t num_samples, const SamplerOptions& options);
 
 // A permutation of [0, n) that depends only on (seed, epoch): runs are reproducible and each
 // epoch sees a new order.
@@ -53,5 +118,40 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch);
 
 // Data parallelism: rank `rank` of `world_size` takes order[rank], order[rank + world_size], ...
 std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size);
+
+// Collates the batches of an epoch on a background thread, at most `prefetch` ahead of the
+// trainer, pinning them when the device is CUDA so the copy can be non-blocking. prefetch 0:
+// collated on the caller's thread when asked for.
+class BatchLoader {
+ public:
+  BatchLoader(const TokenizedSamples& samples, CollateOptions collate, int64_t prefetch, bool pin_memory);
+  ~BatchLoader();
+  BatchLoader(const BatchLoader&) = delete;
+  BatchLoader& operator=(const BatchLoader&) = delete;
+
+  // Replaces whatever is queued with this epoch's micro-batches, in step order.
+  void start_epoch(const std::vector<StepBatches>& steps);
+  // The next micro-batch; blocks until it is ready. Rethrows what the collating thread threw.
+  Batch next();
+
+ private:
+  Batch make(const std::vector<int64_t>& indices) const;
+  void work();
+
+  const TokenizedSamples& samples_;
+  const CollateOptions collate_;
+  const std::size_t prefetch_;
+  const bool pin_memory_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::vector<int64_t>> pending_;  // micro-batches not yet collated
+  std::deque<Batch> ready_;
+  std::exception_ptr error_;
+  uint64_t generation_ = 0;  // bumped by start_epoch: a batch collated for an older epoch is dropped
+  bool busy_ = false;        // the worker is collating a batch (next() must wait for it)
+  bool stopping_ = false;
+  std::thread worker_;
+};
 
 }  // namespace tbench

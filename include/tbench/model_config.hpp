@@ -12,6 +12,11 @@ namespace tbench {
 enum class Architecture { bert, distilbert, roberta, xlnet };
 const char* to_string(Architecture a);
 
+// How BERT, DistilBERT and RoBERTa compute self-attention: explicit matmul + softmax, or
+// at::scaled_dot_product_attention (fused kernels, torch >= 2.0). XLNet's is always explicit.
+enum class AttentionKernel { eager, sdpa };
+const char* to_string(AttentionKernel k);
+
 struct ModelConfig {
   std::string name;     // "bert-base-cased", or the config file's stem
   std::string source;   // "<shipped>" or the config file's path, for error messages
@@ -31,6 +36,7 @@ struct ModelConfig {
   double initializer_range = 0.02;
   std::string activation = "gelu";
   bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
+  AttentionKernel attention = AttentionKernel::eager;  // not in config.json: the spec's model.attention
   nlohmann::json raw;                 // the config.json as read
 
   int64_t head_dim() const { return hidden_size / num_heads; }

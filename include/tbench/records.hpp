@@ -15,6 +15,7 @@ struct IterationRecord {
   int64_t samples = 0;      // samples in this step (batch x accumulation)
   int64_t tokens = 0;       // computed tokens (padding included)
   int64_t real_tokens = 0;  // tokens that are not padding
+  double train_flops = 0;   // analytic training FLOPs of the step at its padded lengths (0: unknown)
   double seconds = 0;       // wall time of the whole step: data, forward, backward, optimizer
   double data_seconds = 0;  // part of `seconds` spent assembling and moving batches
   double comm_wait_seconds = 0;  // part of `seconds` spent waiting for gradient all-reduces (0 single-process)
@@ -37,6 +38,18 @@ struct EpochRecord {
   double it_per_s = 0;
   double loss = 0;     // mean training loss over the epoch's steps
   bool complete = true;  // false if the run stopped inside this epoch
+  double step_seconds = 0;  // sum of its steps' `seconds`; `seconds` minus this is time between steps
+  // Memory high-water marks of the epoch; -1 (null in JSON) where not measured. The allocator's
+  // peaks (CUDA) are reset at the epoch's start; peak_rss_bytes is the process's peak so far.
+  int64_t peak_allocated_bytes = -1;
+  int64_t peak_reserved_bytes = -1;
+  int64_t peak_rss_bytes = -1;
+  // Held-out evaluation after the epoch (data.eval_fraction); eval_samples 0 = none. Its time is
+  // not part of `seconds`.
+  int64_t eval_samples = 0;
+  double eval_loss = 0;
+  double eval_accuracy = 0;
+  double eval_seconds = 0;
 };
 
 void to_json(nlohmann::json& j, const IterationRecord& r);

@@ -54,7 +54,12 @@ struct SummaryInputs {
   double wall_seconds = 0;
   RunStatus status = RunStatus::completed;
   std::string error;
+  std::string timing_method;  // TrainOutcome::timing_method
 };
+
+// The timing check: the sum of step times may fall short of the epochs' wall time only by the
+// work between steps. A gap beyond this fraction means time escapes the step timer.
+inline constexpr double kTimingGapMargin = 0.02;
 
 // Step-time spread and throughput over the steady-state steps (warm-up excluded), epoch times
 // as seconds and mm:ss, and the projected full-epoch time from the steady-state step time.

@@ -1,5 +1,6 @@
 #pragma once
 // One benchmark run, end to end: spec -> model + data -> trainer -> result files.
+#include <memory>
 #include <string>
 
 #include "tbench/dist.hpp"
@@ -27,6 +28,7 @@ struct RunPlan {
   int threads = 1;          // CPU intra-op threads the run will use
   std::string output_path;  // placeholders expanded
   LaunchEnv launch;         // the launcher's environment; world_size 1 without one
+  std::shared_ptr<const PreparedData> data;  // read, tokenized (or cached) and checked
 };
 
 RunPlan prepare_run(const RunSpec& spec);

@@ -20,13 +20,47 @@ struct ModelRef {
   std::string config;   // path to an HF config.json; empty for shipped models
   std::string weights;       // HF safetensors weights (file, folder or index); empty = random init
   std::string save_weights;  // where to save the trained weights; empty = not saved
+  std::string attention = "auto";  // auto | eager | sdpa (BERT/DistilBERT/RoBERTa self-attention)
+};
+
+// The tokenizer for text datasets. Empty paths and unset switches are found from `path` (a
+// folder with vocab.txt, vocab.json + merges.txt or spiece.model, and tokenizer_config.json) and
+// the model's family.
+struct TokenizerSpec {
+  std::string kind = "auto";  // auto | wordpiece | bpe | sentencepiece
+  std::string path;           // a folder holding the tokenizer files
+  std::string vocab;          // vocab.txt / vocab.json / spiece.model
+  std::string merges;         // bpe: merges.txt
+  std::optional<bool> lowercase;
+  std::optional<bool> strip_accents;
+};
+
+struct LengthSpec {  // synthetic data only
+  std::string distribution = "fixed";  // fixed | uniform | normal | lognormal | histogram
+  int64_t min = 2;
+  double mean = 0;
+  double std = 0;
+  std::string histogram;  // file of "length count" lines
 };
 
 struct DataSpec {
-  std::string source;   // "synthetic"
-  int64_t num_samples;
-  int64_t seq_len;
-  int64_t seed;         // data generator seed; defaults to train.seed
+  std::string source;   // "synthetic", "tokenized" (JSONL of input_ids) or "text" (CSV/TSV/JSONL)
+  std::string path;     // the data file (tokenized, text)
+  std::string format;   // auto | csv | tsv | jsonl
+  std::string text_column, text_pair_column, label_column;  // text: columns (pair: empty = none)
+  std::vector<std::string> labels;  // label names in index order; empty = integers, or names sorted
+  int64_t num_samples;  // synthetic: samples per epoch; files: at most this many (0 = all)
+  int64_t seq_len;      // truncation length, and the padded length with padding max_length
+  int64_t seed;         // data seed; defaults to train.seed
+  LengthSpec lengths;
+  TokenizerSpec tokenizer;
+  std::string padding;    // max_length | longest
+  bool bucket_by_length;  // group similar lengths into a batch (with padding longest)
+  bool drop_last;         // false: the last, partial step is trained too
+  double eval_fraction;   // held out for eval loss and accuracy after each epoch
+  int64_t prefetch;       // batches collated ahead on a background thread (0: inline)
+  bool cache;             // reuse tokenized text from cache_dir
+  std::string cache_dir;  // default $XDG_CACHE_HOME/tbench or ~/.cache/tbench
 };
 
 struct TrainSpec {
@@ -40,6 +74,11 @@ struct TrainSpec {
   int64_t seed;
   double max_grad_norm;        // 0 = no clipping
   bool dropout;                // train-mode dropout, as HF fine-tuning runs it
+  std::string optimizer_impl = "auto";  // auto | loop | foreach | fused (include/tbench/optimizer.hpp)
+};
+
+struct CudaSpec {
+  bool tf32 = false;  // TF32 for fp32 matmuls and convolutions
 };
 
 struct TimingSpec {
@@ -68,6 +107,7 @@ struct RunSpec {
   int64_t threads;     // CPU intra-op threads actually requested (0 in the file = all cores)
   TimingSpec timing;
   DistSpec dist;
+  CudaSpec cuda;
   std::string output;  // result path, placeholders expanded at run time
   std::string source;  // where the spec came from: a path, or "<embedded default>"
   nlohmann::json resolved;  // the whole spec with defaults filled: saved into the result

@@ -2,15 +2,18 @@
 // The training loop: epochs x optimizer steps x accumulation micro-steps, timed per step.
 // It knows nothing of files or terminals; observers receive each record as it is made.
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
 #include "tbench/data.hpp"
+#include "tbench/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/loss_scaler.hpp"
 #include "tbench/models/classifier.hpp"
+#include "tbench/optimizer.hpp"
 #include "tbench/records.hpp"
 #include "tbench/spec.hpp"
 
@@ -30,7 +33,10 @@ const char* to_string(RunStatus s);
 struct TrainOutcome {
   RunStatus status = RunStatus::completed;
   std::string error;  // why it failed
+  std::string timing_method;  // how steps were timed: "steady_clock" (CPU) or "cuda_events"
 };
+
+struct StepOutputs;  // tbench/pending_steps.hpp
 
 // Data-parallel gradient synchronisation, as the trainer sees it (the implementation, on c10d, is
 // in src/dist/). A single-process run has none: the trainer then does exactly what it did before.
@@ -63,7 +69,16 @@ struct StepPlan {
   int64_t epochs = 0;           // epochs that will start
 };
 // With `world_size` processes, one optimizer step consumes batch x accumulation x world_size samples.
-StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size = 1);
+// drop_last false: a last, partial step takes the remainder.
+StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size = 1, bool drop_last = true);
+
+// Held-out loss and accuracy, measured after an epoch (not part of its time).
+struct EvalResult {
+  double loss = 0;
+  double accuracy = 0;
+  int64_t samples = 0;
+  double seconds = 0;
+};
 
 // HF's get_linear_schedule_with_warmup: LR rises linearly over `warmup` steps, then falls
 // linearly to 0 at `total`. `step` counts optimizer steps already taken (0-based).
@@ -72,22 +87,31 @@ double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t 
 class Trainer {
  public:
   // `sync`: data-parallel gradient synchronisation; null for a single process. With it, this
-  // rank reads its shard of each epoch's order (every world_size-th sample from its rank on).
-  Trainer(const RunSpec& spec, SequenceClassifier& model, const Dataset& data, torch::Device device,
+  // rank reads its share of each step's samples (every world_size-th from its rank on).
+  Trainer(const RunSpec& spec, SequenceClassifier& model, const PreparedData& data, torch::Device device,
           GradientSync* sync = nullptr);
   TrainOutcome run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested);
+  // Loss and accuracy on the held-out samples, in eval mode, without gradients.
+  EvalResult evaluate();
+  // Training FLOPs of one sample padded to a length: each step's FLOPs are recorded from it.
+  void set_flops_model(std::function<double(int64_t padded_length)> train_flops_per_sample) {
+    flops_per_sample_ = std::move(train_flops_per_sample);
+  }
 
  private:
   void build_optimizer();
-  double run_step(const std::vector<int64_t>& order, int64_t first_sample, IterationRecord& record);
+  SamplerOptions sampler_options() const;
+  StepOutputs run_step(const StepBatches& micro_batches, IterationRecord& record);
   void synchronize() const;
 
   const RunSpec& spec_;
   SequenceClassifier& model_;
-  const Dataset& data_;
+  const PreparedData& data_;
   torch::Device device_;
   StepPlan plan_;
-  std::unique_ptr<torch::optim::AdamW> optimizer_;
+  BatchLoader loader_;
+  std::function<double(int64_t)> flops_per_sample_;
+  std::unique_ptr<Optimizer> optimizer_;
   std::vector<torch::Tensor> trainable_;
   std::unique_ptr<LossScaler> scaler_;
   GradientSync* sync_ = nullptr;

@@ -232,7 +232,7 @@ void check_launch(const RunSpec& spec, const LaunchEnv& env) {
     }
   }
   const int64_t global_batch = spec.train.batch_size * spec.train.grad_accum_steps * env.world_size;
-  if (spec.data.num_samples < global_batch) {
+  if (spec.data.source == "synthetic" && spec.data.num_samples < global_batch) {
     throw input_error(spec.where("data.num_samples") + "is " + std::to_string(spec.data.num_samples) +
                       ", fewer than one data-parallel step needs (train.batch_size " +
                       std::to_string(spec.train.batch_size) + " x train.grad_accum_steps " +

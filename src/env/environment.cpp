@@ -12,8 +12,12 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <ATen/Version.h>
+
 #if TBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
+
+#include "tbench/cuda.hpp"
 #endif
 
 #include "tbench/env.hpp"
@@ -88,15 +92,23 @@ json gpu_info() {
   json gpus = json::array();
 #if TBENCH_WITH_CUDA
   for (int64_t i = 0; i < static_cast<int64_t>(torch::cuda::device_count()); ++i) {
-    const cudaDeviceProp* p = at::cuda::getDeviceProperties(static_cast<int>(i));
-    gpus.push_back({{"index", i},
-                    {"name", p->name},
-                    {"capability", std::to_string(p->major) + "." + std::to_string(p->minor)},
-                    {"sms", p->multiProcessorCount},
-                    {"memory_bytes", static_cast<int64_t>(p->totalGlobalMem)}});
+    gpus.push_back(cuda::device_info(static_cast<int>(i)));
   }
 #endif
   return gpus;
+}
+
+json cuda_info() {
+  json info = {{"available", torch::cuda::is_available()},
+               {"device_count", torch::cuda::device_count()},
+               {"built_with_cuda", TBENCH_WITH_CUDA == 1},
+               {"arch_list", cuda_arch_list(at::show_config())},
+               {"tf32", tf32_state()},
+               {"devices", gpu_info()}};
+#if TBENCH_WITH_CUDA
+  if (torch::cuda::is_available()) info.update(cuda::runtime_info());
+#endif
+  return info;
 }
 
 }  // namespace
@@ -147,10 +159,8 @@ json collect_env() {
       {"host", host},
       {"cpu", cpu_info()},
       {"ram_bytes", ram_kb.empty() ? json(nullptr) : json(std::atoll(ram_kb.c_str()) * 1024)},
-      {"cuda", {{"available", torch::cuda::is_available()},
-                {"device_count", torch::cuda::device_count()},
-                {"built_with_cuda", TBENCH_WITH_CUDA == 1},
-                {"devices", gpu_info()}}},
+      {"cuda", cuda_info()},
+      {"nvml", nvml_info()},
   };
   return env;
 }

@@ -34,7 +34,10 @@ torch::Tensor EmbeddingsImpl::forward(const torch::Tensor& input_ids, const torc
 }
 
 LayerImpl::LayerImpl(const ModelConfig& c)
-    : num_heads_(c.num_heads), attention_dropout_(c.attention_dropout), activation_(c.activation) {
+    : num_heads_(c.num_heads),
+      attention_dropout_(c.attention_dropout),
+      attention_kernel_(c.attention),
+      activation_(c.activation) {
   const int64_t h = c.hidden_size, f = c.intermediate_size;
   auto attention = add_group(*this, "attention");
   auto self = add_group(*attention, "self");
@@ -55,7 +58,7 @@ torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Ten
   auto q = layers::split_heads(query(x), num_heads_);
   auto k = layers::split_heads(key(x), num_heads_);
   auto v = layers::split_heads(value(x), num_heads_);
-  return layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training()));
+  return layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training(), attention_kernel_));
 }
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias) {

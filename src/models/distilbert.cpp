@@ -33,7 +33,10 @@ void fill_sinusoidal(torch::Tensor table) {
 class TransformerBlockImpl : public torch::nn::Module {
  public:
   explicit TransformerBlockImpl(const ModelConfig& c)
-      : num_heads_(c.num_heads), attention_dropout_(c.attention_dropout), activation_(c.activation) {
+      : num_heads_(c.num_heads),
+        attention_dropout_(c.attention_dropout),
+        attention_kernel_(c.attention),
+        activation_(c.activation) {
     const int64_t h = c.hidden_size;
     auto attention = add_group(*this, "attention");
     q_lin_ = attention->register_module("q_lin", layers::linear(h, h));
@@ -52,7 +55,7 @@ class TransformerBlockImpl : public torch::nn::Module {
     auto q = layers::split_heads(q_lin_(x), num_heads_);
     auto k = layers::split_heads(k_lin_(x), num_heads_);
     auto v = layers::split_heads(v_lin_(x), num_heads_);
-    auto context = layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training()));
+    auto context = layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training(), attention_kernel_));
     // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
     auto attended = sa_layer_norm_(out_lin_(context) + x);
     auto ffn = dropout_(lin2_(layers::activation(activation_, lin1_(attended))));
@@ -62,6 +65,7 @@ class TransformerBlockImpl : public torch::nn::Module {
  private:
   int64_t num_heads_;
   double attention_dropout_;
+  AttentionKernel attention_kernel_;
   std::string activation_;
   torch::nn::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
   torch::nn::Linear lin1_{nullptr}, lin2_{nullptr};

@@ -2,8 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
-#include <torch/version.h>
+#include "tbench/torch_features.hpp"
 
 namespace tbench::layers {
 
@@ -38,16 +39,22 @@ torch::Tensor merge_heads(const torch::Tensor& x) {
 }
 
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const torch::Tensor& bias, double dropout_p, bool training) {
+                        const torch::Tensor& bias, double dropout_p, bool training, AttentionKernel kernel) {
   const double p = training ? dropout_p : 0.0;
-#if TORCH_VERSION_MAJOR >= 2
-  return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()), p);
-#else
+#if TBENCH_HAS_SDPA
+  if (kernel == AttentionKernel::sdpa) return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()), p);
+#endif
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
   auto probs = torch::softmax(scores + bias, -1);
   probs = torch::dropout(probs, p, training);
   return torch::matmul(probs, v);
-#endif
+}
+
+AttentionKernel resolve_attention(const std::string& requested) {
+  if (requested == "eager") return AttentionKernel::eager;
+  if (requested == "auto") return features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager;
+  if (requested == "sdpa" && features::kSdpa) return AttentionKernel::sdpa;
+  throw std::invalid_argument("attention kernel '" + requested + "' is not available in this build");
 }
 
 void init_weights(torch::nn::Module& module, double std) {

@@ -155,6 +155,8 @@ const char* to_string(Architecture a) {
   return "?";
 }
 
+const char* to_string(AttentionKernel k) { return k == AttentionKernel::sdpa ? "sdpa" : "eager"; }
+
 ModelConfig parse_model_config(const std::string& text, const std::string& name, const std::string& source) {
   json raw;
   try {

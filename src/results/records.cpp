@@ -4,7 +4,7 @@ namespace tbench {
 
 void to_json(nlohmann::json& j, const IterationRecord& r) {
   j = {{"epoch", r.epoch}, {"step", r.step}, {"global_step", r.global_step}, {"samples", r.samples},
-       {"tokens", r.tokens}, {"real_tokens", r.real_tokens}, {"seconds", r.seconds},
+       {"tokens", r.tokens}, {"real_tokens", r.real_tokens}, {"train_flops", r.train_flops}, {"seconds", r.seconds},
        {"data_seconds", r.data_seconds}, {"comm_wait_seconds", r.comm_wait_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
        {"skipped", r.skipped}, {"warmup", r.warmup}, {"ended_at", r.ended_at}};
 }
@@ -12,7 +12,16 @@ void to_json(nlohmann::json& j, const IterationRecord& r) {
 void to_json(nlohmann::json& j, const EpochRecord& r) {
   j = {{"epoch", r.epoch}, {"steps", r.steps}, {"samples", r.samples}, {"tokens", r.tokens},
        {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"tokens_per_s", r.tokens_per_s},
-       {"it_per_s", r.it_per_s}, {"loss", r.loss}, {"complete", r.complete}};
+       {"it_per_s", r.it_per_s}, {"loss", r.loss}, {"complete", r.complete}, {"step_seconds", r.step_seconds}};
+  const auto bytes = [](int64_t b) { return b < 0 ? nlohmann::json(nullptr) : nlohmann::json(b); };
+  j["peak_allocated_bytes"] = bytes(r.peak_allocated_bytes);
+  j["peak_reserved_bytes"] = bytes(r.peak_reserved_bytes);
+  j["peak_rss_bytes"] = bytes(r.peak_rss_bytes);
+  j["eval"] = r.eval_samples == 0 ? nlohmann::json(nullptr)
+                                  : nlohmann::json{{"loss", r.eval_loss},
+                                                   {"accuracy", r.eval_accuracy},
+                                                   {"samples", r.eval_samples},
+                                                   {"seconds", r.eval_seconds}};
 }
 
 void from_json(const nlohmann::json& j, IterationRecord& r) {
@@ -22,6 +31,7 @@ void from_json(const nlohmann::json& j, IterationRecord& r) {
   r.samples = j.at("samples");
   r.tokens = j.at("tokens");
   r.real_tokens = j.at("real_tokens");
+  r.train_flops = j.value("train_flops", 0.0);
   r.seconds = j.at("seconds");
   r.data_seconds = j.at("data_seconds");
   r.comm_wait_seconds = j.value("comm_wait_seconds", 0.0);

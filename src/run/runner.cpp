@@ -11,10 +11,13 @@
 #include <spdlog/spdlog.h>
 
 #include "tbench/data.hpp"
+#include "tbench/data_sources.hpp"
 #include "tbench/dist.hpp"
 #include "tbench/env.hpp"
 #include "tbench/hardware.hpp"
 #include "tbench/models/classifier.hpp"
+#include "tbench/models/layers.hpp"
+#include "tbench/optimizer.hpp"
 #include "tbench/progress.hpp"
 #include "tbench/results.hpp"
 #include "tbench/safetensors.hpp"
@@ -103,6 +106,23 @@ void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
   }
 }
 
+void check_data_fills_a_step(const RunSpec& spec, const PreparedData& data, int64_t world_size) {
+  const int64_t per_step = spec.train.batch_size * spec.train.grad_accum_steps * world_size;
+  const std::string field = spec.data.source == "synthetic" ? "data.num_samples" : "data.path";
+  if (data.train.size() < per_step && spec.data.drop_last) {
+    fail_field(spec, field, std::to_string(data.train.size()) + " training samples" +
+                                (data.eval.size() > 0 ? " (after holding out " + std::to_string(data.eval.size()) + " for eval)" : "") +
+                                " are fewer than one optimizer step takes (train.batch_size x train.grad_accum_steps" +
+                                (world_size > 1 ? " x " + std::to_string(world_size) + " processes" : "") + " = " +
+                                std::to_string(per_step) + ")");
+  }
+  if (world_size > 1 && !spec.data.drop_last) {
+    // A partial last step would give ranks unequal shares, and some none: the all-reduce would hang.
+    fail_field(spec, "data.drop_last", "false is not supported with data-parallel training (every rank must take "
+                                       "the same number of steps)");
+  }
+}
+
 void load_weights(const RunSpec& spec, torch::nn::Module& model) {
   WeightLoadReport report;
   try {
@@ -184,10 +204,17 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.launch = detect_launch();  // torchrun / srun / mpirun, or a single process
   check_launch(spec, plan.launch);
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len);
-  plan.steps = plan_steps(spec.train, spec.data.num_samples, plan.launch.world_size);
+  plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
+  check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
+  plan.steps = plan_steps(spec.train, plan.data->train.size(), plan.launch.world_size, spec.data.drop_last);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
+  // `auto` choices are recorded as what this build and device resolved them to.
+  plan.model.attention = layers::resolve_attention(spec.model.attention);
+  plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
+  plan.spec.resolved["train"]["optimizer_impl"] =
+      to_string(resolve_optimizer_impl(parse_optimizer_impl(spec.train.optimizer_impl), spec.device != "cpu"));
   return plan;
 }
 
@@ -206,6 +233,7 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   // Threads are set on purpose and recorded: Debian's OpenMP starts with 1 thread otherwise.
   torch::set_num_threads(plan.threads);
   torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
+  set_cuda_tf32(spec.cuda.tf32);  // explicitly off by default: fp32 stays fp32 (cuDNN would allow TF32)
   const torch::Device device = rank_device(spec, plan.launch);
 
   spdlog::info("{}: {} ({}), {} on {}, {} thread(s), batch {} x accum {}, seq {}, {} steps/epoch", spec.name,
@@ -217,10 +245,14 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   const int64_t params = count_parameters(*model);
 
   const Peak peak = device_peak(spec, plan.threads);
-  SyntheticDataset data({spec.data.num_samples, spec.data.seq_len, plan.model.vocab_size, plan.model.pad_token_id,
-                         spec.num_labels, spec.data.seed});
   const auto sync = comm ? make_gradient_sync(*comm, *model, spec.dist) : nullptr;  // rank 0's weights everywhere
-  Trainer trainer(spec, *model, data, device, sync.get());
+  Trainer trainer(spec, *model, *plan.data, device, sync.get());
+  std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
+  trainer.set_flops_model([&](int64_t length) {
+    auto [it, added] = flops_at_length.try_emplace(length, 0.0);
+    if (added) it->second = model_cost(plan.model, spec.num_labels, length).train_flops_per_sample;
+    return it->second;
+  });
 
   std::optional<IterationStream> stream;
   if (writes_result) stream.emplace(iterations_path_for(plan.output_path));
@@ -247,12 +279,14 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   inputs.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   inputs.status = outcome.status;
   inputs.error = outcome.error;
+  inputs.timing_method = outcome.timing_method;
 
   json result = {{"schema", kResultSchemaId},
                  {"tbench", {{"version", version()}, {"git", git_sha()}}},
                  {"spec", spec.resolved},
                  {"env", collect_env()},
                  {"model", model_json(plan, params)},
+                 {"data", plan.data->description},
                  {"iterations", recorder.iterations},
                  {"epochs", recorder.epochs},
                  {"summary", summarize(recorder, inputs)}};

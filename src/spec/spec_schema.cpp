@@ -12,13 +12,16 @@
 #include "tbench/model_config.hpp"
 #include "tbench/spec.hpp"
 #include "tbench/suggest.hpp"
+#include "tbench/torch_features.hpp"
 
 namespace tbench {
 namespace {
 
 using nlohmann::json;
 
-enum class Kind { integer, number, string, boolean, choice, nullable_string, nullable_integer, grid };
+enum class Kind {
+  integer, number, string, boolean, choice, nullable_string, nullable_integer, nullable_boolean, string_list, grid
+};
 
 struct Field {
   std::string path;
@@ -31,7 +34,8 @@ struct Field {
 
 // Sections are objects; everything else is a leaf field.
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"model", "data", "train", "timing", "dist", "sweep"};
+  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "train", "timing", "cuda",
+                                             "dist", "sweep"};
   return s;
 }
 
@@ -46,11 +50,51 @@ const std::vector<Field>& fields() {
        "HF weights: a .safetensors file, a folder holding one, or a sharded index (default: random init)"},
       {"model.save_weights", Kind::nullable_string, nullptr, -1e300, {},
        "after training, save the weights here as safetensors with HF's names"},
+      {"model.attention", Kind::choice, "auto", -1e300, {"auto", "eager", "sdpa"},
+       "self-attention kernel (BERT, DistilBERT, RoBERTa): eager matmul + softmax, or sdpa "
+       "(at::scaled_dot_product_attention, torch>=2.0); auto: sdpa where available. XLNet is always eager"},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier"},
-      {"data.source", Kind::choice, "synthetic", -1e300, {"synthetic"}, "where samples come from"},
-      {"data.num_samples", Kind::integer, 1024, 1, {}, "samples per epoch"},
-      {"data.seq_len", Kind::integer, 128, 2, {}, "tokens per sample"},
+      {"data.source", Kind::choice, "synthetic", -1e300, {"synthetic", "tokenized", "text"},
+       "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label"},
+      {"data.path", Kind::nullable_string, nullptr, -1e300, {}, "the data file (source tokenized or text)"},
+      {"data.format", Kind::choice, "auto", -1e300, {"auto", "csv", "tsv", "jsonl"},
+       "text file format (auto: by extension)"},
+      {"data.text_column", Kind::string, "text", -1e300, {}, "text: the column (or JSON key) holding the text"},
+      {"data.text_pair_column", Kind::nullable_string, nullptr, -1e300, {},
+       "text: a second text column, for sentence pairs"},
+      {"data.label_column", Kind::string, "label", -1e300, {}, "text, tokenized: the label column (or key)"},
+      {"data.labels", Kind::string_list, nlohmann::json::array(), -1e300, {},
+       "label names in index order (default: integer labels, or the names found, sorted)"},
+      {"data.num_samples", Kind::nullable_integer, nullptr, 0, {},
+       "synthetic: samples per epoch (default 1024); files: use at most this many (default all)"},
+      {"data.seq_len", Kind::integer, 128, 2, {}, "max tokens per sample (truncation; padding max_length pads to it)"},
       {"data.seed", Kind::nullable_integer, nullptr, 0, {}, "data seed (default: train.seed)"},
+      {"data.lengths.distribution", Kind::choice, "fixed", -1e300,
+       {"fixed", "uniform", "normal", "lognormal", "histogram"}, "synthetic: sample length distribution"},
+      {"data.lengths.min", Kind::integer, 2, 2, {}, "synthetic: shortest sample"},
+      {"data.lengths.mean", Kind::number, 0.0, 0, {}, "synthetic normal/lognormal: mean length"},
+      {"data.lengths.std", Kind::number, 0.0, 0, {}, "synthetic normal/lognormal: length standard deviation"},
+      {"data.lengths.histogram", Kind::nullable_string, nullptr, -1e300, {},
+       "synthetic histogram: file of 'length count' lines (e.g. your data's)"},
+      {"data.tokenizer.kind", Kind::choice, "auto", -1e300, {"auto", "wordpiece", "bpe", "sentencepiece"},
+       "text: tokenizer (auto: from the files, else the model's family)"},
+      {"data.tokenizer.path", Kind::nullable_string, nullptr, -1e300, {},
+       "text: folder with vocab.txt | vocab.json + merges.txt | spiece.model (+ tokenizer_config.json)"},
+      {"data.tokenizer.vocab", Kind::nullable_string, nullptr, -1e300, {}, "text: vocab.txt, vocab.json or spiece.model"},
+      {"data.tokenizer.merges", Kind::nullable_string, nullptr, -1e300, {}, "text, bpe: merges.txt"},
+      {"data.tokenizer.lowercase", Kind::nullable_boolean, nullptr, -1e300, {},
+       "text: lowercase (default: tokenizer_config.json, else uncased models' wordpiece)"},
+      {"data.tokenizer.strip_accents", Kind::nullable_boolean, nullptr, -1e300, {},
+       "text: strip accents (default: as HF: follows lowercase for wordpiece, on for XLNet)"},
+      {"data.padding", Kind::choice, "max_length", -1e300, {"max_length", "longest"},
+       "pad every batch to seq_len, or to its longest sample (dynamic padding)"},
+      {"data.bucket_by_length", Kind::boolean, false, -1e300, {}, "batch samples of similar length together"},
+      {"data.drop_last", Kind::boolean, true, -1e300, {}, "leave out the last, partial step of an epoch"},
+      {"data.eval_fraction", Kind::number, 0.0, 0, {}, "held out for eval loss and accuracy after each epoch"},
+      {"data.prefetch", Kind::integer, 2, 0, {}, "batches collated ahead on a background thread (0: inline)"},
+      {"data.cache", Kind::boolean, true, -1e300, {}, "cache tokenized text (keyed by file and tokenizer)"},
+      {"data.cache_dir", Kind::nullable_string, nullptr, -1e300, {},
+       "token cache folder (default $XDG_CACHE_HOME/tbench or ~/.cache/tbench)"},
       {"train.epochs", Kind::integer, 1, 1, {}, "epochs to train"},
       {"train.batch_size", Kind::integer, 32, 1, {}, "samples per micro-step (per device)"},
       {"train.lr", Kind::number, 5e-5, 0, {}, "peak learning rate of AdamW"},
@@ -61,10 +105,15 @@ const std::vector<Field>& fields() {
       {"train.seed", Kind::integer, 42, 0, {}, "seed for weights and dropout (and data, unless data.seed)"},
       {"train.max_grad_norm", Kind::number, 1.0, 0, {}, "gradient clipping norm (0: off)"},
       {"train.dropout", Kind::boolean, true, -1e300, {}, "dropout on, as in HF fine-tuning"},
+      {"train.optimizer_impl", Kind::choice, "auto", -1e300, {"auto", "loop", "foreach", "fused"},
+       "AdamW kernels: loop (per tensor), foreach (multi-tensor), fused (one kernel; CUDA torch>=2.0, CPU "
+       ">=2.4); auto: fused on CUDA where available, else foreach"},
       {"precision", Kind::choice, "fp32", -1e300, {"fp32", "fp16", "bf16"}, "training precision"},
       {"device", Kind::string, "cpu", -1e300, {}, "cpu, cuda or cuda:N"},
       {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)"},
       {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary"},
+      {"cuda.tf32", Kind::boolean, false, -1e300, {},
+       "CUDA only: TF32 tensor cores for fp32 matmuls and convolutions (changes fp32 numerics)"},
       {"dist.bucket_mb", Kind::number, 25, 0, {},
        "data-parallel only: gradient all-reduce bucket size in MiB (0: one bucket per parameter)"},
       {"dist.sync_every_micro_step", Kind::boolean, false, -1e300, {},
@@ -91,6 +140,8 @@ const char* kind_text(const Field& field) {
     case Kind::choice: return "one of the listed values";
     case Kind::nullable_string: return "a string or null";
     case Kind::nullable_integer: return "an integer or null";
+    case Kind::nullable_boolean: return "true, false or null";
+    case Kind::string_list: return "a list of strings";
     case Kind::grid: return "a mapping of field -> list of values";
   }
   return "";
@@ -113,21 +164,19 @@ class Validator {
   // Unknown keys anywhere in the tree are errors, with the nearest known key suggested.
   void check_keys(const json& object, const std::string& prefix) const {
     std::vector<std::string> known;
-    for (const auto& s : sections()) {
-      if (prefix.empty()) known.push_back(s);
-    }
-    for (const auto& f : fields()) {
-      const auto dot = f.path.find_last_of('.');
-      const std::string parent = dot == std::string::npos ? "" : f.path.substr(0, dot);
-      if (parent == prefix) known.push_back(f.path.substr(dot == std::string::npos ? 0 : dot + 1));
-    }
+    const auto add_if_child = [&](const std::string& path) {
+      const auto dot = path.find_last_of('.');
+      const std::string parent = dot == std::string::npos ? "" : path.substr(0, dot);
+      if (parent == prefix) known.push_back(path.substr(dot == std::string::npos ? 0 : dot + 1));
+    };
+    for (const auto& s : sections()) add_if_child(s);
+    for (const auto& f : fields()) add_if_child(f.path);
     for (const auto& item : object.items()) {
       const std::string path = prefix.empty() ? item.key() : prefix + "." + item.key();
       if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
         fail(path, "unknown field" + did_you_mean(item.key(), known));
       }
-      const bool is_section =
-          prefix.empty() && std::find(sections().begin(), sections().end(), item.key()) != sections().end();
+      const bool is_section = std::find(sections().begin(), sections().end(), path) != sections().end();
       if (is_section) {
         if (!item.value().is_object()) fail(path, "expected a section (a mapping), got " + describe(item.value()));
         check_keys(item.value(), path);
@@ -145,6 +194,9 @@ class Validator {
         case Kind::choice: return value.is_string();
         case Kind::nullable_string: return value.is_string() || value.is_null();
         case Kind::nullable_integer: return value.is_number_integer() || value.is_null();
+        case Kind::nullable_boolean: return value.is_boolean() || value.is_null();
+        case Kind::string_list:
+          return value.is_array() && std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); });
         case Kind::grid: return value.is_object();
       }
       return false;
@@ -213,6 +265,90 @@ void check_output_placeholders(const Validator& v, const std::string& output) {
   }
 }
 
+// Kernels and switches this build's LibTorch does not have are refused up front, naming the field.
+void check_build_supports(const Validator& v, const RunSpec& spec) {
+  const bool on_cuda = spec.device != "cpu";
+  if (spec.train.optimizer_impl == "fused" && !features::fused_adamw(on_cuda)) {
+    v.fail("train.optimizer_impl", std::string("fused AdamW needs torch >= ") + (on_cuda ? "2.0 with CUDA" : "2.4 on CPU") +
+                                       ", but this build has LibTorch " + TORCH_VERSION + " (use foreach or loop)");
+  }
+  if (spec.model.attention == "sdpa" && !features::kSdpa) {
+    v.fail("model.attention", std::string("sdpa (at::scaled_dot_product_attention) needs torch >= 2.0, but this "
+                                          "build has LibTorch ") + TORCH_VERSION + " (use eager or auto)");
+  }
+  if (spec.cuda.tf32 && !on_cuda) {
+    v.fail("cuda.tf32", "TF32 is a CUDA tensor-core mode, but device is '" + spec.device + "' (set it to false)");
+  }
+}
+
+std::string optional_string(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
+
+std::optional<bool> optional_bool(const json& value) {
+  return value.is_boolean() ? std::optional<bool>(value.get<bool>()) : std::nullopt;
+}
+
+void check_data_files(const Validator& v, const DataSpec& d) {
+  if (d.source != "synthetic" && d.path.empty()) {
+    v.fail("data.path", "data.source '" + d.source + "' reads a file: set data.path");
+  }
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"data.path", d.path}, {"data.lengths.histogram", d.lengths.histogram}, {"data.tokenizer.path", d.tokenizer.path},
+      {"data.tokenizer.vocab", d.tokenizer.vocab}, {"data.tokenizer.merges", d.tokenizer.merges}};
+  for (const auto& [field, path] : files) {
+    if (!path.empty() && !std::filesystem::exists(path)) v.fail(field, "cannot open '" + path + "'");
+  }
+}
+
+void check_length_distribution(const Validator& v, const DataSpec& d) {
+  const auto& l = d.lengths;
+  if (l.distribution != "fixed" && d.source != "synthetic") {
+    v.fail("data.lengths.distribution", "shapes synthetic data only; data.source is '" + d.source + "'");
+  }
+  if ((l.distribution == "normal" || l.distribution == "lognormal") && l.mean <= 0) {
+    v.fail("data.lengths.mean", "the " + l.distribution + " distribution needs a mean length > 0");
+  }
+  if (l.distribution == "lognormal" && l.std <= 0) v.fail("data.lengths.std", "lognormal needs a std > 0");
+  if (l.distribution == "histogram" && l.histogram.empty()) {
+    v.fail("data.lengths.histogram", "the histogram distribution needs a file of 'length count' lines");
+  }
+  if (l.min > d.seq_len) {
+    v.fail("data.lengths.min", std::to_string(l.min) + " is longer than data.seq_len " + std::to_string(d.seq_len));
+  }
+}
+
+DataSpec read_data_spec(const Validator& v, const json& data) {
+  DataSpec d;
+  d.source = data["source"];
+  d.path = optional_string(data["path"]);
+  d.format = data["format"];
+  d.text_column = data["text_column"];
+  d.text_pair_column = optional_string(data["text_pair_column"]);
+  d.label_column = data["label_column"];
+  d.labels = data["labels"].get<std::vector<std::string>>();
+  d.num_samples = data["num_samples"].is_null() ? (d.source == "synthetic" ? 1024 : 0) : data["num_samples"].get<int64_t>();
+  d.seq_len = data["seq_len"];
+  d.seed = data["seed"];
+  const json& lengths = data["lengths"];
+  d.lengths = {lengths["distribution"], lengths["min"], lengths["mean"], lengths["std"], optional_string(lengths["histogram"])};
+  const json& tokenizer = data["tokenizer"];
+  d.tokenizer = {tokenizer["kind"], optional_string(tokenizer["path"]), optional_string(tokenizer["vocab"]),
+                 optional_string(tokenizer["merges"]), optional_bool(tokenizer["lowercase"]),
+                 optional_bool(tokenizer["strip_accents"])};
+  d.padding = data["padding"];
+  d.bucket_by_length = data["bucket_by_length"];
+  d.drop_last = data["drop_last"];
+  d.eval_fraction = data["eval_fraction"];
+  d.prefetch = data["prefetch"];
+  d.cache = data["cache"];
+  d.cache_dir = optional_string(data["cache_dir"]);
+
+  if (d.source == "synthetic" && d.num_samples == 0) v.fail("data.num_samples", "synthetic data needs at least 1 sample");
+  if (d.eval_fraction >= 0.9) v.fail("data.eval_fraction", "must be below 0.9, got " + std::to_string(d.eval_fraction));
+  check_data_files(v, d);
+  check_length_distribution(v, d);
+  return d;
+}
+
 }  // namespace
 
 void expand_model_shorthand(nlohmann::json& root) {
@@ -275,10 +411,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   spec.model.weights = model["weights"].is_string() ? model["weights"].get<std::string>() : "";
   spec.model.save_weights = model["save_weights"].is_string() ? model["save_weights"].get<std::string>() : "";
   spec.num_labels = root["num_labels"];
-  spec.data.source = root["data"]["source"];
-  spec.data.num_samples = root["data"]["num_samples"];
-  spec.data.seq_len = root["data"]["seq_len"];
-  spec.data.seed = root["data"]["seed"];
+  spec.data = read_data_spec(v, root["data"]);
   const json& t = root["train"];
   spec.train = {t["epochs"], t["batch_size"], t["lr"], t["warmup_steps"], t["weight_decay"],
                 t["grad_accum_steps"], t["max_steps"], t["seed"], t["max_grad_norm"], t["dropout"]};
@@ -290,6 +423,9 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   spec.dist.bucket_mb = root["dist"]["bucket_mb"];
   spec.dist.sync_every_micro_step = root["dist"]["sync_every_micro_step"];
   spec.dist.timeout_s = root["dist"]["timeout_s"];
+  spec.model.attention = model["attention"];
+  spec.train.optimizer_impl = t["optimizer_impl"];
+  spec.cuda.tf32 = root["cuda"]["tf32"];
   spec.output = root["output"];
   spec.source = doc.label;
 
@@ -309,13 +445,14 @@ RunSpec resolve_spec(const SpecDocument& doc) {
     v.fail("model.config", "cannot open '" + spec.model.config + "'");
   }
   const int64_t samples_per_step = spec.train.batch_size * spec.train.grad_accum_steps;
-  if (spec.data.num_samples < samples_per_step) {
+  if (spec.data.source == "synthetic" && spec.data.num_samples < samples_per_step) {
     v.fail("data.num_samples", "is " + std::to_string(spec.data.num_samples) +
                                    ", fewer than one optimizer step needs (train.batch_size " +
                                    std::to_string(spec.train.batch_size) + " x train.grad_accum_steps " +
                                    std::to_string(spec.train.grad_accum_steps) + ")");
   }
   check_output_placeholders(v, spec.output);
+  check_build_supports(v, spec);
 
   spec.resolved = root;
   spec.origin = doc.origin;

@@ -2,9 +2,13 @@
 
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
+#include "tbench/device_memory.hpp"
 #include "tbench/loss_scaler.hpp"
+#include "tbench/pending_steps.hpp"
 #include "tbench/precision.hpp"
+#include "tbench/step_timer.hpp"
 
 namespace tbench {
 namespace {
@@ -41,6 +45,16 @@ bool is_out_of_memory(const std::string& what) {
   return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
 }
 
+std::string describe_step_error(const std::string& what, int64_t batch_size) {
+  if (!is_out_of_memory(what)) return what;
+  return "out of memory at batch_size " + std::to_string(batch_size) +
+         " (lower train.batch_size, raise train.grad_accum_steps): " + what;
+}
+
+// Steps the host may run ahead of the device before it waits for the oldest: enough to keep the
+// GPU fed, few enough that a non-finite loss stops the run within a few steps.
+constexpr std::size_t kMaxPendingSteps = 4;
+
 }  // namespace
 
 const char* to_string(RunStatus s) {
@@ -52,9 +66,14 @@ const char* to_string(RunStatus s) {
   return "?";
 }
 
-StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size) {
+StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size, bool drop_last) {
   StepPlan plan;
-  plan.steps_per_epoch = dataset_size / (train.batch_size * train.grad_accum_steps * world_size);
+  SamplerOptions sampler;
+  sampler.batch_size = train.batch_size;
+  sampler.accum_steps = train.grad_accum_steps;
+  sampler.world_size = static_cast<int>(world_size);
+  sampler.drop_last = drop_last;
+  plan.steps_per_epoch = steps_per_epoch(dataset_size, sampler);
   plan.total_steps = plan.steps_per_epoch * train.epochs;
   if (train.max_steps > 0) plan.total_steps = std::min(plan.total_steps, train.max_steps);
   plan.epochs = plan.steps_per_epoch == 0 ? 0 : (plan.total_steps + plan.steps_per_epoch - 1) / plan.steps_per_epoch;
@@ -67,13 +86,15 @@ double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t 
   return peak_lr * std::max(0.0, remaining);
 }
 
-Trainer::Trainer(const RunSpec& spec, SequenceClassifier& model, const Dataset& data, torch::Device device,
+Trainer::Trainer(const RunSpec& spec, SequenceClassifier& model, const PreparedData& data, torch::Device device,
                  GradientSync* sync)
     : spec_(spec),
       model_(model),
       data_(data),
       device_(device),
-      plan_(plan_steps(spec.train, data.size(), sync ? sync->world_size() : 1)),
+      plan_(plan_steps(spec.train, data.train.size(), sync ? sync->world_size() : 1, spec.data.drop_last)),
+      // Batches are pinned for CUDA so their copies can overlap the step before.
+      loader_(data.train, data.collate, spec.data.prefetch, device.is_cuda()),
       scaler_(std::make_unique<LossScaler>(spec.precision == Precision::fp16, device)),
       sync_(sync) {
   build_optimizer();
@@ -86,28 +107,38 @@ void Trainer::build_optimizer() {
     trainable_.push_back(item.value());
     (exempt_from_weight_decay(item.key()) ? no_decay : decay).push_back(item.value());
   }
-  const auto options = [&](double weight_decay) {
-    return std::make_unique<torch::optim::AdamWOptions>(
-        torch::optim::AdamWOptions(spec_.train.lr).betas({0.9, 0.999}).eps(1e-8).weight_decay(weight_decay));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, options(spec_.train.weight_decay));
-  groups.emplace_back(no_decay, options(0.0));
-  optimizer_ = std::make_unique<torch::optim::AdamW>(std::move(groups), torch::optim::AdamWOptions(spec_.train.lr));
+  std::vector<AdamWGroup> groups = {{decay, spec_.train.weight_decay}, {no_decay, 0.0}};
+  AdamWSettings settings;
+  settings.lr = spec_.train.lr;  // β = (0.9, 0.999), ε = 1e-8: HF's AdamW defaults
+  optimizer_ = make_adamw(parse_optimizer_impl(spec_.train.optimizer_impl), std::move(groups), settings, device_);
 }
 
 void Trainer::synchronize() const {
   if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
 }
 
-double Trainer::run_step(const std::vector<int64_t>& order, int64_t first_sample, IterationRecord& record) {
-  const int64_t accum = spec_.train.grad_accum_steps, batch_size = spec_.train.batch_size;
+SamplerOptions Trainer::sampler_options() const {
+  SamplerOptions o;
+  o.batch_size = spec_.train.batch_size;
+  o.accum_steps = spec_.train.grad_accum_steps;
+  o.world_size = sync_ ? sync_->world_size() : 1;
+  o.rank = sync_ ? sync_->rank() : 0;
+  o.bucket_by_length = spec_.data.bucket_by_length;
+  o.drop_last = spec_.data.drop_last;
+  o.seed = spec_.data.seed;
+  return o;
+}
+
+StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord& record) {
+  const int64_t micro_steps = static_cast<int64_t>(micro_batches.size());
+  int64_t step_samples = 0;
+  for (const auto& micro : micro_batches) step_samples += static_cast<int64_t>(micro.size());
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
 
-  for (int64_t micro = 0; micro < accum; ++micro) {
+  for (int64_t micro = 0; micro < micro_steps; ++micro) {
+    // Data time is what the step waits for its batch: collation runs ahead on the loader's thread.
     const auto data_start = Clock::now();
-    const auto begin = order.begin() + first_sample + micro * batch_size;
-    Batch batch = data_.collate(std::vector<int64_t>(begin, begin + batch_size));
+    Batch batch = loader_.next();
     const bool non_blocking = device_.is_cuda();
     ModelInputs inputs{batch.inputs.input_ids.to(device_, non_blocking),
                        batch.inputs.attention_mask.to(device_, non_blocking),
@@ -117,6 +148,7 @@ double Trainer::run_step(const std::vector<int64_t>& order, int64_t first_sample
     record.samples += batch.samples;
     record.tokens += batch.tokens;
     record.real_tokens += batch.real_tokens;
+    if (flops_per_sample_) record.train_flops += static_cast<double>(batch.samples) * flops_per_sample_(batch.inputs.input_ids.size(1));
 
     torch::Tensor logits;
     {
@@ -124,52 +156,80 @@ double Trainer::run_step(const std::vector<int64_t>& order, int64_t first_sample
       logits = model_.forward(inputs);
     }
     auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
-    if (sync_) sync_->before_backward(micro == accum - 1, stop_requested_->load());
-    scaler_->scale(loss / static_cast<double>(accum)).backward();
+    if (sync_) sync_->before_backward(micro == micro_steps - 1, stop_requested_->load());
+    // Each micro-batch weighs by its share of the step's samples (they differ only in a last,
+    // partial step), so the step's gradient is the mean over all its samples.
+    const double weight = static_cast<double>(batch.samples) / static_cast<double>(step_samples);
+    scaler_->scale(loss * weight).backward();
     // Data-parallel: the all-reduces started during backward are awaited here, before the
     // optimizer (and the fp16 unscale and clipping) see the gradients.
     if (sync_) record.comm_wait_seconds += sync_->after_backward();
-    loss_sum += loss.detach();
+    loss_sum += loss.detach() * weight;
   }
 
+  StepOutputs outputs;
+  outputs.loss = loss_sum;
   torch::Tensor found_inf;
   if (scaler_->enabled()) {
-    record.loss_scale = scaler_->current_scale().item<double>();
+    outputs.loss_scale = scaler_->current_scale().clone();  // update() below changes it in place
     found_inf = scaler_->unscale(trainable_);
-    record.skipped = found_inf.item<float>() != 0.0f;
+    outputs.found_inf = found_inf;
+    // Unless the optimizer can skip on the device, the host must know now whether to step.
+    if (!optimizer_->skips_on_device()) record.skipped = found_inf.item<float>() != 0.0f;
   }
   if (spec_.train.max_grad_norm > 0 && !record.skipped) clip_gradients(trainable_, spec_.train.max_grad_norm);
-  for (auto& group : optimizer_->param_groups()) {
-    static_cast<torch::optim::AdamWOptions&>(group.options()).lr(record.lr);
+  optimizer_->set_lr(record.lr);
+  if (found_inf.defined() && optimizer_->skips_on_device()) {
+    optimizer_->step_unless_inf(found_inf);
+  } else if (!record.skipped) {
+    optimizer_->step();
   }
-  if (!record.skipped) optimizer_->step();
   model_.zero_grad(/*set_to_none=*/true);
   if (scaler_->enabled()) scaler_->update(found_inf);
-  // Reading the loss is this step's one host-device synchronisation point.
-  return (loss_sum / static_cast<double>(accum)).item<double>();
+  // Nothing here waits for the device: the loss and the flags are read once the step has run.
+  return outputs;
 }
 
 TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {
   TrainOutcome outcome;
   spec_.train.dropout ? model_.train() : model_.eval();
-  const int64_t samples_per_step = spec_.train.batch_size * spec_.train.grad_accum_steps;
-  const auto run_start = Clock::now();
   int64_t global_step = 0;
   stop_requested_ = &stop_requested;
+  // Steps are timed where they run; their records leave in order once known (at once on CPU).
+  PendingSteps pending(make_step_timer(device_), kMaxPendingSteps);
+  outcome.timing_method = pending.timing_method();
 
   for (int64_t epoch = 1; epoch <= plan_.epochs && outcome.status == RunStatus::completed; ++epoch) {
-    // Every rank draws the same order (same seed) and takes its own every-world_size-th share.
-    const auto order = sync_ ? shard_order(epoch_order(data_.size(), spec_.data.seed, epoch), sync_->rank(),
-                                           sync_->world_size())
-                             : epoch_order(data_.size(), spec_.data.seed, epoch);
+    // Every rank plans the same steps (same seed) and takes its own share of each.
+    auto epoch_steps = plan_epoch(data_.train, sampler_options(), epoch);
     const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
+    epoch_steps.resize(static_cast<std::size_t>(steps));
+    loader_.start_epoch(epoch_steps);
     for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
 
     EpochRecord summary;
     summary.epoch = epoch;
     double loss_sum = 0;
+    // Finished steps go to the observers and into the epoch's totals, in step order.
+    const auto report = [&](const std::vector<IterationRecord>& finished) {
+      for (const auto& record : finished) {
+        for (auto* o : observers) o->on_iteration(record);
+        summary.steps += 1;
+        summary.samples += record.samples;
+        summary.tokens += record.tokens;
+        summary.step_seconds += record.seconds;
+        loss_sum += record.loss;
+        if (!std::isfinite(record.loss) && !record.skipped && outcome.status == RunStatus::completed) {
+          outcome.status = RunStatus::failed;
+          outcome.error = "training loss became " + std::to_string(record.loss) + " at epoch " +
+                          std::to_string(record.epoch) + " step " + std::to_string(record.step) +
+                          " (try a lower train.lr, or bf16/fp32)";
+        }
+      }
+    };
+    reset_memory_peaks(device_);
     const auto epoch_start = Clock::now();
-    for (int64_t step = 1; step <= steps; ++step) {
+    for (int64_t step = 1; step <= steps && outcome.status == RunStatus::completed; ++step) {
       // Data-parallel ranks stop together, after the step in which any of them asked to.
       if (sync_ ? sync_->stop_agreed() : stop_requested.load()) {
         outcome.status = RunStatus::interrupted;
@@ -181,41 +241,35 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
       record.global_step = ++global_step;
       record.warmup = global_step <= spec_.timing.warmup_steps;
       record.lr = linear_schedule_lr(spec_.train.lr, global_step - 1, spec_.train.warmup_steps, plan_.total_steps);
-      const auto step_start = Clock::now();
       try {
-        record.loss = run_step(order, (step - 1) * samples_per_step, record);
-        synchronize();
+        pending.begin_step();
+        const StepOutputs outputs = run_step(epoch_steps[static_cast<std::size_t>(step - 1)], record);
+        pending.end_step(std::move(record), outputs);
+        report(pending.take_finished(/*wait_for_all=*/false));
       } catch (const CommFailure& e) {
         outcome.status = RunStatus::failed;
         outcome.error = "epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": " + e.what();
-        break;
       } catch (const c10::Error& e) {
         outcome.status = RunStatus::failed;
-        const std::string what = e.what_without_backtrace();
         outcome.error = "epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": " +
-                        (is_out_of_memory(what)
-                             ? "out of memory at batch_size " + std::to_string(spec_.train.batch_size) +
-                                   " (lower train.batch_size, raise train.grad_accum_steps): " + what
-                             : what);
-        break;
+                        describe_step_error(e.what_without_backtrace(), spec_.train.batch_size);
       }
-      const auto step_end = Clock::now();
-      record.seconds = seconds_between(step_start, step_end);
-      record.ended_at = seconds_between(run_start, step_end);
-      for (auto* o : observers) o->on_iteration(record);
-      summary.steps += 1;
-      summary.samples += record.samples;
-      summary.tokens += record.tokens;
-      loss_sum += record.loss;
-      if (!std::isfinite(record.loss) && !record.skipped) {
+    }
+    // The epoch ends when its last step has run on the device: one wait, here.
+    try {
+      report(pending.take_finished(/*wait_for_all=*/true));
+    } catch (const c10::Error& e) {  // a device error surfacing late; the first error is kept
+      if (outcome.status != RunStatus::failed) {
         outcome.status = RunStatus::failed;
-        outcome.error = "training loss became " + std::to_string(record.loss) + " at epoch " +
-                        std::to_string(epoch) + " step " + std::to_string(step) +
-                        " (try a lower train.lr, or bf16/fp32)";
-        break;
+        outcome.error = "epoch " + std::to_string(epoch) + ": " +
+                        describe_step_error(e.what_without_backtrace(), spec_.train.batch_size);
       }
     }
     summary.seconds = seconds_between(epoch_start, Clock::now());
+    const MemoryPeaks memory = memory_peaks(device_);
+    summary.peak_allocated_bytes = memory.allocated_bytes;
+    summary.peak_reserved_bytes = memory.reserved_bytes;
+    summary.peak_rss_bytes = memory.rss_bytes;
     // An epoch cut short by max_steps or a stop is not a whole epoch: its time is not an epoch time.
     summary.complete = summary.steps == plan_.steps_per_epoch && outcome.status == RunStatus::completed;
     if (summary.seconds > 0) {
@@ -224,11 +278,52 @@ TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const st
       summary.it_per_s = static_cast<double>(summary.steps) / summary.seconds;
     }
     summary.loss = summary.steps > 0 ? loss_sum / static_cast<double>(summary.steps) : 0.0;
+    if (data_.eval.size() > 0 && summary.steps > 0 && outcome.status == RunStatus::completed) {
+      const EvalResult eval = evaluate();
+      summary.eval_loss = eval.loss;
+      summary.eval_accuracy = eval.accuracy;
+      summary.eval_samples = eval.samples;
+      summary.eval_seconds = eval.seconds;
+    }
     if (summary.steps > 0) {
       for (auto* o : observers) o->on_epoch_end(summary);
     }
   }
   return outcome;
+}
+
+EvalResult Trainer::evaluate() {
+  const auto start = Clock::now();
+  EvalResult result;
+  torch::NoGradGuard no_grad;
+  model_.eval();
+  const auto& samples = data_.eval;
+  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  for (int64_t first = 0; first < samples.size(); first += spec_.train.batch_size) {
+    std::vector<int64_t> indices(static_cast<std::size_t>(std::min(spec_.train.batch_size, samples.size() - first)));
+    std::iota(indices.begin(), indices.end(), first);
+    const Batch batch = collate(samples, indices, data_.collate);
+    const ModelInputs inputs{batch.inputs.input_ids.to(device_), batch.inputs.attention_mask.to(device_),
+                             batch.inputs.token_type_ids.to(device_)};
+    const auto labels = batch.labels.to(device_);
+    torch::Tensor logits;
+    {
+      AutocastGuard autocast(spec_.precision, device_);
+      logits = model_.forward(inputs).to(torch::kFloat);
+    }
+    loss_sum += torch::nn::functional::cross_entropy(
+                    logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                    .to(torch::kDouble);
+    correct += logits.argmax(-1).eq(labels).sum();
+  }
+  result.samples = samples.size();
+  result.loss = loss_sum.item<double>() / static_cast<double>(result.samples);
+  result.accuracy = static_cast<double>(correct.item<int64_t>()) / static_cast<double>(result.samples);
+  spec_.train.dropout ? model_.train() : model_.eval();
+  synchronize();
+  result.seconds = seconds_between(start, Clock::now());
+  return result;
 }
 
 }  // namespace tbench

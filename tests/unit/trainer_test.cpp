@@ -1,7 +1,7 @@
 // The training loop: the loss falls, seeds reproduce, accumulation is exact, the schedule is HF's.
 #include <gtest/gtest.h>
 
-#include "tbench/data.hpp"
+#include "tbench/data_sources.hpp"
 #include "tbench/results.hpp"
 #include "tbench/trainer.hpp"
 
@@ -29,8 +29,7 @@ TrainedRun train(const RunSpec& spec) {
   TrainedRun run;
   run.model = build_classifier(shipped_model_config(spec.model.name), spec.num_labels);
   const ModelConfig c = shipped_model_config(spec.model.name);
-  SyntheticDataset data({spec.data.num_samples, spec.data.seq_len, c.vocab_size, c.pad_token_id, spec.num_labels,
-                         spec.data.seed});
+  const PreparedData data = prepare_data(spec, c);
   Trainer trainer(spec, *run.model, data, torch::kCPU);
   std::atomic<bool> stop{false};
   run.outcome = trainer.run({&run.recorder}, stop);
@@ -95,7 +94,7 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
   const RunSpec spec = tiny_run(3, 8, 1);
   const ModelConfig c = shipped_model_config(spec.model.name);
   auto model = build_classifier(c, 2);
-  SyntheticDataset data({64, 8, c.vocab_size, c.pad_token_id, 2, 1});
+  const PreparedData data = prepare_data(spec, c);
   Trainer trainer(spec, *model, data, torch::kCPU);
   struct StopAfter : TrainObserver {
     std::atomic<bool> stop{false};
@@ -136,25 +135,6 @@ TEST(Schedule, LinearWarmupThenLinearDecay) {
   EXPECT_DOUBLE_EQ(linear_schedule_lr(1.0, 7, 4, 10), 0.5);
   EXPECT_DOUBLE_EQ(linear_schedule_lr(1.0, 10, 4, 10), 0.0);
   EXPECT_DOUBLE_EQ(linear_schedule_lr(2.0, 0, 0, 4), 2.0);
-}
-
-TEST(Data, SyntheticDataIsSeededAndAvoidsPadding) {
-  const SyntheticDataset a({16, 12, 50, 1, 3, 5}), b({16, 12, 50, 1, 3, 5}), c({16, 12, 50, 1, 3, 6});
-  const std::vector<int64_t> all = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-  const Batch x = a.collate(all), y = b.collate(all), z = c.collate(all);
-  EXPECT_TRUE(torch::equal(x.inputs.input_ids, y.inputs.input_ids));
-  EXPECT_FALSE(torch::equal(x.inputs.input_ids, z.inputs.input_ids));
-  EXPECT_FALSE(x.inputs.input_ids.eq(1).any().item<bool>());
-  EXPECT_TRUE(x.labels.lt(3).all().item<bool>());
-  EXPECT_EQ(x.tokens, 16 * 12);
-}
-
-TEST(Data, EpochOrderIsAPermutationThatChangesPerEpoch) {
-  auto first = epoch_order(20, 1, 1), second = epoch_order(20, 1, 2);
-  EXPECT_EQ(first, epoch_order(20, 1, 1));
-  EXPECT_NE(first, second);
-  std::sort(first.begin(), first.end());
-  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(first[static_cast<std::size_t>(i)], i);
 }
 
 }  // namespace

@@ -30,6 +30,7 @@ class LayerImpl : public torch::nn::Module {
 
   int64_t num_heads_;
   double attention_dropout_;
+  AttentionKernel attention_kernel_;
   std::string activation_;
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, attention_out{nullptr};
   torch::nn::LayerNorm attention_norm{nullptr};

@@ -22,10 +22,15 @@ torch::Tensor split_heads(const torch::Tensor& x, int64_t num_heads);
 torch::Tensor merge_heads(const torch::Tensor& x);
 
 // softmax(q k^T / sqrt(D) + bias) v, with dropout on the probabilities while training.
-// q, k, v: [B, H, S, D]; bias broadcastable to [B, H, S, S]. Uses the fused
-// scaled_dot_product_attention kernel where the torch version has one.
+// q, k, v: [B, H, S, D]; bias broadcastable to [B, H, S, S]. `kernel` sdpa uses
+// at::scaled_dot_product_attention (only in torch >= 2.0 builds; eager otherwise).
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                        const torch::Tensor& bias, double dropout_p, bool training);
+                        const torch::Tensor& bias, double dropout_p, bool training,
+                        AttentionKernel kernel = AttentionKernel::eager);
+
+// The spec's model.attention ("auto" | "eager" | "sdpa") in this build: auto is sdpa where the
+// torch version has it. "sdpa" without it is refused by the spec before this is called.
+AttentionKernel resolve_attention(const std::string& requested);
 
 // HF's _init_weights: Linear and Embedding weights ~ N(0, std), biases 0, the padding row of an
 // embedding 0, LayerNorm weight 1 and bias 0.

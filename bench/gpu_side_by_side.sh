@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# tbench against Hugging Face transformers (PyTorch eager) on one GPU, row by row, in one call:
+#
+#   bench/gpu_side_by_side.sh [MACHINE]        # MACHINE names the results folder (default: the GPU)
+#
+# Rows: distilbert-base-uncased, bert-base-cased, roberta-base, xlnet-base-cased at batch 32,
+# seq 128 in fp32, fp16 and bf16, plus bert-base-cased at seq 512 in bf16. Each row runs
+# bench/hf_side_by_side.py (random init, same batch, precision and optimizer, WARMUP untimed then
+# STEPS timed steps) and then build-gpu/tbench with the same settings through --set. Raw JSON
+# goes to bench/results/gpu/<MACHINE>/raw/, the comparison table to
+# bench/results/gpu/<MACHINE>/README.md (samples/s of both, the ratio, tbench's MFU, peak
+# memory, final losses). Needs a CUDA torch and transformers for python3; builds build-gpu/ if
+# it is missing. Environment: WARMUP (10), STEPS (60), ROWS (a subset, e.g. "bert-base-cased:128:bf16").
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+warmup=${WARMUP:-10}
+steps=${STEPS:-60}
+batch=32
+
+python3 -c "import torch, transformers; assert torch.cuda.is_available(), 'no CUDA device'" \
+  || { echo "gpu_side_by_side.sh: needs python3 with a CUDA torch and transformers" >&2; exit 2; }
+gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
+machine=${1:-$(echo "$gpu" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')}
+out="$root/bench/results/gpu/$machine"
+mkdir -p "$out/raw"
+
+if [[ ! -x build-gpu/tbench ]]; then
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_TORCH_FROM_PYTHON=ON -DTBENCH_BUILD_TESTS=OFF
+  cmake --build build-gpu --target tbench
+fi
+
+default_rows=""
+for model in distilbert-base-uncased bert-base-cased roberta-base xlnet-base-cased; do
+  for precision in fp32 fp16 bf16; do default_rows+="$model:128:$precision "; done
+done
+default_rows+="bert-base-cased:512:bf16"
+rows=${ROWS:-$default_rows}
+
+for row in $rows; do
+  IFS=: read -r model seq precision <<<"$row"
+  id="$model-seq$seq-$precision"
+  echo "== $id" >&2
+  python3 bench/hf_side_by_side.py --model "$model" --batch "$batch" --seq "$seq" --precision "$precision" \
+    --warmup "$warmup" --steps "$steps" --out "$out/raw/hf-$id.json" \
+    || echo "{\"impl\": \"hf\", \"model\": \"$model\", \"error\": \"failed, see the log\"}" > "$out/raw/hf-$id.json"
+  # tbench: the embedded default spec, reshaped to the same row. One epoch of exactly
+  # warmup + steps optimizer steps; the first `warmup` are left out of the summary.
+  build-gpu/tbench run --force --quiet \
+    --set name="$id" --set model="$model" --set device=cuda --set precision="$precision" \
+    --set train.batch_size="$batch" --set data.seq_len="$seq" \
+    --set data.num_samples=$(( (warmup + steps) * batch )) --set train.max_steps=$(( warmup + steps )) \
+    --set train.epochs=1 --set train.warmup_steps=0 --set timing.warmup_steps="$warmup" \
+    --set output="$out/raw/tbench-$id.json" \
+    || echo "tbench failed on $id (its result, if any, says why)" >&2
+done
+
+python3 - "$out" "$gpu" "$warmup" "$steps" <<'PY'
+import json, sys
+from pathlib import Path
+
+out, gpu, warmup, steps = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+
+def load(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+def gib(b):
+    return f"{b / 2**30:.1f}" if isinstance(b, (int, float)) else "-"
+
+def num(x, fmt):
+    return format(x, fmt) if isinstance(x, (int, float)) else "-"
+
+rows = []
+for hf_path in sorted(out.glob("raw/hf-*.json")):
+    row_id = hf_path.name[len("hf-"):-len(".json")]
+    hf = load(hf_path) or {}
+    tb = load(out / "raw" / f"tbench-{row_id}.json") or {}
+    s = tb.get("summary", {})
+    iterations = tb.get("iterations", [])
+    tb_rate, hf_rate = s.get("samples_per_s"), hf.get("samples_per_s")
+    ratio = tb_rate / hf_rate if isinstance(tb_rate, (int, float)) and isinstance(hf_rate, (int, float)) else None
+    check = s.get("timing_check", {})
+    rows.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} |".format(
+        row_id, num(hf_rate, ".1f"), num(tb_rate, ".1f"), num(ratio, ".2f"),
+        num(s.get("mfu"), ".1%"), num(check.get("gap_fraction"), ".1%"),
+        gib(hf.get("peak_reserved_bytes")), gib(s.get("peak_reserved_bytes")),
+        num(hf.get("final_loss"), ".3f"), num(iterations[-1]["loss"] if iterations else None, ".3f"),
+        s.get("status", hf.get("error", "-"))))
+
+tbench_results = sorted(out.glob("raw/tbench-*.json"))
+spec = (load(tbench_results[0]) or {}).get("spec", {}) if tbench_results else {}
+lines = [
+    f"# tbench vs Hugging Face transformers (eager) on {gpu}",
+    "",
+    f"Batch 32, {warmup} warm-up steps then {steps} timed steps per row, random init, synthetic data;",
+    "AdamW (tbench `train.optimizer_impl` "
+    f"{spec.get('train', {}).get('optimizer_impl', '?')}, HF `torch.optim.AdamW(fused=True)`), clipping at 1.0, TF32 off.",
+    "tbench's samples/s is over its steady-state steps (CUDA-event step times); HF's is wall time over the",
+    "timed steps between two `torch.cuda.synchronize()`. *timing gap*: tbench's epoch wall time not covered by",
+    "its step times (`summary.timing_check`). Peak memory: reserved by the caching allocator. Losses: the last step's.",
+    "",
+    "| row | HF samples/s | tbench samples/s | tbench / HF | tbench MFU | timing gap | peak GiB HF / tbench | final loss HF / tbench | tbench status |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    *rows,
+    "",
+    "Raw results: `raw/hf-<row>.json` (with every step's loss) and `raw/tbench-<row>.json` (+ `.iterations.jsonl`).",
+]
+(out / "README.md").write_text("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY

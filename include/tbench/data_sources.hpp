@@ -1,0 +1,93 @@
+#pragma once
+// Where samples come from: the run spec's data section turned into TokenizedSamples.
+//   text files (CSV, TSV, JSONL) -> rows of text (+ pair) and label -> the tokenizer
+//   pre-tokenized JSONL ({"input_ids": [...], "label": ...}) -> checked against the model
+//   synthetic -> seeded ids at a fixed or drawn length
+// Tokenized text is cached on disk, keyed by the file and the tokenizer, and reused next run.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/data.hpp"
+#include "tbench/model_config.hpp"
+#include "tbench/spec.hpp"
+#include "tbench/tokenizer.hpp"
+
+namespace tbench {
+
+// One row of a text dataset, before tokenization. The label is kept as written.
+struct TextRow {
+  std::string text;
+  std::string pair;   // empty when there is no pair column
+  std::string label;
+  int64_t line = 0;   // where the row starts in the file (1-based), for error messages
+};
+
+struct TextFileOptions {
+  std::string path;
+  std::string format = "auto";  // auto | csv | tsv | jsonl
+  std::string text_column = "text";
+  std::string text_pair_column;  // empty: single texts
+  std::string label_column = "label";
+  int64_t max_rows = 0;  // 0: all
+};
+
+// "csv", "tsv" or "jsonl" for `format`, or from the path's extension when it is "auto".
+std::string text_file_format(const TextFileOptions& options);
+
+// Reads the rows. CSV as RFC 4180 (quoted fields may hold commas, quotes and newlines), TSV as
+// tab-separated without quoting (GLUE's files), JSONL one object per line; CSV and TSV need a
+// header row naming the columns. Throws a bad-input Error naming the file and line.
+std::vector<TextRow> read_text_rows(const TextFileOptions& options);
+
+// Labels to class indices. With `names`, a label is one of them (or its index); without, labels
+// are integers in [0, num_labels), or names, numbered in sorted order. `names` is filled with
+// the names used (empty for integer labels). Throws naming the file and line of a bad label.
+std::vector<int64_t> resolve_labels(const std::vector<std::string>& labels, const std::vector<int64_t>& lines,
+                                    std::vector<std::string>& names, int64_t num_labels, const std::string& path);
+
+// Tokenizes rows: each text (and pair) truncated longest-first to seq_len with the model's
+// special tokens.
+TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vector<int64_t>& labels,
+                               const Tokenizer& tokenizer, int64_t seq_len);
+
+// Reads pre-tokenized JSONL: {"input_ids": [...], "<label_column>": ..., "token_type_ids": [...]}.
+// Ids must be in [0, vocab_size); longer samples are cut to seq_len.
+TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column, int64_t seq_len,
+                                      int64_t vocab_size, int64_t num_labels, std::vector<std::string>& names,
+                                      int64_t max_rows);
+
+// The tokenizer for a text dataset: files from data.tokenizer (or the model's folder), kind and
+// switches from the files, tokenizer_config.json and the model's family. Throws naming the field.
+TokenizerOptions resolve_tokenizer_options(const RunSpec& spec, const ModelConfig& model);
+
+// --- token cache --------------------------------------------------------------------------------
+
+struct CachedSamples {
+  TokenizedSamples samples;
+  std::vector<std::string> label_names;
+};
+
+// The cache file for a dataset: <dir>/<file stem>-<hash of key>.tokens.
+std::string token_cache_path(const std::string& dir, const std::string& data_path, const std::string& key);
+// nullopt when the file is missing, of another key, or damaged (then it is rebuilt).
+std::optional<CachedSamples> load_token_cache(const std::string& path, const std::string& key);
+void save_token_cache(const std::string& path, const std::string& key, const CachedSamples& cached);
+std::string default_cache_dir();
+
+// --- everything together ------------------------------------------------------------------------
+
+struct PreparedData {
+  TokenizedSamples train;
+  TokenizedSamples eval;       // empty without data.eval_fraction
+  CollateOptions collate;
+  nlohmann::json description;  // the result's "data" section: source, sizes, lengths, tokenizer, cache
+};
+
+// Reads or generates the samples the spec asks for, checked against the model (vocabulary size,
+// padding id, label count). Throws a bad-input Error naming the file, line or field.
+PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model);
+
+}  // namespace tbench

@@ -1,0 +1,55 @@
+#pragma once
+// AdamW three ways, chosen by `train.optimizer_impl`, so the optimizer's share of a step can be
+// measured: one kernel per parameter and op (LibTorch's torch::optim::AdamW), one launch per op
+// over all tensors of a group (_foreach_*), or one fused kernel for the whole update.
+// All three compute HF's AdamW (decoupled weight decay, bias correction, eps outside the sqrt).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace tbench {
+
+enum class OptimizerImpl { automatic, loop, foreach, fused };
+const char* to_string(OptimizerImpl impl);
+// "auto" | "loop" | "foreach" | "fused"; throws std::invalid_argument otherwise.
+OptimizerImpl parse_optimizer_impl(const std::string& text);
+
+// What `auto` means on this device in this build: fused on CUDA where the kernel exists, else
+// foreach. Returns `requested` unchanged otherwise (an unavailable fused is the caller's error).
+OptimizerImpl resolve_optimizer_impl(OptimizerImpl requested, bool on_cuda);
+
+// Parameters sharing one weight decay (HF's decay / no-decay split).
+struct AdamWGroup {
+  std::vector<torch::Tensor> params;
+  double weight_decay = 0;
+};
+
+struct AdamWSettings {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual OptimizerImpl impl() const = 0;
+  // Applies to every group from the next step on (the trainer's LR schedule).
+  virtual void set_lr(double lr) = 0;
+  // One AdamW update from the parameters' .grad; parameters without a gradient are left alone.
+  virtual void step() = 0;
+  // fp16: the update is skipped on the device where `found_inf` (a [1] float tensor from the
+  // loss scaler) is non-zero, so the host never waits to read it. Only where
+  // skips_on_device(); the others need the caller to read found_inf and not call step().
+  virtual void step_unless_inf(const torch::Tensor& found_inf);
+  virtual bool skips_on_device() const { return false; }
+};
+
+// Throws a bad-input Error for `fused` where this build has no fused kernel for the device.
+std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup> groups, const AdamWSettings& settings,
+                                      const torch::Device& device);
+
+}  // namespace tbench

@@ -1,0 +1,47 @@
+#include <cstring>
+
+#include "tbench/data.hpp"
+
+namespace tbench {
+
+Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& o) {
+  int64_t longest = 0, real_tokens = 0;
+  for (const int64_t i : indices) {
+    longest = std::max(longest, samples.length(i));
+    real_tokens += samples.length(i);
+  }
+  const int64_t rows = static_cast<int64_t>(indices.size());
+  const int64_t width = o.padding == Padding::max_length ? o.seq_len : longest;
+
+  auto input_ids = torch::full({rows, width}, o.pad_id, torch::kLong);
+  auto attention_mask = torch::zeros({rows, width}, torch::kLong);
+  auto token_type_ids = torch::full({rows, width}, o.pad_type_id, torch::kLong);
+  auto labels = torch::empty({rows}, torch::kLong);
+  int64_t* ids_out = input_ids.data_ptr<int64_t>();
+  int64_t* mask_out = attention_mask.data_ptr<int64_t>();
+  int64_t* types_out = token_type_ids.data_ptr<int64_t>();
+
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t sample = indices[static_cast<std::size_t>(row)];
+    const int64_t length = samples.length(sample);
+    const auto begin = static_cast<std::size_t>(samples.offsets[static_cast<std::size_t>(sample)]);
+    // XLNet reads its summary from the last position, so its padding goes on the left.
+    const int64_t first = row * width + (o.pad_left ? width - length : 0);
+    for (int64_t t = 0; t < length; ++t) {
+      ids_out[first + t] = samples.ids[begin + static_cast<std::size_t>(t)];
+      mask_out[first + t] = 1;
+      types_out[first + t] = samples.type_ids.empty() ? 0 : samples.type_ids[begin + static_cast<std::size_t>(t)];
+    }
+    labels[row] = samples.labels[static_cast<std::size_t>(sample)];
+  }
+
+  Batch batch;
+  batch.inputs = {input_ids, attention_mask, token_type_ids};
+  batch.labels = labels;
+  batch.samples = rows;
+  batch.tokens = rows * width;
+  batch.real_tokens = real_tokens;
+  return batch;
+}
+
+}  // namespace tbench

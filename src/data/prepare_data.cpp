@@ -1,0 +1,291 @@
+// From the spec's data section to train/eval samples and collate options, checked against the
+// model: the one place that knows which source, tokenizer and cache a run uses.
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include <spdlog/spdlog.h>
+
+#include "tbench/data_sources.hpp"
+#include "tbench/errors.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+[[noreturn]] void fail_field(const RunSpec& spec, const std::string& field, const std::string& message) {
+  throw input_error(spec.where(field) + message);
+}
+
+TokenizerKind family_tokenizer(Architecture arch) {
+  switch (arch) {
+    case Architecture::bert:
+    case Architecture::distilbert: return TokenizerKind::wordpiece;
+    case Architecture::roberta: return TokenizerKind::byte_level_bpe;
+    case Architecture::xlnet: return TokenizerKind::sentencepiece;
+  }
+  return TokenizerKind::wordpiece;
+}
+
+// The folders that may hold the tokenizer files: data.tokenizer.path, else the model's own folder
+// (an HF model folder keeps config.json, weights and tokenizer files together).
+std::vector<fs::path> tokenizer_folders(const RunSpec& spec) {
+  std::vector<fs::path> folders;
+  if (!spec.data.tokenizer.path.empty()) return {fs::path(spec.data.tokenizer.path)};
+  if (!spec.model.config.empty()) folders.push_back(fs::path(spec.model.config).parent_path());
+  if (!spec.model.weights.empty()) {
+    const fs::path weights(spec.model.weights);
+    folders.push_back(fs::is_directory(weights) ? weights : weights.parent_path());
+  }
+  return folders;
+}
+
+json read_tokenizer_config(const fs::path& folder) {
+  const fs::path path = folder / "tokenizer_config.json";
+  std::ifstream in(path);
+  if (!in) return json::object();
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw input_error(path.string() + ": not valid JSON: " + e.what());
+  }
+}
+
+std::optional<bool> config_flag(const json& config, const std::string& key) {
+  return config.contains(key) && config[key].is_boolean() ? std::optional<bool>(config[key].get<bool>()) : std::nullopt;
+}
+
+bool model_is_cased(const std::string& name) {
+  return name.find("cased") != std::string::npos && name.find("uncased") == std::string::npos;
+}
+
+// Finds the vocabulary files of `kind` in a folder; true if found.
+bool find_files(const fs::path& folder, TokenizerKind kind, TokenizerOptions& o) {
+  const auto has = [&](const char* name) { return fs::exists(folder / name); };
+  switch (kind) {
+    case TokenizerKind::wordpiece:
+      if (!has("vocab.txt")) return false;
+      o.vocab_file = (folder / "vocab.txt").string();
+      return true;
+    case TokenizerKind::byte_level_bpe:
+      if (!has("vocab.json") || !has("merges.txt")) return false;
+      o.vocab_file = (folder / "vocab.json").string();
+      o.merges_file = (folder / "merges.txt").string();
+      return true;
+    case TokenizerKind::sentencepiece:
+      if (!has("spiece.model")) return false;
+      o.vocab_file = (folder / "spiece.model").string();
+      return true;
+  }
+  return false;
+}
+
+TokenizerKind kind_of_vocab_file(const std::string& path, TokenizerKind fallback) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".txt") return TokenizerKind::wordpiece;
+  if (ext == ".json") return TokenizerKind::byte_level_bpe;
+  if (ext == ".model") return TokenizerKind::sentencepiece;
+  return fallback;
+}
+
+void check_tokenizer_fits_model(const RunSpec& spec, const ModelConfig& model, const Tokenizer& tokenizer) {
+  const std::string field = spec.data.tokenizer.vocab.empty() && !spec.data.tokenizer.path.empty() ? "data.tokenizer.path"
+                                                                                                   : "data.tokenizer";
+  if (tokenizer.vocab_size() > model.vocab_size) {
+    fail_field(spec, field, "the vocabulary has " + std::to_string(tokenizer.vocab_size()) + " tokens but " + model.name +
+                                " embeds only " + std::to_string(model.vocab_size) +
+                                " (its vocab_size): is this another model's tokenizer?");
+  }
+  if (tokenizer.special_tokens().pad != model.pad_token_id) {
+    fail_field(spec, field, "the tokenizer pads with id " + std::to_string(tokenizer.special_tokens().pad) + " but " +
+                                model.name + "'s pad_token_id is " + std::to_string(model.pad_token_id) +
+                                ": is this another model's tokenizer?");
+  }
+}
+
+std::string describe_file(const std::string& path) {
+  std::error_code ignored;
+  const auto size = fs::file_size(path, ignored);
+  const auto mtime = fs::last_write_time(path, ignored).time_since_epoch().count();
+  return fs::absolute(path).string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+}
+
+struct Loaded {
+  TokenizedSamples samples;
+  std::vector<std::string> label_names;
+  json tokenizer = nullptr;
+  json cache = nullptr;
+};
+
+Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
+  const DataSpec& d = spec.data;
+  const TokenizerOptions options = resolve_tokenizer_options(spec, model);
+  std::unique_ptr<Tokenizer> tokenizer;
+  try {
+    tokenizer = load_tokenizer(options);
+  } catch (const Error& e) {
+    fail_field(spec, "data.tokenizer", e.what());
+  }
+  check_tokenizer_fits_model(spec, model, *tokenizer);
+
+  Loaded loaded;
+  loaded.tokenizer = {{"kind", to_string(options.kind)},
+                      {"vocab", options.vocab_file},
+                      {"merges", options.merges_file.empty() ? json(nullptr) : json(options.merges_file)},
+                      {"lowercase", options.lowercase},
+                      {"vocab_size", tokenizer->vocab_size()}};
+  const TextFileOptions file{d.path, d.format, d.text_column, d.text_pair_column, d.label_column, d.num_samples};
+  const std::string key = "text|" + describe_file(d.path) + "|" + text_file_format(file) + "|" + d.text_column + "|" +
+                          d.text_pair_column + "|" + d.label_column + "|" + json(d.labels).dump() + "|" +
+                          std::to_string(d.num_samples) + "|" + std::to_string(d.seq_len) + "|" +
+                          std::to_string(spec.num_labels) + "|" + tokenizer->fingerprint();
+  const std::string cache_path = token_cache_path(d.cache_dir.empty() ? default_cache_dir() : d.cache_dir, d.path, key);
+  if (d.cache) {
+    if (auto cached = load_token_cache(cache_path, key)) {
+      loaded.samples = std::move(cached->samples);
+      loaded.label_names = std::move(cached->label_names);
+      loaded.cache = {{"path", cache_path}, {"hit", true}};
+      spdlog::info("tokens from the cache: {}", cache_path);
+      return loaded;
+    }
+  }
+  const auto rows = read_text_rows(file);
+  std::vector<std::string> labels;
+  std::vector<int64_t> lines;
+  for (const auto& row : rows) {
+    labels.push_back(row.label);
+    lines.push_back(row.line);
+  }
+  loaded.label_names = d.labels;
+  const auto indices = resolve_labels(labels, lines, loaded.label_names, spec.num_labels, d.path);
+  loaded.samples = tokenize_rows(rows, indices, *tokenizer, d.seq_len);
+  if (d.cache) {
+    save_token_cache(cache_path, key, {loaded.samples, loaded.label_names});
+    loaded.cache = {{"path", cache_path}, {"hit", false}};
+  }
+  return loaded;
+}
+
+Loaded load_samples(const RunSpec& spec, const ModelConfig& model) {
+  const DataSpec& d = spec.data;
+  Loaded loaded;
+  if (d.source == "text") return load_text(spec, model);
+  if (d.source == "tokenized") {
+    loaded.label_names = d.labels;
+    loaded.samples = read_tokenized_jsonl(d.path, d.label_column, d.seq_len, model.vocab_size, spec.num_labels,
+                                          loaded.label_names, d.num_samples);
+    return loaded;
+  }
+  SyntheticOptions o{d.num_samples, d.seq_len, model.vocab_size, model.pad_token_id, spec.num_labels, d.seed, {}};
+  o.lengths.kind = d.lengths.distribution;
+  o.lengths.min_length = d.lengths.min;
+  o.lengths.mean = d.lengths.mean;
+  o.lengths.stddev = d.lengths.std;
+  if (d.lengths.distribution == "histogram") o.lengths.histogram = read_length_histogram(d.lengths.histogram);
+  loaded.samples = make_synthetic_samples(o);
+  return loaded;
+}
+
+// A seeded, fixed split: the same samples are held out every epoch and every run.
+void split_eval(const RunSpec& spec, TokenizedSamples all, PreparedData& out) {
+  const int64_t n = all.size();
+  const int64_t held_out = spec.data.eval_fraction > 0
+                               ? std::max<int64_t>(1, static_cast<int64_t>(std::llround(spec.data.eval_fraction * static_cast<double>(n))))
+                               : 0;
+  if (held_out == 0) {
+    out.train = std::move(all);
+    return;
+  }
+  auto order = epoch_order(n, spec.data.seed, /*epoch=*/0);
+  std::vector<int64_t> eval(order.end() - held_out, order.end()), train(order.begin(), order.end() - held_out);
+  std::sort(eval.begin(), eval.end());
+  std::sort(train.begin(), train.end());
+  out.train = all.subset(train);
+  out.train.truncated = all.truncated;
+  out.eval = all.subset(eval);
+}
+
+json length_stats(const TokenizedSamples& s) {
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < s.size(); ++i) lengths.push_back(s.length(i));
+  if (lengths.empty()) return nullptr;
+  std::sort(lengths.begin(), lengths.end());
+  const auto at = [&](double q) { return lengths[static_cast<std::size_t>(q * static_cast<double>(lengths.size() - 1))]; };
+  const double mean = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0})) /
+                      static_cast<double>(lengths.size());
+  return {{"mean", mean}, {"min", lengths.front()}, {"p10", at(0.1)}, {"median", at(0.5)}, {"p90", at(0.9)}, {"max", lengths.back()}};
+}
+
+}  // namespace
+
+TokenizerOptions resolve_tokenizer_options(const RunSpec& spec, const ModelConfig& model) {
+  const TokenizerSpec& t = spec.data.tokenizer;
+  const TokenizerKind family = family_tokenizer(model.arch);
+  TokenizerOptions o;
+  o.kind = t.kind == "auto" ? (t.vocab.empty() ? family : kind_of_vocab_file(t.vocab, family))
+                            : *tokenizer_kind_from_string(t.kind);
+  if (o.kind != family) {
+    fail_field(spec, t.kind == "auto" ? "data.tokenizer.vocab" : "data.tokenizer.kind",
+               std::string("a ") + to_string(o.kind) + " tokenizer does not fit " + model.name + " (" +
+                   to_string(model.arch) + " uses " + to_string(family) + ")");
+  }
+  json config = json::object();
+  if (!t.vocab.empty()) {
+    o.vocab_file = t.vocab;
+    o.merges_file = t.merges;
+    config = read_tokenizer_config(fs::path(t.vocab).parent_path());
+  } else {
+    const auto folders = tokenizer_folders(spec);
+    const auto found = std::find_if(folders.begin(), folders.end(), [&](const fs::path& f) { return find_files(f, o.kind, o); });
+    if (found == folders.end()) {
+      fail_field(spec, t.path.empty() ? "data.tokenizer" : "data.tokenizer.path",
+                 std::string("text data needs the model's tokenizer files (") +
+                     (o.kind == TokenizerKind::wordpiece ? "vocab.txt" : o.kind == TokenizerKind::byte_level_bpe ? "vocab.json + merges.txt" : "spiece.model") +
+                     "): set data.tokenizer.path to the folder holding them, or data.tokenizer.vocab");
+    }
+    config = read_tokenizer_config(*found);
+  }
+  if (o.kind == TokenizerKind::byte_level_bpe && o.merges_file.empty()) {
+    fail_field(spec, "data.tokenizer.merges", "a bpe tokenizer needs merges.txt beside vocab.json");
+  }
+  // Switches: the spec, else tokenizer_config.json, else what HF's tokenizer class defaults to.
+  const bool default_lowercase = o.kind == TokenizerKind::wordpiece && !model_is_cased(model.name);
+  o.lowercase = t.lowercase.value_or(config_flag(config, "do_lower_case").value_or(default_lowercase));
+  o.strip_accents = t.strip_accents ? t.strip_accents : config_flag(config, "strip_accents");
+  if (o.kind == TokenizerKind::sentencepiece && !t.strip_accents) {
+    if (const auto keep = config_flag(config, "keep_accents")) o.strip_accents = !*keep;
+  }
+  o.add_prefix_space = config_flag(config, "add_prefix_space").value_or(false);
+  return o;
+}
+
+PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
+  Loaded loaded = load_samples(spec, model);
+  const int64_t total = loaded.samples.size(), truncated = loaded.samples.truncated;
+  PreparedData out;
+  split_eval(spec, std::move(loaded.samples), out);
+
+  const bool xlnet = model.arch == Architecture::xlnet;
+  out.collate = {spec.data.seq_len, spec.data.padding == "longest" ? Padding::longest : Padding::max_length,
+                 model.pad_token_id, xlnet ? 3 : 0, xlnet};
+  out.description = {{"source", spec.data.source},
+                     {"path", spec.data.path.empty() ? json(nullptr) : json(spec.data.path)},
+                     {"samples", total},
+                     {"train_samples", out.train.size()},
+                     {"eval_samples", out.eval.size()},
+                     {"truncated_samples", truncated},
+                     {"lengths", length_stats(out.train)},
+                     {"label_names", loaded.label_names},
+                     {"padding", spec.data.padding},
+                     {"bucket_by_length", spec.data.bucket_by_length},
+                     {"tokenizer", loaded.tokenizer},
+                     {"cache", loaded.cache}};
+  if (truncated > 0) {
+    spdlog::info("{} of {} samples were longer than data.seq_len {} and were truncated", truncated, total, spec.data.seq_len);
+  }
+  return out;
+}
+
+}  // namespace tbench

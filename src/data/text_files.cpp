@@ -1,0 +1,311 @@
+// CSV, TSV and JSONL text datasets: rows of text, optional pair and label, with the line each
+// row starts on so every error can point at it.
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/data_sources.hpp"
+#include "tbench/errors.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail_at(const std::string& path, int64_t line, const std::string& message) {
+  throw input_error(path + ":" + std::to_string(line) + ": " + message);
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// One CSV record (RFC 4180) from `in`; a quoted field may span lines. False at end of file.
+bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line, const std::string& path) {
+  fields.clear();
+  std::string field;
+  bool quoted = false, any = false, after_quote = false;
+  const int64_t start = line;
+  for (int c; (c = in.get()) != EOF;) {
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        if (in.peek() == '"') {
+          field += '"';
+          in.get();
+        } else {
+          quoted = false;
+          after_quote = true;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += static_cast<char>(c);
+      }
+      continue;
+    }
+    if (c == '"' && field.empty() && !after_quote) {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(std::move(field));
+      field.clear();
+      after_quote = false;
+    } else if (c == '\n') {
+      ++line;
+      if (!field.empty() && field.back() == '\r') field.pop_back();
+      fields.push_back(std::move(field));
+      return true;
+    } else if (after_quote && c != '\r') {
+      fail_at(path, line, "unexpected character after a closing quote (a quote inside a field is written \"\")");
+    } else {
+      field += static_cast<char>(c);
+    }
+  }
+  if (quoted) fail_at(path, start, "a quoted field opened here is never closed");
+  if (!any) return false;
+  if (!field.empty() && field.back() == '\r') field.pop_back();
+  fields.push_back(std::move(field));
+  ++line;
+  return true;
+}
+
+bool read_tsv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line) {
+  std::string text;
+  if (!std::getline(in, text)) return false;
+  ++line;
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  fields.clear();
+  std::size_t start = 0;
+  for (std::size_t tab; (tab = text.find('\t', start)) != std::string::npos; start = tab + 1) {
+    fields.push_back(text.substr(start, tab - start));
+  }
+  fields.push_back(text.substr(start));
+  return true;
+}
+
+std::size_t column_index(const std::vector<std::string>& header, const std::string& column, const std::string& field,
+                         const std::string& path) {
+  const auto it = std::find(header.begin(), header.end(), column);
+  if (it != header.end()) return static_cast<std::size_t>(it - header.begin());
+  std::string names;
+  for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
+  throw input_error(path + ":1: " + field + ": no column '" + column + "' in the header (" + names + ")");
+}
+
+std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
+  std::ifstream in(o.path, std::ios::binary);
+  if (!in) throw input_error(o.path + ": cannot read the data file");
+  std::vector<std::string> header, fields;
+  int64_t line = 1, next_line = 1;
+  const auto read = [&](std::vector<std::string>& out) {
+    line = next_line;
+    return csv ? read_csv_record(in, out, next_line, o.path) : read_tsv_record(in, out, next_line);
+  };
+  if (!read(header)) throw input_error(o.path + ": the file is empty (expected a header row, then data)");
+  if (!header.empty() && header[0].rfind("\xEF\xBB\xBF", 0) == 0) header[0].erase(0, 3);  // UTF-8 BOM
+  const std::size_t text = column_index(header, o.text_column, "data.text_column", o.path);
+  const std::size_t label = column_index(header, o.label_column, "data.label_column", o.path);
+  const bool has_pair = !o.text_pair_column.empty();
+  const std::size_t pair = has_pair ? column_index(header, o.text_pair_column, "data.text_pair_column", o.path) : 0;
+
+  std::vector<TextRow> rows;
+  while ((o.max_rows == 0 || static_cast<int64_t>(rows.size()) < o.max_rows) && read(fields)) {
+    if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
+    if (fields.size() != header.size()) {
+      fail_at(o.path, line, "expected " + std::to_string(header.size()) + " fields as in the header, found " +
+                                std::to_string(fields.size()) + (csv ? " (quote fields that hold commas)" : ""));
+    }
+    rows.push_back({fields[text], has_pair ? fields[pair] : "", fields[label], line});
+  }
+  return rows;
+}
+
+std::string json_label(const json& value, const std::string& path, int64_t line) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  if (value.is_boolean()) return value.get<bool>() ? "1" : "0";
+  fail_at(path, line, "a label must be a string or an integer, got " + value.dump());
+}
+
+std::string json_text(const json& object, const std::string& key, const std::string& field, const std::string& path,
+                      int64_t line) {
+  if (!object.contains(key)) fail_at(path, line, field + ": no key '" + key + "' in this line's object");
+  if (!object[key].is_string()) fail_at(path, line, field + ": '" + key + "' must be a string, got " + object[key].dump());
+  return object[key].get<std::string>();
+}
+
+std::vector<TextRow> read_jsonl(const TextFileOptions& o) {
+  std::ifstream in(o.path, std::ios::binary);
+  if (!in) throw input_error(o.path + ": cannot read the data file");
+  std::vector<TextRow> rows;
+  std::string text;
+  for (int64_t line = 1; (o.max_rows == 0 || static_cast<int64_t>(rows.size()) < o.max_rows) && std::getline(in, text); ++line) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json object;
+    try {
+      object = json::parse(text);
+    } catch (const json::parse_error& e) {
+      fail_at(o.path, line, std::string("not a JSON object: ") + e.what());
+    }
+    if (!object.is_object()) fail_at(o.path, line, "expected a JSON object, got " + std::string(object.type_name()));
+    TextRow row;
+    row.line = line;
+    row.text = json_text(object, o.text_column, "data.text_column", o.path, line);
+    if (!o.text_pair_column.empty()) row.pair = json_text(object, o.text_pair_column, "data.text_pair_column", o.path, line);
+    if (!object.contains(o.label_column)) fail_at(o.path, line, "data.label_column: no key '" + o.label_column + "'");
+    row.label = json_label(object[o.label_column], o.path, line);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+bool parse_index(const std::string& text, int64_t& value) {
+  if (text.empty() || text.size() > 18) return false;
+  std::size_t first = text[0] == '-' ? 1 : 0;
+  if (first == text.size() || !std::all_of(text.begin() + static_cast<std::ptrdiff_t>(first), text.end(), ::isdigit)) return false;
+  value = std::stoll(text);
+  return true;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+}  // namespace
+
+std::string text_file_format(const TextFileOptions& o) {
+  if (o.format != "auto") return o.format;
+  std::string lower = o.path;
+  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  if (ends_with(lower, ".csv")) return "csv";
+  if (ends_with(lower, ".tsv") || ends_with(lower, ".tab")) return "tsv";
+  if (ends_with(lower, ".jsonl") || ends_with(lower, ".json") || ends_with(lower, ".ndjson")) return "jsonl";
+  throw input_error(o.path + ": data.format: cannot tell the format from the extension; set data.format to csv, tsv or jsonl");
+}
+
+std::vector<TextRow> read_text_rows(const TextFileOptions& o) {
+  const std::string format = text_file_format(o);
+  auto rows = format == "jsonl" ? read_jsonl(o) : read_delimited(o, format == "csv");
+  if (rows.empty()) throw input_error(o.path + ": the dataset is empty (no data rows)");
+  return rows;
+}
+
+std::vector<int64_t> resolve_labels(const std::vector<std::string>& labels, const std::vector<int64_t>& lines,
+                                    std::vector<std::string>& names, int64_t num_labels, const std::string& path) {
+  if (names.empty()) {
+    // No names given: integers are indices; otherwise number the names found, in sorted order.
+    int64_t ignored = 0;
+    const bool all_integers = std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return parse_index(l, ignored); });
+    if (!all_integers) {
+      const std::set<std::string> found(labels.begin(), labels.end());
+      names.assign(found.begin(), found.end());
+      if (static_cast<int64_t>(names.size()) > num_labels) {
+        throw input_error(path + ": " + std::to_string(names.size()) + " distinct labels (" + join(names) +
+                          ") but num_labels is " + std::to_string(num_labels) +
+                          "; set num_labels, or list the labels in data.labels");
+      }
+    }
+  }
+  std::vector<int64_t> indices;
+  indices.reserve(labels.size());
+  for (std::size_t i = 0; i < labels.size(); ++i) {
+    const auto named = std::find(names.begin(), names.end(), labels[i]);
+    int64_t index = 0;
+    if (named != names.end()) {
+      index = named - names.begin();
+    } else if (!parse_index(labels[i], index) || index < 0 ||
+               index >= (names.empty() ? num_labels : static_cast<int64_t>(names.size()))) {
+      fail_at(path, lines[i], names.empty() ? "label '" + labels[i] + "' is not a class index in [0, " +
+                                                  std::to_string(num_labels) + ") (num_labels)"
+                                            : "unknown label '" + labels[i] + "' (data.labels: " + join(names) + ")");
+    }
+    if (index >= num_labels) {
+      fail_at(path, lines[i], "label '" + labels[i] + "' is class " + std::to_string(index) + ", but num_labels is " +
+                                  std::to_string(num_labels));
+    }
+    indices.push_back(index);
+  }
+  return indices;
+}
+
+TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vector<int64_t>& labels,
+                               const Tokenizer& tokenizer, int64_t seq_len) {
+  TokenizedSamples samples;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const bool has_pair = !rows[i].pair.empty();
+    auto a = tokenizer.encode_text(rows[i].text);
+    auto b = has_pair ? tokenizer.encode_text(rows[i].pair) : std::vector<int64_t>{};
+    const int64_t room = seq_len - tokenizer.num_special_tokens(has_pair);
+    if (static_cast<int64_t>(a.size() + b.size()) > room) {
+      ++samples.truncated;
+      truncate_longest_first(a, has_pair ? &b : nullptr, room);
+    }
+    const Encoding encoding = tokenizer.add_special_tokens(a, has_pair ? &b : nullptr);
+    samples.add(encoding.input_ids, encoding.token_type_ids, labels[i]);
+  }
+  return samples;
+}
+
+TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column, int64_t seq_len,
+                                      int64_t vocab_size, int64_t num_labels, std::vector<std::string>& names,
+                                      int64_t max_rows) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot read the data file");
+  std::vector<std::vector<int64_t>> ids, types;
+  std::vector<std::string> labels;
+  std::vector<int64_t> lines;
+  std::string text;
+  for (int64_t line = 1; (max_rows == 0 || static_cast<int64_t>(ids.size()) < max_rows) && std::getline(in, text); ++line) {
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    json object;
+    try {
+      object = json::parse(text);
+    } catch (const json::parse_error& e) {
+      fail_at(path, line, std::string("not a JSON object: ") + e.what());
+    }
+    if (!object.is_object() || !object.contains("input_ids") || !object["input_ids"].is_array()) {
+      fail_at(path, line, "expected an object with an \"input_ids\" list");
+    }
+    if (object["input_ids"].empty()) fail_at(path, line, "input_ids is empty");
+    std::vector<int64_t> sample;
+    for (const auto& id : object["input_ids"]) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size) {
+        fail_at(path, line, "input_ids holds " + id.dump() + ", not a token id of this model's vocabulary [0, " +
+                                std::to_string(vocab_size) + ")");
+      }
+      sample.push_back(id.get<int64_t>());
+    }
+    std::vector<int64_t> sample_types;
+    if (object.contains("token_type_ids")) {
+      if (!object["token_type_ids"].is_array() || object["token_type_ids"].size() != sample.size()) {
+        fail_at(path, line, "token_type_ids must be a list as long as input_ids");
+      }
+      for (const auto& t : object["token_type_ids"]) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > 3) fail_at(path, line, "token_type_ids holds " + t.dump());
+        sample_types.push_back(t.get<int64_t>());
+      }
+    }
+    if (!object.contains(label_column)) fail_at(path, line, "data.label_column: no key '" + label_column + "'");
+    labels.push_back(json_label(object[label_column], path, line));
+    ids.push_back(std::move(sample));
+    types.push_back(std::move(sample_types));
+    lines.push_back(line);
+  }
+  if (ids.empty()) throw input_error(path + ": the dataset is empty (no data lines)");
+  const auto indices = resolve_labels(labels, lines, names, num_labels, path);
+  TokenizedSamples samples;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (static_cast<int64_t>(ids[i].size()) > seq_len) {
+      ++samples.truncated;
+      ids[i].resize(static_cast<std::size_t>(seq_len));
+      if (!types[i].empty()) types[i].resize(static_cast<std::size_t>(seq_len));
+    }
+    samples.add(ids[i], types[i], indices[i]);
+  }
+  return samples;
+}
+
+}  // namespace tbench

@@ -1,0 +1,355 @@
+// RoBERTa's byte-level BPE as HF's fast tokenizer runs it (RobertaConverter): the input is split
+// on the special tokens, each other part is cut by the GPT-2 pattern, every byte of a word becomes
+// one printable character (GPT-2's bytes_to_unicode), and the word's characters are merged by the
+// rank of merges.txt. Template: <s> a </s> and <s> a </s></s> b </s>, token types all 0.
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/errors.hpp"
+#include "tbench/tokenizer.hpp"
+#include "tbench/unicode_text.hpp"
+#include "tokenizer_support.hpp"
+
+namespace tbench {
+
+namespace {
+
+using tokenize::AddedToken;
+using tokenize::decode_utf8;
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2 pre-tokenization: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// std::regex has no \p{..}, so the pattern is matched by hand on Unicode categories.
+
+enum class CharClass { letter, number, whitespace, other };
+
+struct TextChar {
+  std::size_t offset;
+  std::size_t size;
+  char32_t value;
+  CharClass cls;
+};
+
+CharClass classify(const tokenize::CodePoint& cp) {
+  if (!cp.valid) return CharClass::other;  // a stray byte: still tokenized, byte by byte
+  if (unicode::is_letter(cp.value)) return CharClass::letter;
+  if (unicode::is_number(cp.value)) return CharClass::number;
+  if (unicode::is_white_space(cp.value)) return CharClass::whitespace;
+  return CharClass::other;
+}
+
+std::vector<TextChar> decode_chars(std::string_view text) {
+  std::vector<TextChar> chars;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const tokenize::CodePoint cp = decode_utf8(text, pos);
+    chars.push_back({pos, cp.size, cp.value, classify(cp)});
+    pos += cp.size;
+  }
+  return chars;
+}
+
+// 's 't 'm 'd (2 chars) or 're 've 'll (3 chars) at `i`; 0 when none. Case-sensitive, as in GPT-2.
+std::size_t contraction_length(const std::vector<TextChar>& chars, std::size_t i) {
+  auto is = [&](std::size_t k, char32_t c) { return i + k < chars.size() && chars[i + k].value == c; };
+  if (!is(0, U'\'')) return 0;
+  if (is(1, U's') || is(1, U't') || is(1, U'm') || is(1, U'd')) return 2;
+  if ((is(1, U'r') && is(2, U'e')) || (is(1, U'v') && is(2, U'e')) || (is(1, U'l') && is(2, U'l'))) return 3;
+  return 0;
+}
+
+std::size_t run_end(const std::vector<TextChar>& chars, std::size_t i, CharClass cls) {
+  while (i < chars.size() && chars[i].cls == cls) ++i;
+  return i;
+}
+
+// End (exclusive, in chars) of the pattern's match at `i`, trying the alternatives in order.
+std::size_t gpt2_match_end(const std::vector<TextChar>& chars, std::size_t i) {
+  if (const std::size_t n = contraction_length(chars, i)) return i + n;
+  // ` ?\p{L}+`, ` ?\p{N}+`, ` ?[^\s\p{L}\p{N}]+`: only U+0020 may lead, and only one class fits.
+  const std::size_t body = (chars[i].value == U' ' && i + 1 < chars.size()) ? i + 1 : i;
+  if (chars[body].cls != CharClass::whitespace) return run_end(chars, body, chars[body].cls);
+  // `\s+(?!\S)` leaves the last space of a run for the word after it; `\s+` takes a lone one.
+  const std::size_t end = run_end(chars, i, CharClass::whitespace);
+  if (end == chars.size() || end - i == 1) return end;
+  return end - 1;
+}
+
+std::vector<std::string_view> split_gpt2_words(std::string_view text) {
+  const std::vector<TextChar> chars = decode_chars(text);
+  std::vector<std::string_view> words;
+  for (std::size_t i = 0; i < chars.size();) {
+    const std::size_t end = gpt2_match_end(chars, i);
+    const std::size_t end_offset = end < chars.size() ? chars[end].offset : text.size();
+    words.push_back(text.substr(chars[i].offset, end_offset - chars[i].offset));
+    i = end;
+  }
+  return words;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2's bytes_to_unicode: printable Latin-1 bytes stand for themselves, the other 68 bytes take
+// the code points from U+0100 on, in byte order. So every word is a string of vocabulary chars.
+std::array<std::string, 256> make_byte_to_char() {
+  std::array<std::string, 256> table;
+  auto printable = [](int b) { return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE); };
+  char32_t next_spare = 256;
+  for (int b = 0; b < 256; ++b) {
+    tokenize::append_utf8(table[b], printable(b) ? static_cast<char32_t>(b) : next_spare++);
+  }
+  return table;
+}
+
+const std::array<std::string, 256>& byte_to_char() {
+  static const std::array<std::string, 256> table = make_byte_to_char();
+  return table;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files.
+
+using Vocabulary = std::unordered_map<std::string, int64_t>;
+
+struct Merge {
+  int64_t rank;
+  int64_t merged_id;
+};
+using MergeTable = std::unordered_map<uint64_t, Merge>;  // key: the two ids
+
+uint64_t pair_key(int64_t left, int64_t right) {
+  return (static_cast<uint64_t>(left) << 32) | static_cast<uint64_t>(right);
+}
+
+Vocabulary parse_vocab_json(const std::string& path, const std::string& bytes) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(bytes);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw input_error(path + ": not valid JSON: " + e.what());
+  }
+  if (!json.is_object()) throw input_error(path + ": expected a JSON object of token -> id");
+  Vocabulary vocab;
+  for (const auto& [token, id] : json.items()) {
+    // ids index the embedding table, so they must fit it (and the 32-bit merge keys).
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      throw input_error(path + ": \"" + token + "\": id must be a non-negative integer, got " + id.dump());
+    }
+    vocab[token] = id.get<int64_t>();
+  }
+  if (vocab.empty()) throw input_error(path + ": the vocabulary is empty");
+  return vocab;
+}
+
+int64_t vocab_id_or_throw(const Vocabulary& vocab, const std::string& piece, const std::string& where) {
+  const auto it = vocab.find(piece);
+  if (it == vocab.end()) throw input_error(where + ": \"" + piece + "\" is not in the vocabulary");
+  return it->second;
+}
+
+// HF's reader: "#version" lines are skipped, every other line is exactly two pieces separated by
+// one space; both pieces and their concatenation must be in vocab.json. A later duplicate of a
+// merge takes the later rank, as HF's map does.
+MergeTable parse_merges_txt(const std::string& path, const std::string& bytes, const Vocabulary& vocab) {
+  MergeTable merges;
+  int64_t rank = 0;
+  std::size_t line_number = 0;
+  for (std::size_t start = 0; start < bytes.size();) {
+    std::size_t end = bytes.find('\n', start);
+    if (end == std::string::npos) end = bytes.size();
+    std::string_view line(bytes.data() + start, end - start);
+    start = end + 1;
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.rfind("#version", 0) == 0) continue;
+    const std::string where = path + ":" + std::to_string(line_number);
+    const std::size_t space = line.find(' ');
+    if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
+        line.find(' ', space + 1) != std::string_view::npos) {
+      throw input_error(where + ": expected two pieces separated by one space, got \"" + std::string(line) + "\"");
+    }
+    const std::string left(line.substr(0, space));
+    const std::string right(line.substr(space + 1));
+    const int64_t left_id = vocab_id_or_throw(vocab, left, where);
+    const int64_t right_id = vocab_id_or_throw(vocab, right, where);
+    const int64_t merged_id = vocab_id_or_throw(vocab, left + right, where);
+    merges[pair_key(left_id, right_id)] = {rank++, merged_id};
+  }
+  return merges;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class ByteLevelBpeTokenizer final : public Tokenizer {
+ public:
+  ByteLevelBpeTokenizer(Vocabulary vocab, MergeTable merges, const std::string& vocab_path, bool add_prefix_space,
+                        std::string fingerprint)
+      : vocab_(std::move(vocab)),
+        merges_(std::move(merges)),
+        add_prefix_space_(add_prefix_space),
+        fingerprint_(std::move(fingerprint)) {
+    int64_t max_id = 0;
+    for (const auto& [token, id] : vocab_) max_id = std::max(max_id, id);
+    id_to_token_.resize(static_cast<std::size_t>(max_id) + 1);
+    for (const auto& [token, id] : vocab_) id_to_token_[static_cast<std::size_t>(id)] = token;
+    auto special = [&](const char* token) {
+      const auto it = vocab_.find(token);
+      if (it == vocab_.end()) throw input_error(vocab_path + ": special token " + token + " is missing");
+      return it->second;
+    };
+    special_ = {special("<pad>"), special("<unk>"), special("<s>"), special("</s>")};
+    // RobertaTokenizer's <mask> is an AddedToken with lstrip=True: "a <mask>" is "a" + "<mask>".
+    added_tokens_ = {{"<s>", special("<s>"), false},     {"<pad>", special("<pad>"), false},
+                     {"</s>", special("</s>"), false},   {"<unk>", special("<unk>"), false},
+                     {"<mask>", special("<mask>"), true}};
+  }
+
+  TokenizerKind kind() const override { return TokenizerKind::byte_level_bpe; }
+
+  std::vector<std::string> tokenize(const std::string& text) const override {
+    std::vector<std::string> tokens;
+    for_each_token(text, [&](std::string_view token, int64_t) { tokens.emplace_back(token); });
+    return tokens;
+  }
+
+  std::vector<int64_t> encode_text(const std::string& text) const override {
+    return encode_text_until(text, std::numeric_limits<std::size_t>::max());
+  }
+
+  std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const override {
+    std::vector<int64_t> ids;
+    for_each_token(text, [&](std::string_view, int64_t id) { ids.push_back(id); }, max_length);
+    return ids;
+  }
+
+  int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
+
+  std::optional<int64_t> token_to_id(const std::string& token) const override {
+    const auto it = vocab_.find(token);
+    if (it == vocab_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  SpecialTokenIds special_tokens() const override { return special_; }
+
+  Encoding add_special_tokens(const std::vector<int64_t>& a, const std::vector<int64_t>* b) const override {
+    Encoding encoding;
+    auto& ids = encoding.input_ids;
+    ids.push_back(special_.cls);
+    ids.insert(ids.end(), a.begin(), a.end());
+    ids.push_back(special_.sep);
+    if (b) {
+      ids.push_back(special_.sep);
+      ids.insert(ids.end(), b->begin(), b->end());
+      ids.push_back(special_.sep);
+    }
+    encoding.token_type_ids.assign(ids.size(), 0);  // RoBERTa has a single token type
+    return encoding;
+  }
+
+  int64_t num_special_tokens(bool pair) const override { return pair ? 4 : 2; }
+
+  std::string fingerprint() const override { return fingerprint_; }
+
+ private:
+  // Calls visit(token text, id) for each token of `text`, in order. An added token's text is the
+  // part of the input it took, the whitespace an lstrip token absorbed included, as in HF.
+  // Truncating, HF stops after the first word that brings the count (added tokens included) to
+  // max_tokens; an added token itself never stops it.
+  template <typename Visit>
+  void for_each_token(const std::string& text, Visit&& visit,
+                      std::size_t max_tokens = std::numeric_limits<std::size_t>::max()) const {
+    std::size_t count = 0;
+    for (const tokenize::TextSegment& segment : tokenize::split_on_added_tokens(text, added_tokens_)) {
+      if (segment.added_token_id) {
+        visit(segment.text, *segment.added_token_id);
+        ++count;
+        continue;
+      }
+      // HF's ByteLevel(add_prefix_space) gives every part between added tokens its leading space.
+      std::string plain(segment.text);
+      if (add_prefix_space_ && plain.front() != ' ') plain.insert(0, 1, ' ');
+      for (const std::string_view word : split_gpt2_words(plain)) {
+        const std::vector<int64_t> ids = encode_word(word);
+        for (const int64_t id : ids) visit(id_to_token_[static_cast<std::size_t>(id)], id);
+        count += ids.size();
+        if (count >= max_tokens) return;
+      }
+    }
+  }
+
+  // The ids of one pre-tokenized word, cached: the same words recur all through a dataset.
+  std::vector<int64_t> encode_word(std::string_view word) const {
+    const std::string key(word);
+    {
+      std::lock_guard<std::mutex> lock(cache_mutex_);
+      const auto it = cache_.find(key);
+      if (it != cache_.end()) return it->second;
+    }
+    std::vector<int64_t> ids = merge_word(word);
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    if (cache_.size() >= kMaxCachedWords) cache_.clear();
+    cache_.emplace(key, ids);
+    return ids;
+  }
+
+  // One symbol per byte, then the lowest-ranked adjacent pair is merged (the leftmost on a tie)
+  // until no pair has a merge: the order HF's priority queue produces.
+  std::vector<int64_t> merge_word(std::string_view word) const {
+    std::vector<int64_t> symbols;
+    for (const char byte : word) {
+      // A byte char missing from the vocabulary is dropped, as HF's BPE does without an unk token.
+      if (auto id = token_to_id(byte_to_char()[static_cast<unsigned char>(byte)])) symbols.push_back(*id);
+    }
+    while (symbols.size() > 1) {
+      std::size_t best = symbols.size();
+      Merge best_merge{std::numeric_limits<int64_t>::max(), 0};
+      for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
+        const auto it = merges_.find(pair_key(symbols[i], symbols[i + 1]));
+        if (it != merges_.end() && it->second.rank < best_merge.rank) best = i, best_merge = it->second;
+      }
+      if (best == symbols.size()) break;
+      symbols[best] = best_merge.merged_id;
+      symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    }
+    return symbols;
+  }
+
+  static constexpr std::size_t kMaxCachedWords = 100000;
+
+  Vocabulary vocab_;
+  MergeTable merges_;
+  bool add_prefix_space_;
+  std::string fingerprint_;
+  std::vector<std::string> id_to_token_;
+  SpecialTokenIds special_;
+  std::vector<AddedToken> added_tokens_;
+  mutable std::mutex cache_mutex_;
+  mutable std::unordered_map<std::string, std::vector<int64_t>> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> load_byte_level_bpe_tokenizer(const TokenizerOptions& options) {
+  if (options.vocab_file.empty()) throw input_error("tokenizer: bpe needs vocab.json (vocab_file)");
+  if (options.merges_file.empty()) throw input_error("tokenizer: bpe needs merges.txt (merges_file)");
+  const std::string vocab_bytes = tokenize::read_file_bytes(options.vocab_file);
+  const std::string merges_bytes = tokenize::read_file_bytes(options.merges_file);
+  Vocabulary vocab = parse_vocab_json(options.vocab_file, vocab_bytes);
+  MergeTable merges = parse_merges_txt(options.merges_file, merges_bytes, vocab);
+  const std::string fingerprint = std::string("bpe;add_prefix_space=") + (options.add_prefix_space ? "1" : "0") +
+                                  ";vocab=" + tokenize::content_hash(vocab_bytes) +
+                                  ";merges=" + tokenize::content_hash(merges_bytes);
+  return std::make_unique<ByteLevelBpeTokenizer>(std::move(vocab), std::move(merges), options.vocab_file,
+                                                 options.add_prefix_space, fingerprint);
+}
+
+}  // namespace tbench

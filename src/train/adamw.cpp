@@ -1,0 +1,223 @@
+// AdamW as a per-tensor loop (LibTorch's own), as multi-tensor _foreach_* ops, and as the fused
+// kernel, all with the same arithmetic:
+//   p *= 1 - lr * wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// `t` counts each parameter's own updates, so a skipped fp16 step does not advance it.
+#include <cmath>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "tbench/errors.hpp"
+#include "tbench/optimizer.hpp"
+#include "tbench/torch_features.hpp"
+
+namespace tbench {
+namespace {
+
+// LibTorch's torch::optim::AdamW: a handful of kernels per parameter per step.
+class LoopAdamW : public Optimizer {
+ public:
+  LoopAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) {
+    std::vector<torch::optim::OptimizerParamGroup> param_groups;
+    for (auto& group : groups) {
+      auto options = std::make_unique<torch::optim::AdamWOptions>(
+          torch::optim::AdamWOptions(s.lr).betas({s.beta1, s.beta2}).eps(s.eps).weight_decay(group.weight_decay));
+      param_groups.emplace_back(std::move(group.params), std::move(options));
+    }
+    adamw_ = std::make_unique<torch::optim::AdamW>(std::move(param_groups), torch::optim::AdamWOptions(s.lr));
+  }
+  OptimizerImpl impl() const override { return OptimizerImpl::loop; }
+  void set_lr(double lr) override {
+    for (auto& group : adamw_->param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  }
+  void step() override { adamw_->step(); }
+
+ private:
+  std::unique_ptr<torch::optim::AdamW> adamw_;
+};
+
+// Per-parameter state shared by the multi-tensor implementations.
+struct MomentState {
+  torch::Tensor exp_avg, exp_avg_sq;
+  int64_t steps = 0;
+};
+
+// The parameters of a group that have a gradient this step, with their state (created on first use).
+struct StepTensors {
+  std::vector<torch::Tensor> params, grads, exp_avgs, exp_avg_sqs;
+  std::vector<MomentState*> states;
+};
+
+class MomentStore {
+ public:
+  StepTensors gather(const AdamWGroup& group) {
+    StepTensors t;
+    for (const auto& p : group.params) {
+      if (!p.grad().defined()) continue;
+      MomentState& state = state_for(p);
+      t.params.push_back(p.detach());
+      t.grads.push_back(p.grad().detach());
+      t.exp_avgs.push_back(state.exp_avg);
+      t.exp_avg_sqs.push_back(state.exp_avg_sq);
+      t.states.push_back(&state);
+    }
+    return t;
+  }
+
+ private:
+  MomentState& state_for(const torch::Tensor& p) {
+    auto [it, inserted] = states_.try_emplace(p.unsafeGetTensorImpl());
+    if (inserted) {
+      it->second.exp_avg = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+      it->second.exp_avg_sq = torch::zeros_like(p, torch::MemoryFormat::Preserve);
+    }
+    return it->second;
+  }
+
+  std::unordered_map<const c10::TensorImpl*, MomentState> states_;
+};
+
+// One launch per op over all tensors of a group (the kernels PyTorch's foreach=True uses). The
+// bias corrections differ per parameter only if some parameter missed a step, so they are passed
+// as per-tensor scalar lists.
+class ForeachAdamW : public Optimizer {
+ public:
+  ForeachAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) : groups_(std::move(groups)), settings_(s) {}
+  OptimizerImpl impl() const override { return OptimizerImpl::foreach; }
+  void set_lr(double lr) override { settings_.lr = lr; }
+
+  void step() override {
+    torch::NoGradGuard no_grad;
+    for (const auto& group : groups_) step_group(group);
+  }
+
+ private:
+  void step_group(const AdamWGroup& group) {
+    StepTensors t = moments_.gather(group);
+    if (t.params.empty()) return;
+    const AdamWSettings& s = settings_;
+    if (group.weight_decay != 0) at::_foreach_mul_(t.params, 1.0 - s.lr * group.weight_decay);
+
+    std::vector<at::Scalar> neg_step_sizes, bias2_sqrts;
+    for (MomentState* state : t.states) {
+      state->steps += 1;
+      const auto n = static_cast<double>(state->steps);
+      neg_step_sizes.emplace_back(-s.lr / (1.0 - std::pow(s.beta1, n)));
+      bias2_sqrts.emplace_back(std::sqrt(1.0 - std::pow(s.beta2, n)));
+    }
+    at::_foreach_mul_(t.exp_avgs, s.beta1);
+    at::_foreach_add_(t.exp_avgs, t.grads, 1.0 - s.beta1);
+    at::_foreach_mul_(t.exp_avg_sqs, s.beta2);
+    at::_foreach_addcmul_(t.exp_avg_sqs, t.grads, t.grads, 1.0 - s.beta2);
+    auto denoms = at::_foreach_sqrt(t.exp_avg_sqs);
+    at::_foreach_div_(denoms, bias2_sqrts);
+    at::_foreach_add_(denoms, s.eps);
+    at::_foreach_addcdiv_(t.params, t.exp_avgs, denoms, neg_step_sizes);
+  }
+
+  std::vector<AdamWGroup> groups_;
+  AdamWSettings settings_;
+  MomentStore moments_;
+};
+
+#if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
+// NOT COMPILED in the CPU build (LibTorch 1.13 has no _fused_adamw_): written against torch 2.x.
+// One kernel for the whole update of a group. Its step counters are float tensors on the
+// device, advanced here before the kernel as PyTorch's AdamW(fused=True) does; with found_inf
+// the kernel itself skips the update and the counters are moved back by found_inf, so an fp16
+// overflow costs no host synchronisation.
+class FusedAdamW : public Optimizer {
+ public:
+  FusedAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) : groups_(std::move(groups)), settings_(s) {}
+  OptimizerImpl impl() const override { return OptimizerImpl::fused; }
+  void set_lr(double lr) override { settings_.lr = lr; }
+  void step() override { step_all({}); }
+  void step_unless_inf(const torch::Tensor& found_inf) override { step_all(found_inf); }
+  bool skips_on_device() const override { return true; }
+
+ private:
+  void step_all(const torch::Tensor& found_inf) {
+    torch::NoGradGuard no_grad;
+    for (const auto& group : groups_) step_group(group, found_inf);
+  }
+
+  void step_group(const AdamWGroup& group, const torch::Tensor& found_inf) {
+    StepTensors t = moments_.gather(group);
+    if (t.params.empty()) return;
+    std::vector<torch::Tensor> counters;
+    for (const auto& p : t.params) counters.push_back(counter_for(p));
+    at::_foreach_add_(counters, 1.0);
+    const AdamWSettings& s = settings_;
+    if (!found_inf.defined()) {
+      at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters, s.lr,
+                        s.beta1, s.beta2, group.weight_decay, s.eps, /*amsgrad=*/false, /*maximize=*/false,
+                        /*grad_scale=*/{}, /*found_inf=*/{});
+      return;
+    }
+    // The counters are 0-dim, as PyTorch keeps them; the scaler's flag is [1].
+    const torch::Tensor inf = found_inf.reshape({});
+    at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters, s.lr, s.beta1,
+                      s.beta2, group.weight_decay, s.eps, /*amsgrad=*/false, /*maximize=*/false,
+                      /*grad_scale=*/{}, inf);
+    at::_foreach_sub_(counters, std::vector<torch::Tensor>(counters.size(), inf));
+  }
+
+  torch::Tensor counter_for(const torch::Tensor& p) {
+    auto [it, inserted] = counters_.try_emplace(p.unsafeGetTensorImpl());
+    if (inserted) it->second = torch::zeros({}, p.options().dtype(torch::kFloat));
+    return it->second;
+  }
+
+  std::vector<AdamWGroup> groups_;
+  AdamWSettings settings_;
+  MomentStore moments_;
+  std::unordered_map<const c10::TensorImpl*, torch::Tensor> counters_;
+};
+#endif
+
+}  // namespace
+
+const char* to_string(OptimizerImpl impl) {
+  switch (impl) {
+    case OptimizerImpl::automatic: return "auto";
+    case OptimizerImpl::loop: return "loop";
+    case OptimizerImpl::foreach: return "foreach";
+    case OptimizerImpl::fused: return "fused";
+  }
+  return "?";
+}
+
+OptimizerImpl parse_optimizer_impl(const std::string& text) {
+  for (auto impl : {OptimizerImpl::automatic, OptimizerImpl::loop, OptimizerImpl::foreach, OptimizerImpl::fused}) {
+    if (text == to_string(impl)) return impl;
+  }
+  throw std::invalid_argument("unknown optimizer implementation '" + text + "'");
+}
+
+OptimizerImpl resolve_optimizer_impl(OptimizerImpl requested, bool on_cuda) {
+  if (requested != OptimizerImpl::automatic) return requested;
+  return on_cuda && features::fused_adamw(true) ? OptimizerImpl::fused : OptimizerImpl::foreach;
+}
+
+void Optimizer::step_unless_inf(const torch::Tensor&) {
+  throw std::logic_error(std::string("the ") + to_string(impl()) + " AdamW cannot skip a step on the device");
+}
+
+std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup> groups, const AdamWSettings& settings,
+                                      const torch::Device& device) {
+  switch (resolve_optimizer_impl(impl, device.is_cuda())) {
+    case OptimizerImpl::loop: return std::make_unique<LoopAdamW>(std::move(groups), settings);
+    case OptimizerImpl::foreach: return std::make_unique<ForeachAdamW>(std::move(groups), settings);
+    case OptimizerImpl::fused:
+#if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
+      if (features::fused_adamw(device.is_cuda())) return std::make_unique<FusedAdamW>(std::move(groups), settings);
+#endif
+      throw input_error(std::string("train.optimizer_impl: fused AdamW needs torch >= ") +
+                        (device.is_cuda() ? "2.0 with CUDA" : "2.4 on CPU") + "; this build has LibTorch " +
+                        TORCH_VERSION + " (use foreach or loop)");
+    case OptimizerImpl::automatic: break;
+  }
+  throw std::logic_error("unresolved optimizer implementation");
+}
+
+}  // namespace tbench

@@ -1,0 +1,211 @@
+// End-to-end: text datasets through the built binary — a CSV of generated reviews with a
+// vocab.txt, the result's data section, the token cache, and every kind of bad data input.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "support/cli.hpp"
+#include "support/json_schema.hpp"
+#include "tbench/embedded.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+using testing::run_tbench;
+using testing::ScratchDir;
+
+const std::vector<std::string> kGood = {"great", "wonderful", "moving", "superb", "loved", "charming"};
+const std::vector<std::string> kBad = {"boring", "awful", "dull", "weak", "hated", "clumsy"};
+const std::vector<std::string> kNeutral = {"the", "film", "movie", "plot", "actors", "was", "and", "a", "story",
+                                           "of", "ending", "music", "it", "this", "scene", "i"};
+
+// IMDB-like reviews: a right-skewed number of words, the label carried by the sentiment words.
+std::string make_reviews_csv(int rows, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::lognormal_distribution<double> words(3.0, 0.6);
+  std::ostringstream csv;
+  csv << "review,sentiment\n";
+  for (int r = 0; r < rows; ++r) {
+    const bool positive = rng() % 2 == 0;
+    const auto& mood = positive ? kGood : kBad;
+    const int n = std::max(3, std::min(200, static_cast<int>(words(rng))));
+    std::string text;
+    for (int w = 0; w < n; ++w) {
+      const bool sentiment = rng() % 4 == 0;
+      std::string word = sentiment ? mood[rng() % mood.size()] : kNeutral[rng() % kNeutral.size()];
+      if (w == 0) word[0] = static_cast<char>(std::toupper(word[0]));  // cased text, uncased model
+      text += (w ? " " : "") + word + (w % 9 == 8 ? "," : "");
+    }
+    csv << '"' << text << ".\"," << (positive ? "positive" : "negative") << "\n";
+  }
+  return csv.str();
+}
+
+std::string make_vocab_txt() {
+  std::string vocab = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n.\n,\n";
+  for (const auto* list : {&kGood, &kBad, &kNeutral}) {
+    for (const auto& w : *list) vocab += w + "\n";
+  }
+  for (char c = 'a'; c <= 'z'; ++c) {
+    if (c != 'a' && c != 'i') vocab += std::string(1, c) + "\n";  // "a" and "i" are words above
+    vocab += "##" + std::string(1, c) + "\n";
+  }
+  return vocab;
+}
+
+class DataCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    csv = dir.write("reviews.csv", make_reviews_csv(240, 5));
+    dir.write("tok/vocab.txt", make_vocab_txt());
+  }
+  json text_spec(const std::string& output) const {
+    json spec = testing::tiny_spec(output);
+    spec["data"] = {{"source", "text"},
+                    {"path", csv},
+                    {"text_column", "review"},
+                    {"label_column", "sentiment"},
+                    {"seq_len", 64},
+                    {"eval_fraction", 0.1},
+                    {"padding", "longest"},
+                    {"tokenizer", {{"path", dir.file("tok")}}},
+                    {"cache_dir", dir.file("cache")}};
+    spec["train"]["epochs"] = 1;
+    return spec;
+  }
+  std::string write_spec(const json& spec, const std::string& name = "spec.json") const {
+    return dir.write(name, spec.dump(2));
+  }
+  ScratchDir dir;
+  std::string csv;
+};
+
+TEST_F(DataCli, ReviewsCsvRunsEndToEndWithPaddingEfficiencyDataWaitAndEval) {
+  const std::string out = dir.file("out/reviews.json");
+  const auto r = run_tbench("run --quiet " + write_spec(text_spec(out)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = testing::read_json(out);
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+
+  const json& data = result["data"];
+  EXPECT_EQ(data["source"], "text");
+  EXPECT_EQ(data["samples"], 240);
+  EXPECT_EQ(data["eval_samples"], 24);
+  EXPECT_EQ(data["train_samples"], 216);
+  EXPECT_EQ(data["label_names"], json({"negative", "positive"}));
+  EXPECT_EQ(data["tokenizer"]["kind"], "wordpiece");
+  EXPECT_EQ(data["tokenizer"]["lowercase"], true);  // uncased model: "The" is "the"
+  EXPECT_EQ(data["cache"]["hit"], false);
+  EXPECT_GT(data["truncated_samples"].get<int>(), 0);  // the longest reviews exceed 64 tokens
+  EXPECT_LE(data["lengths"]["max"].get<int>(), 64);
+
+  const json& summary = result["summary"];
+  const double efficiency = summary["padding_efficiency"];
+  EXPECT_GT(efficiency, 0.5);
+  EXPECT_LE(efficiency, 1.0);
+  EXPECT_TRUE(summary["data_ms"]["median"].is_number());
+  for (const auto& it : result["iterations"]) {
+    EXPECT_LE(it["tokens"].get<int64_t>(), 8 * 64);
+    EXPECT_LE(it["real_tokens"].get<int64_t>(), it["tokens"].get<int64_t>());
+    EXPECT_GE(it["data_seconds"].get<double>(), 0);
+  }
+  const json& eval = result["epochs"][0]["eval"];
+  ASSERT_TRUE(eval.is_object());
+  EXPECT_EQ(eval["samples"], 24);
+  EXPECT_GE(eval["accuracy"].get<double>(), 0);
+
+  // The second run reads the tokens from the cache, and trains on the same samples.
+  const std::string again = dir.file("out/again.json");
+  const auto r2 = run_tbench("run --quiet " + write_spec(text_spec(again), "again.json"));
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  const json second = testing::read_json(again);
+  EXPECT_EQ(second["data"]["cache"]["hit"], true);
+  EXPECT_EQ(second["data"]["lengths"], data["lengths"]);
+  EXPECT_EQ(second["iterations"][0]["loss"], result["iterations"][0]["loss"]);
+}
+
+TEST_F(DataCli, MaxLengthPaddingComputesEveryPosition) {
+  json spec = text_spec(dir.file("fixed.json"));
+  spec["data"]["padding"] = "max_length";
+  const auto r = run_tbench("run --quiet " + write_spec(spec));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = testing::read_json(dir.file("fixed.json"));
+  for (const auto& it : result["iterations"]) EXPECT_EQ(it["tokens"].get<int64_t>(), 8 * 64);
+  EXPECT_LT(result["summary"]["padding_efficiency"].get<double>(), 0.9);
+}
+
+TEST_F(DataCli, PreTokenizedJsonlAndShapedSyntheticData) {
+  const std::string jsonl = dir.write("tokens.jsonl", "{\"input_ids\": [2, 40, 41, 3], \"label\": 0}\n"
+                                                      "{\"input_ids\": [2, 42, 3], \"label\": 1}\n");
+  json spec = testing::tiny_spec(dir.file("tok.json"));
+  spec["data"] = {{"source", "tokenized"}, {"path", jsonl}, {"seq_len", 16}, {"padding", "longest"}};
+  spec["train"]["batch_size"] = 2;
+  auto r = run_tbench("run --quiet " + write_spec(spec));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(testing::read_json(dir.file("tok.json"))["iterations"][0]["tokens"], 8);  // 2 x longest (4)
+
+  const std::string histogram = dir.write("lengths.txt", "10 1\n30 1\n");
+  spec = testing::tiny_spec(dir.file("shaped.json"));
+  spec["data"]["lengths"] = {{"distribution", "histogram"}, {"histogram", histogram}};
+  spec["data"]["seq_len"] = 32;
+  r = run_tbench("run --quiet " + write_spec(spec));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json shaped = testing::read_json(dir.file("shaped.json"));
+  EXPECT_EQ(shaped["data"]["lengths"]["min"], 10);
+  EXPECT_EQ(shaped["data"]["lengths"]["max"], 30);
+}
+
+struct BadData {
+  std::string what;
+  std::function<void(json&, const ScratchDir&)> change;
+  std::vector<std::string> message;  // parts the error must name
+};
+
+TEST_F(DataCli, BadDataInputExitsTwoNamingFileLineOrField) {
+  const std::vector<BadData> cases = {
+      {"missing file", [](json& s, const ScratchDir& d) { s["data"]["path"] = d.file("nope.csv"); },
+       {"data.path", "nope.csv"}},
+      {"malformed line",
+       [](json& s, const ScratchDir& d) { s["data"]["path"] = d.write("bad.csv", "review,sentiment\nok,positive\n\"open,negative\n"); },
+       {"bad.csv:3:", "never closed"}},
+      {"unknown label",
+       [](json& s, const ScratchDir& d) {
+         s["data"]["path"] = d.write("labels.csv", "review,sentiment\ngood,positive\nmeh,neutral\n");
+         s["data"]["labels"] = {"negative", "positive"};
+       },
+       {"labels.csv:3:", "unknown label 'neutral'"}},
+      {"empty dataset", [](json& s, const ScratchDir& d) { s["data"]["path"] = d.write("empty.csv", "review,sentiment\n"); },
+       {"empty.csv", "empty"}},
+      {"wrong column", [](json& s, const ScratchDir&) { s["data"]["text_column"] = "text"; },
+       {"data.text_column", "no column 'text'"}},
+      {"vocabulary of another model",
+       [](json& s, const ScratchDir& d) {
+         std::string big = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n";
+         for (int i = 0; i < 1200; ++i) big += "w" + std::to_string(i) + "\n";
+         d.write("big/vocab.txt", big);
+         s["data"]["tokenizer"]["path"] = d.file("big");
+       },
+       {"data.tokenizer", "1205 tokens", "tiny-bert"}},
+      {"no tokenizer files", [](json& s, const ScratchDir& d) { s["data"]["tokenizer"]["path"] = d.path(); },
+       {"data.tokenizer.path", "vocab.txt"}},
+      {"tokenizer of another family", [](json& s, const ScratchDir&) { s["data"]["tokenizer"]["kind"] = "bpe"; },
+       {"data.tokenizer.kind", "tiny-bert"}},
+      {"too few samples for a step",
+       [](json& s, const ScratchDir& d) { s["data"]["path"] = d.write("few.csv", "review,sentiment\na,positive\nb,negative\n"); },
+       {"data.path", "fewer than one optimizer step"}},
+  };
+  for (const auto& c : cases) {
+    json spec = text_spec(dir.file("bad.json"));
+    c.change(spec, dir);
+    const auto r = run_tbench("run --quiet " + write_spec(spec, "bad-spec.json"));
+    EXPECT_EQ(r.exit_code, 2) << c.what << "\n" << r.err;
+    for (const auto& part : c.message) EXPECT_NE(r.err.find(part), std::string::npos) << c.what << ": " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad.json"))) << c.what << ": nothing half-written";
+  }
+}
+
+}  // namespace
+}  // namespace tbench

@@ -1,0 +1,365 @@
+// The data pipeline: synthetic lengths, text and tokenized files (and their errors), labels,
+// collation, the epoch planner (bucketing, drop_last, data-parallel shares), the background
+// loader and the token cache.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "tbench/data_sources.hpp"
+#include "tbench/errors.hpp"
+
+namespace tbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DataFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("tbench-data-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto path = (dir_ / name).string();
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  fs::path dir_;
+};
+
+// Expects `f` to throw a bad-input Error whose message contains every one of `parts`.
+template <typename F>
+void expect_input_error(F f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << "\nmissing: " << p;
+  }
+}
+
+TokenizedSamples samples_of_lengths(const std::vector<int64_t>& lengths) {
+  TokenizedSamples s;
+  int64_t next = 10;
+  for (std::size_t i = 0; i < lengths.size(); ++i) {
+    std::vector<int64_t> ids(static_cast<std::size_t>(lengths[i]));
+    std::iota(ids.begin(), ids.end(), next);
+    next += lengths[i];
+    s.add(ids, {}, static_cast<int64_t>(i % 2));
+  }
+  return s;
+}
+
+// --- synthetic ----------------------------------------------------------------------------------
+
+TEST(SyntheticData, SeededAvoidsPaddingAndLabelsFollowTheSecondToken) {
+  const SyntheticOptions o{16, 12, 50, 1, 3, 5, {}};
+  const auto a = make_synthetic_samples(o), b = make_synthetic_samples(o);
+  SyntheticOptions other = o;
+  other.seed = 6;
+  EXPECT_EQ(a.ids, b.ids);
+  EXPECT_NE(a.ids, make_synthetic_samples(other).ids);
+  EXPECT_EQ(a.ids.size(), 16u * 12u);
+  for (const int32_t id : a.ids) EXPECT_NE(id, 1);
+  for (int64_t i = 0; i < a.size(); ++i) EXPECT_EQ(a.labels[static_cast<std::size_t>(i)], a.ids[static_cast<std::size_t>(i * 12 + 1)] % 3);
+}
+
+TEST(SyntheticData, LengthDistributionsStayInBoundsWithTheRequestedShape) {
+  LengthDistribution d;
+  d.min_length = 8;
+  for (const std::string kind : {"uniform", "normal", "lognormal"}) {
+    d.kind = kind;
+    d.mean = 100;
+    d.stddev = 30;
+    const auto lengths = sample_lengths(d, 4000, 256, 3);
+    EXPECT_EQ(lengths, sample_lengths(d, 4000, 256, 3)) << kind;
+    const double mean = std::accumulate(lengths.begin(), lengths.end(), 0.0) / 4000.0;
+    for (const int64_t l : lengths) ASSERT_TRUE(l >= 8 && l <= 256) << kind << " " << l;
+    const double expected = kind == "uniform" ? (8 + 256) / 2.0 : 100.0;
+    EXPECT_NEAR(mean, expected, 0.05 * expected) << kind;
+  }
+  d.kind = "lognormal";  // right-skewed: the median sits below the mean
+  auto lengths = sample_lengths(d, 4000, 1000, 3);
+  std::sort(lengths.begin(), lengths.end());
+  EXPECT_LT(lengths[2000], 100);
+}
+
+TEST_F(DataFiles, HistogramLengthsComeFromTheFile) {
+  LengthDistribution d;
+  d.kind = "histogram";
+  d.histogram = read_length_histogram(write("h.txt", "# length count\n20 3\n\n40,1\n300 5\n"));
+  const auto lengths = sample_lengths(d, 2000, 128, 1);
+  const std::set<int64_t> seen(lengths.begin(), lengths.end());
+  EXPECT_EQ(seen, (std::set<int64_t>{20, 40, 128}));  // 300 clipped to seq_len
+  const auto twenties = std::count(lengths.begin(), lengths.end(), 20);
+  EXPECT_NEAR(static_cast<double>(twenties) / 2000.0, 3.0 / 9.0, 0.04);
+  expect_input_error([&] { read_length_histogram(write("bad.txt", "20 3\ntwenty 4\n")); }, {"bad.txt:2:", "length count"});
+  expect_input_error([&] { read_length_histogram(write("zero.txt", "20 0\n")); }, {"zero.txt", "empty"});
+  expect_input_error([&] { read_length_histogram((dir_ / "missing.txt").string()); }, {"missing.txt", "cannot read"});
+}
+
+// --- text files ---------------------------------------------------------------------------------
+
+TEST_F(DataFiles, CsvHandlesQuotesCommasNewlinesAndReportsRowLines) {
+  const auto path = write("reviews.csv",
+                          "review,sentiment\n"
+                          "\"Great film, loved it\",positive\n"
+                          "\"He said \"\"wow\"\"\nand left\",negative\r\n"
+                          "plain,positive\n");
+  TextFileOptions o{path, "auto", "review", "", "sentiment", 0};
+  const auto rows = read_text_rows(o);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].text, "Great film, loved it");
+  EXPECT_EQ(rows[1].text, "He said \"wow\"\nand left");
+  EXPECT_EQ(rows[1].label, "negative");
+  EXPECT_EQ(rows[2].line, 5);  // the quoted newline moved it down one line
+  o.max_rows = 2;
+  EXPECT_EQ(read_text_rows(o).size(), 2u);
+}
+
+TEST_F(DataFiles, TsvAndJsonlWithPairs) {
+  const auto tsv = write("pairs.tsv", "s1\ts2\tlabel\nA cat.\tA dog.\t1\nx\ty\t0\n");
+  const auto rows = read_text_rows({tsv, "auto", "s1", "s2", "label", 0});
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].pair, "A dog.");
+  const auto jsonl = write("d.jsonl", "{\"text\": \"caf\\u00e9\", \"label\": 1}\n\n{\"text\": \"b\", \"label\": \"pos\"}\n");
+  const auto j = read_text_rows({jsonl, "auto", "text", "", "label", 0});
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0].text, "caf\xC3\xA9");
+  EXPECT_EQ(j[0].label, "1");
+  EXPECT_EQ(j[1].line, 3);
+}
+
+TEST_F(DataFiles, BadTextFilesNameTheFileAndLine) {
+  expect_input_error([&] { read_text_rows({write("a.csv", "text,label\n\"never closed,1\n"), "auto", "text", "", "label", 0}); },
+                     {"a.csv:2:", "never closed"});
+  expect_input_error([&] { read_text_rows({write("b.csv", "text,label\nok,1\ntoo,many,fields\n"), "auto", "text", "", "label", 0}); },
+                     {"b.csv:3:", "expected 2 fields"});
+  expect_input_error([&] { read_text_rows({write("c.csv", "review,label\nok,1\n"), "auto", "text", "", "label", 0}); },
+                     {"c.csv:1:", "data.text_column", "no column 'text'", "review"});
+  expect_input_error([&] { read_text_rows({write("d.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"text\": \n"), "auto", "text", "", "label", 0}); },
+                     {"d.jsonl:2:", "not a JSON object"});
+  expect_input_error([&] { read_text_rows({write("e.jsonl", "{\"txt\": \"a\", \"label\": 1}\n"), "auto", "text", "", "label", 0}); },
+                     {"e.jsonl:1:", "no key 'text'"});
+  expect_input_error([&] { read_text_rows({write("f.csv", "text,label\n"), "auto", "text", "", "label", 0}); }, {"f.csv", "empty"});
+  expect_input_error([&] { read_text_rows({write("g.csv", ""), "auto", "text", "", "label", 0}); }, {"g.csv", "empty"});
+  expect_input_error([&] { read_text_rows({write("h.txt", "x"), "auto", "text", "", "label", 0}); }, {"h.txt", "data.format"});
+  expect_input_error([&] { read_text_rows({(dir_ / "none.csv").string(), "auto", "text", "", "label", 0}); }, {"none.csv", "cannot read"});
+}
+
+TEST(Labels, NamesIndicesAndSortedDiscovery) {
+  std::vector<std::string> names;
+  EXPECT_EQ(resolve_labels({"positive", "negative", "positive"}, {2, 3, 4}, names, 2, "f.csv"),
+            (std::vector<int64_t>{1, 0, 1}));
+  EXPECT_EQ(names, (std::vector<std::string>{"negative", "positive"}));
+  names = {"pos", "neg"};
+  EXPECT_EQ(resolve_labels({"neg", "1", "pos"}, {2, 3, 4}, names, 2, "f.csv"), (std::vector<int64_t>{1, 1, 0}));
+  names.clear();
+  EXPECT_EQ(resolve_labels({"0", "2", "1"}, {2, 3, 4}, names, 3, "f.csv"), (std::vector<int64_t>{0, 2, 1}));
+  EXPECT_TRUE(names.empty());
+  names = {"pos", "neg"};
+  expect_input_error([&] { resolve_labels({"pos", "meh"}, {2, 7}, names, 2, "f.csv"); }, {"f.csv:7:", "unknown label 'meh'", "pos, neg"});
+  names.clear();
+  expect_input_error([&] { resolve_labels({"0", "5"}, {2, 3}, names, 2, "f.csv"); }, {"f.csv:3:", "label '5'"});
+  names.clear();
+  expect_input_error([&] { resolve_labels({"a", "b", "c"}, {2, 3, 4}, names, 2, "f.csv"); }, {"3 distinct labels", "num_labels"});
+}
+
+TEST_F(DataFiles, TokenizedJsonlIsCheckedAgainstTheVocabulary) {
+  std::vector<std::string> names;
+  const auto path = write("t.jsonl",
+                          "{\"input_ids\": [101, 7, 8, 102], \"label\": 1}\n"
+                          "{\"input_ids\": [101, 9, 9, 9, 9, 9, 102], \"token_type_ids\": [0,0,0,0,1,1,1], \"label\": 0}\n");
+  const auto s = read_tokenized_jsonl(path, "label", 5, 200, 2, names, 0);
+  ASSERT_EQ(s.size(), 2);
+  EXPECT_EQ(s.length(0), 4);
+  EXPECT_EQ(s.length(1), 5);  // cut to seq_len
+  EXPECT_EQ(s.truncated, 1);
+  EXPECT_EQ(s.type_ids.size(), s.ids.size());
+  EXPECT_EQ(s.labels, (std::vector<int64_t>{1, 0}));
+  expect_input_error([&] { read_tokenized_jsonl(write("u.jsonl", "{\"input_ids\": [1, 2], \"label\": 0}\n{\"input_ids\": [1, 999], \"label\": 0}\n"), "label", 8, 200, 2, names, 0); },
+                     {"u.jsonl:2:", "999", "vocabulary"});
+  expect_input_error([&] { read_tokenized_jsonl(write("v.jsonl", "{\"input_ids\": [], \"label\": 0}\n"), "label", 8, 200, 2, names, 0); },
+                     {"v.jsonl:1:", "empty"});
+  expect_input_error([&] { read_tokenized_jsonl(write("w.jsonl", "\n\n"), "label", 8, 200, 2, names, 0); }, {"w.jsonl", "empty"});
+}
+
+// --- batches ------------------------------------------------------------------------------------
+
+TEST(Collate, PadsToMaxLengthOrTheLongestOnTheRightSide) {
+  const auto s = samples_of_lengths({3, 5, 2});
+  CollateOptions o{8, Padding::max_length, 0, 0, false};
+  const Batch fixed = collate(s, {0, 1, 2}, o);
+  EXPECT_EQ(fixed.inputs.input_ids.sizes(), (torch::IntArrayRef{3, 8}));
+  EXPECT_EQ(fixed.tokens, 24);
+  EXPECT_EQ(fixed.real_tokens, 10);
+  o.padding = Padding::longest;
+  const Batch dynamic = collate(s, {0, 2}, o);
+  EXPECT_EQ(dynamic.inputs.input_ids.sizes(), (torch::IntArrayRef{2, 3}));
+  EXPECT_TRUE(torch::equal(dynamic.inputs.attention_mask[1], torch::tensor({1, 1, 0}, torch::kLong)));
+  EXPECT_EQ(dynamic.inputs.input_ids[1][2].item<int64_t>(), 0);
+  o.pad_left = true;  // XLNet
+  o.pad_type_id = 3;
+  const Batch left = collate(s, {0, 2}, o);
+  EXPECT_EQ(left.inputs.input_ids[1][0].item<int64_t>(), 0);
+  EXPECT_EQ(left.inputs.input_ids[1][1].item<int64_t>(), s.ids[8]);  // sample 2 is ids[8..10)
+  EXPECT_EQ(left.inputs.input_ids[1][2].item<int64_t>(), s.ids[9]);
+  EXPECT_EQ(left.inputs.token_type_ids[1][0].item<int64_t>(), 3);
+  EXPECT_EQ(left.inputs.attention_mask[1][0].item<int64_t>(), 0);
+}
+
+std::vector<int64_t> all_samples(const std::vector<StepBatches>& plan) {
+  std::vector<int64_t> out;
+  for (const auto& step : plan) {
+    for (const auto& micro : step) out.insert(out.end(), micro.begin(), micro.end());
+  }
+  return out;
+}
+
+TEST(EpochPlan, StepsMicroBatchesAndDropLast) {
+  const auto s = samples_of_lengths(std::vector<int64_t>(70, 4));
+  SamplerOptions o;
+  o.batch_size = 8;
+  o.accum_steps = 2;
+  const auto plan = plan_epoch(s, o, 1);
+  ASSERT_EQ(plan.size(), 4u);
+  EXPECT_EQ(plan[0].size(), 2u);
+  EXPECT_EQ(plan[0][1].size(), 8u);
+  EXPECT_EQ(all_samples(plan).size(), 64u);
+  o.drop_last = false;
+  const auto full = plan_epoch(s, o, 1);
+  ASSERT_EQ(full.size(), 5u);
+  EXPECT_EQ(full.back().size(), 1u);  // 6 samples: one partial micro-batch
+  EXPECT_EQ(full.back()[0].size(), 6u);
+  auto every = all_samples(full);
+  std::sort(every.begin(), every.end());
+  for (int64_t i = 0; i < 70; ++i) EXPECT_EQ(every[static_cast<std::size_t>(i)], i);
+  EXPECT_EQ(steps_per_epoch(70, o), 5);
+}
+
+TEST(EpochPlan, RanksShareEachGlobalStep) {
+  const auto s = samples_of_lengths(std::vector<int64_t>(64, 4));
+  SamplerOptions single;
+  single.batch_size = 8;
+  SamplerOptions r0 = single, r1 = single;
+  r0.batch_size = r1.batch_size = 4;
+  r0.world_size = r1.world_size = 2;
+  r1.rank = 1;
+  const auto a = plan_epoch(s, single, 2), b = plan_epoch(s, r0, 2), c = plan_epoch(s, r1, 2);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t step = 0; step < a.size(); ++step) {
+    std::multiset<int64_t> global(a[step][0].begin(), a[step][0].end());
+    std::multiset<int64_t> shares(b[step][0].begin(), b[step][0].end());
+    shares.insert(c[step][0].begin(), c[step][0].end());
+    EXPECT_EQ(global, shares) << "step " << step;
+  }
+}
+
+TEST(EpochPlan, BucketingGroupsLengthsAndPutsTheLongestStepFirst) {
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < 256; ++i) lengths.push_back(4 + (i * 37) % 120);
+  const auto s = samples_of_lengths(lengths);
+  SamplerOptions o;
+  o.batch_size = 8;
+  o.seed = 3;
+  const auto padded_tokens = [&](const std::vector<StepBatches>& plan) {
+    int64_t total = 0;
+    for (const auto& step : plan) {
+      int64_t longest = 0;
+      for (const int64_t i : step[0]) longest = std::max(longest, s.length(i));
+      total += longest * static_cast<int64_t>(step[0].size());
+    }
+    return total;
+  };
+  const auto random = plan_epoch(s, o, 1);
+  o.bucket_by_length = true;
+  const auto bucketed = plan_epoch(s, o, 1);
+  EXPECT_LT(padded_tokens(bucketed), padded_tokens(random) * 7 / 10);
+  auto a = all_samples(bucketed), b = all_samples(random);
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  EXPECT_EQ(a, b);  // the same samples, grouped differently
+  const int64_t first_longest = s.length(bucketed[0][0][0]);
+  EXPECT_EQ(first_longest, *std::max_element(lengths.begin(), lengths.end()));
+  EXPECT_NE(plan_epoch(s, o, 1)[1], plan_epoch(s, o, 2)[1]);  // a new order each epoch
+}
+
+TEST(Data, EpochOrderIsAPermutationThatChangesPerEpoch) {
+  auto first = epoch_order(20, 1, 1), second = epoch_order(20, 1, 2);
+  EXPECT_EQ(first, epoch_order(20, 1, 1));
+  EXPECT_NE(first, second);
+  std::sort(first.begin(), first.end());
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(first[static_cast<std::size_t>(i)], i);
+}
+
+TEST(BatchLoader, PrefetchedBatchesEqualDirectCollationInOrder) {
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < 40; ++i) lengths.push_back(2 + i % 9);
+  const auto s = samples_of_lengths(lengths);
+  const CollateOptions c{12, Padding::longest, 0, 0, false};
+  SamplerOptions o;
+  o.batch_size = 4;
+  o.accum_steps = 2;
+  for (const int64_t prefetch : {0, 1, 3}) {
+    BatchLoader loader(s, c, prefetch, /*pin_memory=*/false);
+    for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+      const auto plan = plan_epoch(s, o, epoch);
+      loader.start_epoch(plan);
+      for (const auto& step : plan) {
+        for (const auto& micro : step) {
+          const Batch got = loader.next(), want = collate(s, micro, c);
+          ASSERT_TRUE(torch::equal(got.inputs.input_ids, want.inputs.input_ids)) << "prefetch " << prefetch;
+          ASSERT_TRUE(torch::equal(got.labels, want.labels));
+        }
+      }
+      EXPECT_THROW(loader.next(), std::logic_error);
+    }
+  }
+}
+
+TEST(BatchLoader, AStartedEpochReplacesWhatWasQueued) {
+  const auto s = samples_of_lengths(std::vector<int64_t>(16, 3));
+  SamplerOptions o;
+  o.batch_size = 4;
+  BatchLoader loader(s, {3, Padding::max_length, 0, 0, false}, 2, false);
+  loader.start_epoch(plan_epoch(s, o, 1));
+  loader.next();  // the rest of epoch 1 stays queued, then is dropped
+  const auto second = plan_epoch(s, o, 2);
+  loader.start_epoch(second);
+  EXPECT_TRUE(torch::equal(loader.next().labels, collate(s, second[0][0], {3, Padding::max_length, 0, 0, false}).labels));
+}
+
+// --- token cache --------------------------------------------------------------------------------
+
+TEST_F(DataFiles, TokenCacheRoundTripsAndRejectsOtherKeysAndDamage) {
+  CachedSamples cached{samples_of_lengths({3, 1, 4}), {"neg", "pos"}};
+  cached.samples.type_ids.assign(cached.samples.ids.size(), 1);
+  cached.samples.truncated = 2;
+  const auto path = token_cache_path(dir_.string(), "/data/reviews.csv", "key-1");
+  EXPECT_NE(path.find("reviews-"), std::string::npos);
+  EXPECT_NE(path, token_cache_path(dir_.string(), "/data/reviews.csv", "key-2"));
+  save_token_cache(path, "key-1", cached);
+  const auto loaded = load_token_cache(path, "key-1");
+  ASSERT_TRUE(loaded);
+  EXPECT_EQ(loaded->samples.ids, cached.samples.ids);
+  EXPECT_EQ(loaded->samples.type_ids, cached.samples.type_ids);
+  EXPECT_EQ(loaded->samples.offsets, cached.samples.offsets);
+  EXPECT_EQ(loaded->samples.labels, cached.samples.labels);
+  EXPECT_EQ(loaded->samples.truncated, 2);
+  EXPECT_EQ(loaded->label_names, cached.label_names);
+  EXPECT_FALSE(load_token_cache(path, "key-2"));
+  EXPECT_FALSE(load_token_cache((dir_ / "absent.tokens").string(), "key-1"));
+  fs::resize_file(path, fs::file_size(path) - 5);  // a partial file
+  EXPECT_FALSE(load_token_cache(path, "key-1"));
+  write("junk.tokens", "not a cache");
+  EXPECT_FALSE(load_token_cache((dir_ / "junk.tokens").string(), "key-1"));
+}
+
+}  // namespace
+}  // namespace tbench

@@ -1,0 +1,166 @@
+// The speed options (train.optimizer_impl, model.attention, cuda.tf32): spec checks against what
+// this build has, what `auto` resolves to, numerical agreement of the kernels, and that the
+// step timer accounts for a CPU run's epochs.
+#include <gtest/gtest.h>
+
+#include "tbench/data_sources.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/models/classifier.hpp"
+#include "tbench/models/layers.hpp"
+#include "tbench/results.hpp"
+#include "tbench/runner.hpp"
+#include "tbench/torch_features.hpp"
+#include "tbench/trainer.hpp"
+
+namespace tbench {
+namespace {
+
+RunSpec tiny_spec(const std::vector<std::string>& overrides) {
+  SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert"})", "spec.json", false);
+  std::vector<std::string> all = {"data.num_samples=64", "data.seq_len=16", "train.batch_size=8",
+                                  "timing.warmup_steps=1"};
+  all.insert(all.end(), overrides.begin(), overrides.end());
+  apply_overrides(doc, all);
+  return resolve_spec(doc);
+}
+
+std::string input_error_of(const std::vector<std::string>& overrides) {
+  try {
+    tiny_spec(overrides);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SpeedOptions, DefaultsAreAutoAndTf32Off) {
+  const RunSpec spec = tiny_spec({});
+  EXPECT_EQ(spec.train.optimizer_impl, "auto");
+  EXPECT_EQ(spec.model.attention, "auto");
+  EXPECT_FALSE(spec.cuda.tf32);
+}
+
+TEST(SpeedOptions, Tf32OnCpuIsRefused) {
+  const auto message = input_error_of({"cuda.tf32=true"});
+  EXPECT_NE(message.find("cuda.tf32"), std::string::npos) << message;
+  EXPECT_NE(message.find("--set cuda.tf32=true"), std::string::npos) << message;
+}
+
+TEST(SpeedOptions, UnknownChoicesAreRefusedWithASuggestion) {
+  EXPECT_NE(input_error_of({"train.optimizer_impl=foreech"}).find("did you mean 'foreach'"), std::string::npos);
+  EXPECT_NE(input_error_of({"model.attention=spda"}).find("did you mean 'sdpa'"), std::string::npos);
+}
+
+TEST(SpeedOptions, KernelsThisBuildLacksAreSpecErrors) {
+  const auto fused = input_error_of({"train.optimizer_impl=fused"});
+  EXPECT_EQ(fused.empty(), features::fused_adamw(false)) << fused;
+  if (!fused.empty()) {
+    EXPECT_NE(fused.find("train.optimizer_impl: fused AdamW needs torch >= 2.4"), std::string::npos) << fused;
+  }
+  const auto sdpa = input_error_of({"model.attention=sdpa"});
+  EXPECT_EQ(sdpa.empty(), features::kSdpa) << sdpa;
+  if (!sdpa.empty()) {
+    EXPECT_NE(sdpa.find("model.attention: sdpa"), std::string::npos) << sdpa;
+  }
+}
+
+// `auto` is recorded in the resolved spec as what it became.
+TEST(SpeedOptions, PrepareRunRecordsWhatAutoResolvedTo) {
+  const RunPlan plan = prepare_run(tiny_spec({}));
+  EXPECT_EQ(plan.spec.resolved["train"]["optimizer_impl"], "foreach");  // on CPU
+  EXPECT_EQ(plan.spec.resolved["model"]["attention"], features::kSdpa ? "sdpa" : "eager");
+  EXPECT_EQ(plan.model.attention, features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
+}
+
+TEST(Attention, AutoIsEagerWithoutSdpa) {
+  EXPECT_EQ(layers::resolve_attention("auto"), features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
+  EXPECT_EQ(layers::resolve_attention("eager"), AttentionKernel::eager);
+  if (!features::kSdpa) {
+    EXPECT_THROW(layers::resolve_attention("sdpa"), std::invalid_argument);
+  }
+}
+
+#if TBENCH_HAS_SDPA
+// NOT COMPILED with LibTorch 1.13: the fused kernel and the explicit one agree, padding included.
+TEST(Attention, SdpaEqualsEagerWithPadding) {
+  torch::manual_seed(5);
+  const auto q = torch::randn({2, 4, 16, 8}), k = torch::randn({2, 4, 16, 8}), v = torch::randn({2, 4, 16, 8});
+  auto mask = torch::ones({2, 16}, torch::kLong);
+  mask.index_put_({1, torch::indexing::Slice(10)}, 0);
+  const auto bias = layers::padding_bias(mask, torch::kFloat);
+  const auto eager = layers::attention(q, k, v, bias, 0.1, /*training=*/false, AttentionKernel::eager);
+  const auto sdpa = layers::attention(q, k, v, bias, 0.1, /*training=*/false, AttentionKernel::sdpa);
+  EXPECT_TRUE(torch::allclose(eager, sdpa, 1e-5, 1e-5)) << (eager - sdpa).abs().max().item<double>();
+}
+
+TEST(Attention, WholeModelsAgreeAcrossKernels) {
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta"}) {
+    ModelConfig c = shipped_model_config(name);
+    torch::manual_seed(1);
+    auto eager = build_classifier(c, 2);
+    c.attention = AttentionKernel::sdpa;
+    torch::manual_seed(1);
+    auto sdpa = build_classifier(c, 2);
+    eager->eval();
+    sdpa->eval();
+    ModelInputs in{torch::randint(5, c.vocab_size, {3, 12}), torch::ones({3, 12}, torch::kLong),
+                   torch::zeros({3, 12}, torch::kLong)};
+    in.attention_mask.index_put_({0, torch::indexing::Slice(7)}, 0);
+    EXPECT_TRUE(torch::allclose(eager->forward(in), sdpa->forward(in), 1e-5, 1e-5)) << name;
+  }
+}
+#endif
+
+struct OptimizerRun {
+  Recorder recorder;
+  TrainOutcome outcome;
+};
+
+OptimizerRun train(const RunSpec& spec) {
+  torch::set_num_threads(1);
+  torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
+  const RunPlan plan = prepare_run(spec);
+  auto model = build_classifier(plan.model, spec.num_labels);
+  Trainer trainer(spec, *model, *plan.data, torch::kCPU);
+  std::atomic<bool> stop{false};
+  OptimizerRun run;
+  run.outcome = trainer.run({&run.recorder}, stop);
+  return run;
+}
+
+// Every implementation trains to the same losses as LibTorch's AdamW (to float rounding).
+TEST(SpeedOptions, OptimizerImplementationsTrainAlike) {
+  const OptimizerRun loop = train(tiny_spec({"train.optimizer_impl=loop", "train.weight_decay=0.01", "train.dropout=false"}));
+  const OptimizerRun foreach = train(tiny_spec({"train.optimizer_impl=foreach", "train.weight_decay=0.01", "train.dropout=false"}));
+  ASSERT_EQ(loop.outcome.status, RunStatus::completed) << loop.outcome.error;
+  ASSERT_EQ(foreach.outcome.status, RunStatus::completed) << foreach.outcome.error;
+  ASSERT_EQ(loop.recorder.iterations.size(), foreach.recorder.iterations.size());
+  for (std::size_t i = 0; i < loop.recorder.iterations.size(); ++i) {
+    EXPECT_NEAR(loop.recorder.iterations[i].loss, foreach.recorder.iterations[i].loss, 1e-5) << "step " << i;
+  }
+}
+
+// On CPU the steps are the epoch: what the timer misses (the loop, the observers) is tiny.
+TEST(SpeedOptions, CpuStepTimesAccountForTheEpoch) {
+  const OptimizerRun run = train(tiny_spec({"train.epochs=2", "data.seq_len=64", "data.num_samples=128"}));
+  ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
+  EXPECT_EQ(run.outcome.timing_method, "steady_clock");
+  double steps = 0;
+  for (const auto& it : run.recorder.iterations) steps += it.seconds;
+  double epoch_steps = 0;
+  for (const auto& e : run.recorder.epochs) {
+    epoch_steps += e.step_seconds;
+    EXPECT_EQ(e.peak_allocated_bytes, -1);  // no allocator statistics on CPU
+    EXPECT_GT(e.peak_rss_bytes, 0);
+  }
+  EXPECT_NEAR(steps, epoch_steps, 1e-9);
+  SummaryInputs in;
+  in.timing_method = run.outcome.timing_method;
+  const auto check = summarize(run.recorder, in)["timing_check"];
+  EXPECT_LT(check["gap_fraction"].get<double>(), 0.05) << check.dump();
+  EXPECT_GE(check["gap_fraction"].get<double>(), 0.0) << check.dump();
+}
+
+}  // namespace
+}  // namespace tbench

@@ -1,0 +1,118 @@
+// The AdamW implementations agree with LibTorch's torch::optim::AdamW: weight-decay groups, LR
+// changes between steps, a skipped step, and a parameter that misses a gradient.
+#include <gtest/gtest.h>
+
+#include "tbench/errors.hpp"
+#include "tbench/optimizer.hpp"
+#include "tbench/torch_features.hpp"
+
+namespace tbench {
+namespace {
+
+struct Params {
+  std::vector<torch::Tensor> decay, no_decay;
+  std::vector<torch::Tensor> all() const {
+    auto v = decay;
+    v.insert(v.end(), no_decay.begin(), no_decay.end());
+    return v;
+  }
+};
+
+Params make_params() {
+  torch::manual_seed(11);
+  Params p;
+  p.decay = {torch::randn({7, 5}), torch::randn({33})};
+  p.no_decay = {torch::randn({5}), torch::randn({2, 3, 4})};
+  for (auto& t : p.all()) t.set_requires_grad(true);
+  return p;
+}
+
+Params clone(const Params& p) {
+  Params c;
+  for (const auto& t : p.decay) c.decay.push_back(t.detach().clone().set_requires_grad(true));
+  for (const auto& t : p.no_decay) c.no_decay.push_back(t.detach().clone().set_requires_grad(true));
+  return c;
+}
+
+std::unique_ptr<Optimizer> adamw(OptimizerImpl impl, const Params& p, double lr) {
+  return make_adamw(impl, {{p.decay, 0.05}, {p.no_decay, 0.0}}, {lr, 0.9, 0.999, 1e-8}, torch::kCPU);
+}
+
+// Runs the same schedule of gradients through one implementation: LR changes every step, step 3
+// is skipped (as after an fp16 overflow), and one parameter has no gradient at step 4.
+void train(Optimizer& optimizer, const Params& p) {
+  const auto params = p.all();
+  for (int step = 1; step <= 6; ++step) {
+    torch::manual_seed(100 + step);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      params[i].mutable_grad() = (step == 4 && i == 1) ? torch::Tensor() : torch::randn_like(params[i]);
+    }
+    optimizer.set_lr(1e-2 / step);
+    if (step != 3) optimizer.step();
+  }
+}
+
+void expect_same_as_libtorch(OptimizerImpl impl) {
+  const Params reference = make_params(), tested = clone(reference);
+  const auto before = clone(reference).all();
+  auto loop = adamw(OptimizerImpl::loop, reference, 1e-2);
+  auto other = adamw(impl, tested, 1e-2);
+  ASSERT_EQ(other->impl(), impl);
+  train(*loop, reference);
+  train(*other, tested);
+  const auto a = reference.all(), b = tested.all();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_FALSE(torch::allclose(a[i], before[i])) << "parameter " << i << " never moved";
+    EXPECT_TRUE(torch::allclose(a[i], b[i], /*rtol=*/0, /*atol=*/1e-6))
+        << to_string(impl) << " parameter " << i << ": max diff " << (a[i] - b[i]).abs().max().item<double>();
+  }
+}
+
+TEST(Optimizer, ForeachEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerImpl::foreach); }
+
+#if TBENCH_HAS_FUSED_ADAMW_CPU
+TEST(Optimizer, FusedEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerImpl::fused); }
+
+// The fused kernel skips on the device: found_inf = 1 leaves weights, moments and step counts.
+TEST(Optimizer, FusedSkipsWhereFoundInfIsSet) {
+  const Params reference = make_params(), tested = clone(reference);
+  auto loop = adamw(OptimizerImpl::loop, reference, 1e-2);
+  auto fused = adamw(OptimizerImpl::fused, tested, 1e-2);
+  ASSERT_TRUE(fused->skips_on_device());
+  const auto a = reference.all(), b = tested.all();
+  for (int step = 1; step <= 4; ++step) {
+    torch::manual_seed(step);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      a[i].mutable_grad() = torch::randn_like(a[i]);
+      b[i].mutable_grad() = a[i].grad().clone();
+    }
+    const bool overflow = step == 2;
+    if (!overflow) loop->step();
+    fused->step_unless_inf(torch::full({1}, overflow ? 1.0 : 0.0));
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 0, 1e-6)) << i;
+}
+#else
+TEST(Optimizer, FusedIsABadInputErrorWithoutTheKernel) {
+  const Params p = make_params();
+  try {
+    adamw(OptimizerImpl::fused, p, 1e-3);
+    FAIL() << "fused AdamW was built on a torch without the CPU kernel";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("train.optimizer_impl"), std::string::npos) << e.what();
+  }
+}
+#endif
+
+TEST(Optimizer, AutoIsForeachOnCpuAndFusedOnCudaWhereAvailable) {
+  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, false), OptimizerImpl::foreach);
+  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, true),
+            features::fused_adamw(true) ? OptimizerImpl::fused : OptimizerImpl::foreach);
+  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::loop, true), OptimizerImpl::loop);
+  EXPECT_EQ(parse_optimizer_impl("foreach"), OptimizerImpl::foreach);
+  EXPECT_THROW(parse_optimizer_impl("fast"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tbench
