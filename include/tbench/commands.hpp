@@ -14,6 +14,9 @@ void register_analysis_commands(CLI::App& app, std::function<int()>& action);
 // sweep (src/cli/sweep_command.cpp).
 void register_sweep_command(CLI::App& app, std::function<int()>& action);
 
+// data (src/cli/data_command.cpp).
+void register_data_command(CLI::App& app, std::function<int()>& action);
+
 // Runs the subcommand the user chose; returns the process exit code.
 int run_selected_command(CLI::App& app);
 

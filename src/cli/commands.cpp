@@ -146,6 +146,7 @@ void register_commands(CLI::App& app) {
 
   register_analysis_commands(app, g_action);
   register_sweep_command(app, g_action);
+  register_data_command(app, g_action);
   app.add_subcommand("env", "print the machine as a result records it")->callback([] { g_action = env_command; });
   app.add_subcommand("schema", "print the result file's JSON Schema")->callback([] { g_action = schema_command; });
 }

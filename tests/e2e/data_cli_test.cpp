@@ -207,5 +207,29 @@ TEST_F(DataCli, BadDataInputExitsTwoNamingFileLineOrField) {
   }
 }
 
+TEST_F(DataCli, DataCommandDescribesTheDataAndWritesAHistogramSyntheticRunsCanUse) {
+  const std::string spec = write_spec(text_spec(dir.file("unused.json")));
+  const auto r = run_tbench("data --json " + spec + " --histogram " + dir.file("lengths.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json report = json::parse(r.out);
+  EXPECT_EQ(report["samples"], 240);
+  EXPECT_EQ(report["labels"]["negative"].get<int>() + report["labels"]["positive"].get<int>(), 240);
+  const double fixed = report["padding_efficiency"]["max_length"], longest = report["padding_efficiency"]["longest"],
+               bucketed = report["padding_efficiency"]["longest_bucketed"];
+  EXPECT_LT(fixed, longest);
+  EXPECT_LT(longest, bucketed);
+  EXPECT_LE(bucketed, 1.0);
+
+  // Synthetic data shaped by that histogram has the same length range.
+  json shaped = testing::tiny_spec(dir.file("shaped.json"));
+  shaped["data"] = {{"seq_len", 64}, {"num_samples", 240}, {"lengths", {{"distribution", "histogram"}, {"histogram", dir.file("lengths.txt")}}}};
+  shaped["train"]["max_steps"] = 2;
+  const auto run = run_tbench("run --quiet " + write_spec(shaped, "shaped-spec.json"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const json result = testing::read_json(dir.file("shaped.json"));
+  EXPECT_EQ(result["data"]["lengths"]["max"], report["lengths"]["max"]);
+  EXPECT_NEAR(result["data"]["lengths"]["mean"].get<double>(), report["lengths"]["mean"].get<double>(), 4.0);
+}
+
 }  // namespace
 }  // namespace tbench
