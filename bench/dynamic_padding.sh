@@ -5,7 +5,7 @@
 # lengths, mean 60 words). Each setting runs twice, interleaved, so drift hits all alike.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-tbench="$root/scripts/tbench"
+tbench="${TBENCH:-$root/scripts/tbench}"   # TBENCH=build/tbench: no rebuild first
 out="${1:-$root/bench/results/data-cpu}"
 steps="${STEPS:-24}"
 work=$(mktemp -d)

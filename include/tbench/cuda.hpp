@@ -2,11 +2,14 @@
 // Entry points into src/cuda/, which is compiled only in CUDA builds (TBENCH_WITH_CUDA=1): call
 // them only under `#if TBENCH_WITH_CUDA`. Everything else in tbench stays free of CUDA headers.
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "tbench/models/classifier.hpp"
+#include "tbench/pending_steps.hpp"
 #include "tbench/step_timer.hpp"
 
 namespace tbench::cuda {
@@ -25,5 +28,27 @@ AllocatorPeaks allocator_peaks(int device_index);
 // Runtime, driver, cuDNN and per-device facts for `env.cuda` (src/cuda/cuda_env.cpp).
 nlohmann::json runtime_info();
 nlohmann::json device_info(int device_index);
+
+// train.cuda_graph (src/cuda/cuda_graph_step.cpp): one whole train step recorded as a CUDA graph
+// and replayed on fixed input buffers, so a step costs one graph launch instead of hundreds of
+// kernel launches.
+class CapturedStep {
+ public:
+  virtual ~CapturedStep() = default;
+  // Copies this step's batch into the graph's input buffers and replays the step. The outputs
+  // are the same device tensors every time, rewritten by each replay.
+  virtual StepOutputs replay(const ModelInputs& inputs, const torch::Tensor& labels) = 0;
+};
+
+// The step as the graph records it: forward, backward and update on the buffers it is given.
+using TrainStepBody = std::function<StepOutputs(const ModelInputs& inputs, const torch::Tensor& labels)>;
+
+// Runs `body` once for real on a side stream with this step's batch (the warm-up PyTorch requires
+// before a capture: lazy library state and allocator blocks are created outside the graph), puts
+// its outputs in `warmup_outputs`, then records a second call into a graph (recording runs
+// nothing). A capture that fails throws c10::Error naming train.cuda_graph.
+std::unique_ptr<CapturedStep> capture_step(const torch::Device& device, const ModelInputs& inputs,
+                                           const torch::Tensor& labels, const TrainStepBody& body,
+                                           StepOutputs& warmup_outputs);
 
 }  // namespace tbench::cuda

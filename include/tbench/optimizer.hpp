@@ -49,7 +49,9 @@ class Optimizer {
 };
 
 // Throws a bad-input Error for `fused` where this build has no fused kernel for the device.
+// `capturable` (train.cuda_graph; fused on CUDA, torch >= 2.2): the learning rate lives in a
+// device tensor that set_lr() fills, so a replayed CUDA graph follows the schedule.
 std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup> groups, const AdamWSettings& settings,
-                                      const torch::Device& device);
+                                      const torch::Device& device, bool capturable = false);
 
 }  // namespace tbench

@@ -75,6 +75,7 @@ struct TrainSpec {
   double max_grad_norm;        // 0 = no clipping
   bool dropout;                // train-mode dropout, as HF fine-tuning runs it
   std::string optimizer_impl = "auto";  // auto | loop | foreach | fused (include/tbench/optimizer.hpp)
+  bool cuda_graph = false;     // capture the whole step in a CUDA graph after the first step
 };
 
 struct CudaSpec {

@@ -53,9 +53,10 @@ class Tokenizer {
   // HF's tokenizer(text, add_special_tokens=False).input_ids.
   virtual std::vector<int64_t> encode_text(const std::string& text) const = 0;
   // encode_text as HF's tokenizers (0.23) run it when truncating to max_length: they stop after
-  // the word (a pre-tokenizer split, or a special token) that brings the text to max_length ids.
-  // That decides which text of a long pair keeps the odd token in encode(). The default cuts
-  // encode_text's ids at max_length, which is the same wherever every word is one id.
+  // the first word of text (a pre-tokenizer split; special tokens in the text count, but never
+  // end it) that leaves max_length ids or more. That decides which text of a long pair keeps the
+  // odd token in encode(). The default cuts encode_text's ids at max_length, the same wherever
+  // every word is one id and the text holds no special token.
   virtual std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const;
 
   virtual int64_t vocab_size() const = 0;  // ids are in [0, vocab_size)

@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "tbench/cuda.hpp"
 #include "tbench/data.hpp"
 #include "tbench/data_sources.hpp"
 #include "tbench/errors.hpp"
@@ -35,8 +36,6 @@ struct TrainOutcome {
   std::string error;  // why it failed
   std::string timing_method;  // how steps were timed: "steady_clock" (CPU) or "cuda_events"
 };
-
-struct StepOutputs;  // tbench/pending_steps.hpp
 
 // Data-parallel gradient synchronisation, as the trainer sees it (the implementation, on c10d, is
 // in src/dist/). A single-process run has none: the trainer then does exactly what it did before.
@@ -102,6 +101,13 @@ class Trainer {
   void build_optimizer();
   SamplerOptions sampler_options() const;
   StepOutputs run_step(const StepBatches& micro_batches, IterationRecord& record);
+  // One micro-batch's forward and backward; returns its loss times `weight` (a device scalar).
+  torch::Tensor micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight, bool last_micro_step,
+                           IterationRecord& record);
+  // After the micro-batches: unscale, clip, update, zero the gradients, update the loss scale.
+  StepOutputs finish_step(const torch::Tensor& loss, IterationRecord& record);
+  // train.cuda_graph: eager at step 1, captured at step 2 (and run once for real), replayed after.
+  StepOutputs graphed_step(const ModelInputs& inputs, const torch::Tensor& labels, IterationRecord& record);
   void synchronize() const;
 
   const RunSpec& spec_;
@@ -116,6 +122,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   GradientSync* sync_ = nullptr;
   const std::atomic<bool>* stop_requested_ = nullptr;
+  std::unique_ptr<cuda::CapturedStep> graph_;  // train.cuda_graph, once captured
 };
 
 }  // namespace tbench

@@ -8,7 +8,7 @@
 #      transformers' XLNetConverter configures XLNetTokenizerFast -> expected.json.
 # Needs: the `sentencepiece` package (spm_train, spm_normalize) and node; run from anywhere:
 #   scripts/hf_tokenizer_fixtures/make_sentencepiece_fixture.sh
-# Single-threaded training on a fixed corpus: the same spm version gives the same model.
+# Single-threaded training on a fixed corpus: the same spm version gives the same model, byte for byte.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out="$here/../../tests/data/tokenizers/sentencepiece"
@@ -25,11 +25,12 @@ node "$here/make_sentencepiece_fixture.js" rules < "$work/nmt_nfkc.tsv" > "$work
 # XLNet's recipe (its README): these control symbols, then these user-defined symbols. A file,
 # since the flag would read the '"' as CSV quoting. split_by_number=false lets pieces such as
 # "5," exist, which XLNetConverter scores down by 100 (check_number_comma).
+# Relative paths: the model records its training flags, and a temp dir's name would change it.
 printf '%s\n' '<eop>' '.' '(' ')' '"' '-' '–' '£' '€' > "$work/user_symbols.txt"
-spm_train --input="$work/corpus.txt" --model_prefix="$work/spiece" --model_type=unigram --vocab_size=800 \
-  --control_symbols='<cls>,<sep>,<pad>,<mask>,<eod>' --user_defined_symbols_file="$work/user_symbols.txt" \
-  --normalization_rule_tsv="$work/rules.tsv" --split_by_number=false --character_coverage=0.9995 \
-  --num_threads=1 --random_seed=7 --minloglevel=2 > "$work/train.log" 2>&1 \
+(cd "$work" && spm_train --input=corpus.txt --model_prefix=spiece --model_type=unigram --vocab_size=800 \
+  --control_symbols='<cls>,<sep>,<pad>,<mask>,<eod>' --user_defined_symbols_file=user_symbols.txt \
+  --normalization_rule_tsv=rules.tsv --split_by_number=false --character_coverage=0.9995 \
+  --num_threads=1 --random_seed=7 --minloglevel=2 > train.log 2>&1) \
   || { cat "$work/train.log" >&2; exit 1; }
 cp "$work/spiece.model" "$out/spiece.model"
 

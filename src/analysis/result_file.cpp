@@ -45,7 +45,11 @@ ResultFile load_result(const std::string& path) {
     r.batch_size = require(j, "/spec/train/batch_size", path);
     r.grad_accum = require(j, "/spec/train/grad_accum_steps", path);
     r.seq_len = require(j, "/spec/data/seq_len", path);
-    r.num_samples = j.value(json::json_pointer("/spec/data/num_samples"), int64_t{0});
+    // Samples an epoch trains on: the data section's count (file sources, eval held out), else the
+    // spec's (older results; synthetic data).
+    const json::json_pointer trained("/data/train_samples"), requested("/spec/data/num_samples");
+    if (j.contains(trained) && j.at(trained).is_number()) r.num_samples = j.at(trained).get<int64_t>();
+    else if (j.contains(requested) && j.at(requested).is_number()) r.num_samples = j.at(requested).get<int64_t>();
     // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
     r.world_size = j.value(json::json_pointer("/dist/world_size"), int64_t{1});
     const json::json_pointer share("/summary/comm_share");

@@ -236,14 +236,8 @@ TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vect
   TokenizedSamples samples;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const bool has_pair = !rows[i].pair.empty();
-    auto a = tokenizer.encode_text(rows[i].text);
-    auto b = has_pair ? tokenizer.encode_text(rows[i].pair) : std::vector<int64_t>{};
-    const int64_t room = seq_len - tokenizer.num_special_tokens(has_pair);
-    if (static_cast<int64_t>(a.size() + b.size()) > room) {
-      ++samples.truncated;
-      truncate_longest_first(a, has_pair ? &b : nullptr, room);
-    }
-    const Encoding encoding = tokenizer.add_special_tokens(a, has_pair ? &b : nullptr);
+    const Encoding encoding = tokenizer.encode(rows[i].text, has_pair ? &rows[i].pair : nullptr, seq_len);
+    if (encoding.truncated) ++samples.truncated;
     samples.add(encoding.input_ids, encoding.token_type_ids, labels[i]);
   }
   return samples;

@@ -203,6 +203,10 @@ RunPlan prepare_run(const RunSpec& spec) {
   check_device(spec);
   plan.launch = detect_launch();  // torchrun / srun / mpirun, or a single process
   check_launch(spec, plan.launch);
+  if (spec.train.cuda_graph && plan.launch.distributed()) {
+    fail_field(spec, "train.cuda_graph", "is not supported with data-parallel training (the gradient all-reduce "
+                                         "hooks cannot be captured in a graph)");
+  }
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len);
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);

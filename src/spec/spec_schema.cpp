@@ -108,6 +108,9 @@ const std::vector<Field>& fields() {
       {"train.optimizer_impl", Kind::choice, "auto", -1e300, {"auto", "loop", "foreach", "fused"},
        "AdamW kernels: loop (per tensor), foreach (multi-tensor), fused (one kernel; CUDA torch>=2.0, CPU "
        ">=2.4); auto: fused on CUDA where available, else foreach"},
+      {"train.cuda_graph", Kind::boolean, false, -1e300, {},
+       "CUDA only: capture the whole train step in a CUDA graph at step 2 and replay it (static shapes: "
+       "padding max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2)"},
       {"precision", Kind::choice, "fp32", -1e300, {"fp32", "fp16", "bf16"}, "training precision"},
       {"device", Kind::string, "cpu", -1e300, {}, "cpu, cuda or cuda:N"},
       {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)"},
@@ -265,6 +268,29 @@ void check_output_placeholders(const Validator& v, const std::string& output) {
   }
 }
 
+// A captured step replays the same kernels on the same buffers: every step must have the same
+// shapes, and nothing in it may wait for the host (so the optimizer is the fused one).
+void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
+  if (!on_cuda) v.fail("train.cuda_graph", "CUDA graphs need a CUDA device, but device is '" + spec.device + "'");
+  if (!features::kCudaGraphStep) {
+    v.fail("train.cuda_graph", std::string("needs a CUDA build of torch >= 2.2 (graph capture with a device-side "
+                                           "learning rate); this build has LibTorch ") + TORCH_VERSION);
+  }
+  if (spec.train.optimizer_impl == "loop" || spec.train.optimizer_impl == "foreach") {
+    v.fail("train.optimizer_impl", "'" + spec.train.optimizer_impl +
+                                       "' cannot be captured with train.cuda_graph (use fused or auto)");
+  }
+  if (spec.train.grad_accum_steps != 1) {
+    v.fail("train.grad_accum_steps", "must be 1 with train.cuda_graph (one micro-batch per captured step)");
+  }
+  if (spec.data.padding != "max_length") {
+    v.fail("data.padding", "must be max_length with train.cuda_graph (a graph replays fixed shapes)");
+  }
+  if (!spec.data.drop_last) {
+    v.fail("data.drop_last", "must be true with train.cuda_graph (a last, smaller step would change the shapes)");
+  }
+}
+
 // Kernels and switches this build's LibTorch does not have are refused up front, naming the field.
 void check_build_supports(const Validator& v, const RunSpec& spec) {
   const bool on_cuda = spec.device != "cpu";
@@ -279,6 +305,7 @@ void check_build_supports(const Validator& v, const RunSpec& spec) {
   if (spec.cuda.tf32 && !on_cuda) {
     v.fail("cuda.tf32", "TF32 is a CUDA tensor-core mode, but device is '" + spec.device + "' (set it to false)");
   }
+  if (spec.train.cuda_graph) check_cuda_graph(v, spec, on_cuda);
 }
 
 std::string optional_string(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
@@ -425,6 +452,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   spec.dist.timeout_s = root["dist"]["timeout_s"];
   spec.model.attention = model["attention"];
   spec.train.optimizer_impl = t["optimizer_impl"];
+  spec.train.cuda_graph = t["cuda_graph"];
   spec.cuda.tf32 = root["cuda"]["tf32"];
   spec.output = root["output"];
   spec.source = doc.label;

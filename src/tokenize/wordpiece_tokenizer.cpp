@@ -253,8 +253,9 @@ class WordPieceTokenizer final : public Tokenizer {
   };
 
   // Calls on_piece(piece, id) for every piece of `text` in order: special tokens as they are,
-  // the rest normalized, split into words and matched against the vocabulary. Stops after the
-  // word (or special token) that makes it max_pieces pieces, as HF does when truncating.
+  // the rest normalized, split into words and matched against the vocabulary. As HF does when
+  // truncating, stops after the first word that leaves max_pieces pieces or more; the count takes
+  // in special tokens, but only a word of text ends it.
   template <typename OnPiece>
   void for_each_piece(const std::string& text, OnPiece&& on_piece,
                       std::size_t max_pieces = std::numeric_limits<std::size_t>::max()) const {
@@ -263,9 +264,10 @@ class WordPieceTokenizer final : public Tokenizer {
       ++count;
       on_piece(piece, id);
     };
+    bool stopped = false;
     MatchBuffers buffers;
     for (const tokenize::TextSegment& segment : tokenize::split_on_added_tokens(text, added_tokens_)) {
-      if (count >= max_pieces) return;
+      if (stopped) return;
       if (segment.added_token_id) {
         counted(segment.text, *segment.added_token_id);
         continue;
@@ -273,7 +275,8 @@ class WordPieceTokenizer final : public Tokenizer {
       const std::u32string normalized = normalize(to_code_points(segment.text), normalizer_);
       for_each_word(normalized, [&](std::u32string_view word) {
         match_word(word, buffers, counted);
-        return count < max_pieces;
+        stopped = count >= max_pieces;
+        return !stopped;
       });
     }
   }

@@ -128,9 +128,15 @@ class ForeachAdamW : public Optimizer {
 // overflow costs no host synchronisation.
 class FusedAdamW : public Optimizer {
  public:
-  FusedAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) : groups_(std::move(groups)), settings_(s) {}
+  FusedAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s, const torch::Device& device, bool capturable)
+      : groups_(std::move(groups)), settings_(s) {
+    if (capturable) lr_on_device_ = torch::full({}, s.lr, torch::TensorOptions().dtype(torch::kFloat).device(device));
+  }
   OptimizerImpl impl() const override { return OptimizerImpl::fused; }
-  void set_lr(double lr) override { settings_.lr = lr; }
+  void set_lr(double lr) override {
+    settings_.lr = lr;
+    if (lr_on_device_.defined()) lr_on_device_.fill_(lr);  // a kernel in stream order, before the step
+  }
   void step() override { step_all({}); }
   void step_unless_inf(const torch::Tensor& found_inf) override { step_all(found_inf); }
   bool skips_on_device() const override { return true; }
@@ -147,19 +153,37 @@ class FusedAdamW : public Optimizer {
     std::vector<torch::Tensor> counters;
     for (const auto& p : t.params) counters.push_back(counter_for(p));
     at::_foreach_add_(counters, 1.0);
+    // The counters are 0-dim, as PyTorch keeps them; the scaler's flag is [1].
+    const torch::Tensor inf = found_inf.defined() ? found_inf.reshape({}) : torch::Tensor();
+    fused_update(t, counters, group.weight_decay, inf);
+    if (inf.defined()) at::_foreach_sub_(counters, std::vector<torch::Tensor>(counters.size(), inf));
+  }
+
+  void fused_update(const StepTensors& t, const std::vector<torch::Tensor>& counters, double weight_decay,
+                    const torch::Tensor& inf) {
     const AdamWSettings& s = settings_;
-    if (!found_inf.defined()) {
-      at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters, s.lr,
-                        s.beta1, s.beta2, group.weight_decay, s.eps, /*amsgrad=*/false, /*maximize=*/false,
-                        /*grad_scale=*/{}, /*found_inf=*/{});
+#if TBENCH_HAS_CUDA_GRAPH_STEP
+    if (lr_on_device_.defined()) {  // the overload that reads the learning rate on the device
+      if (inf.defined()) {
+        at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters,
+                          lr_on_device_, s.beta1, s.beta2, weight_decay, s.eps, /*amsgrad=*/false,
+                          /*maximize=*/false, /*grad_scale=*/{}, inf);
+      } else {
+        at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters,
+                          lr_on_device_, s.beta1, s.beta2, weight_decay, s.eps, /*amsgrad=*/false,
+                          /*maximize=*/false, /*grad_scale=*/{}, /*found_inf=*/{});
+      }
       return;
     }
-    // The counters are 0-dim, as PyTorch keeps them; the scaler's flag is [1].
-    const torch::Tensor inf = found_inf.reshape({});
-    at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters, s.lr, s.beta1,
-                      s.beta2, group.weight_decay, s.eps, /*amsgrad=*/false, /*maximize=*/false,
-                      /*grad_scale=*/{}, inf);
-    at::_foreach_sub_(counters, std::vector<torch::Tensor>(counters.size(), inf));
+#endif
+    if (inf.defined()) {
+      at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters, s.lr, s.beta1,
+                        s.beta2, weight_decay, s.eps, /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/{}, inf);
+    } else {
+      at::_fused_adamw_(t.params, t.grads, t.exp_avgs, t.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, counters, s.lr, s.beta1,
+                        s.beta2, weight_decay, s.eps, /*amsgrad=*/false, /*maximize=*/false, /*grad_scale=*/{},
+                        /*found_inf=*/{});
+    }
   }
 
   torch::Tensor counter_for(const torch::Tensor& p) {
@@ -170,6 +194,7 @@ class FusedAdamW : public Optimizer {
 
   std::vector<AdamWGroup> groups_;
   AdamWSettings settings_;
+  torch::Tensor lr_on_device_;  // capturable only
   MomentStore moments_;
   std::unordered_map<const c10::TensorImpl*, torch::Tensor> counters_;
 };
@@ -204,13 +229,15 @@ void Optimizer::step_unless_inf(const torch::Tensor&) {
 }
 
 std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup> groups, const AdamWSettings& settings,
-                                      const torch::Device& device) {
+                                      const torch::Device& device, bool capturable) {
   switch (resolve_optimizer_impl(impl, device.is_cuda())) {
     case OptimizerImpl::loop: return std::make_unique<LoopAdamW>(std::move(groups), settings);
     case OptimizerImpl::foreach: return std::make_unique<ForeachAdamW>(std::move(groups), settings);
     case OptimizerImpl::fused:
 #if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
-      if (features::fused_adamw(device.is_cuda())) return std::make_unique<FusedAdamW>(std::move(groups), settings);
+      if (features::fused_adamw(device.is_cuda())) {
+        return std::make_unique<FusedAdamW>(std::move(groups), settings, device, capturable && device.is_cuda());
+      }
 #endif
       throw input_error(std::string("train.optimizer_impl: fused AdamW needs torch >= ") +
                         (device.is_cuda() ? "2.0 with CUDA" : "2.4 on CPU") + "; this build has LibTorch " +

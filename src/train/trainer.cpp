@@ -3,12 +3,14 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 
 #include "tbench/device_memory.hpp"
 #include "tbench/loss_scaler.hpp"
 #include "tbench/pending_steps.hpp"
 #include "tbench/precision.hpp"
 #include "tbench/step_timer.hpp"
+#include "tbench/torch_features.hpp"
 
 namespace tbench {
 namespace {
@@ -54,6 +56,11 @@ std::string describe_step_error(const std::string& what, int64_t batch_size) {
 // Steps the host may run ahead of the device before it waits for the oldest: enough to keep the
 // GPU fed, few enough that a non-finite loss stops the run within a few steps.
 constexpr std::size_t kMaxPendingSteps = 4;
+
+#if TBENCH_HAS_CUDA_GRAPH_STEP
+// train.cuda_graph: the global step at which the step is captured (after one eager step).
+constexpr int64_t kCaptureStep = 2;
+#endif
 
 }  // namespace
 
@@ -110,7 +117,8 @@ void Trainer::build_optimizer() {
   std::vector<AdamWGroup> groups = {{decay, spec_.train.weight_decay}, {no_decay, 0.0}};
   AdamWSettings settings;
   settings.lr = spec_.train.lr;  // β = (0.9, 0.999), ε = 1e-8: HF's AdamW defaults
-  optimizer_ = make_adamw(parse_optimizer_impl(spec_.train.optimizer_impl), std::move(groups), settings, device_);
+  optimizer_ = make_adamw(parse_optimizer_impl(spec_.train.optimizer_impl), std::move(groups), settings, device_,
+                          /*capturable=*/spec_.train.cuda_graph);
 }
 
 void Trainer::synchronize() const {
@@ -134,6 +142,7 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
   int64_t step_samples = 0;
   for (const auto& micro : micro_batches) step_samples += static_cast<int64_t>(micro.size());
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+  optimizer_->set_lr(record.lr);  // before the step's work: a replayed graph reads it on the device
 
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
     // Data time is what the step waits for its batch: collation runs ahead on the loader's thread.
@@ -150,25 +159,34 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     record.real_tokens += batch.real_tokens;
     if (flops_per_sample_) record.train_flops += static_cast<double>(batch.samples) * flops_per_sample_(batch.inputs.input_ids.size(1));
 
-    torch::Tensor logits;
-    {
-      AutocastGuard autocast(spec_.precision, device_);
-      logits = model_.forward(inputs);
-    }
-    auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
-    if (sync_) sync_->before_backward(micro == micro_steps - 1, stop_requested_->load());
+    if (spec_.train.cuda_graph) return graphed_step(inputs, labels, record);  // one micro-batch per step
     // Each micro-batch weighs by its share of the step's samples (they differ only in a last,
     // partial step), so the step's gradient is the mean over all its samples.
     const double weight = static_cast<double>(batch.samples) / static_cast<double>(step_samples);
-    scaler_->scale(loss * weight).backward();
-    // Data-parallel: the all-reduces started during backward are awaited here, before the
-    // optimizer (and the fp16 unscale and clipping) see the gradients.
-    if (sync_) record.comm_wait_seconds += sync_->after_backward();
-    loss_sum += loss.detach() * weight;
+    loss_sum += micro_step(inputs, labels, weight, micro == micro_steps - 1, record);
   }
+  return finish_step(loss_sum, record);
+}
 
+torch::Tensor Trainer::micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight,
+                                  bool last_micro_step, IterationRecord& record) {
+  torch::Tensor logits;
+  {
+    AutocastGuard autocast(spec_.precision, device_);
+    logits = model_.forward(inputs);
+  }
+  auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
+  if (sync_) sync_->before_backward(last_micro_step, stop_requested_->load());
+  scaler_->scale(loss * weight).backward();
+  // Data-parallel: the all-reduces started during backward are awaited here, before the
+  // optimizer (and the fp16 unscale and clipping) see the gradients.
+  if (sync_) record.comm_wait_seconds += sync_->after_backward();
+  return loss.detach() * weight;
+}
+
+StepOutputs Trainer::finish_step(const torch::Tensor& loss, IterationRecord& record) {
   StepOutputs outputs;
-  outputs.loss = loss_sum;
+  outputs.loss = loss;
   torch::Tensor found_inf;
   if (scaler_->enabled()) {
     outputs.loss_scale = scaler_->current_scale().clone();  // update() below changes it in place
@@ -178,7 +196,6 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     if (!optimizer_->skips_on_device()) record.skipped = found_inf.item<float>() != 0.0f;
   }
   if (spec_.train.max_grad_norm > 0 && !record.skipped) clip_gradients(trainable_, spec_.train.max_grad_norm);
-  optimizer_->set_lr(record.lr);
   if (found_inf.defined() && optimizer_->skips_on_device()) {
     optimizer_->step_unless_inf(found_inf);
   } else if (!record.skipped) {
@@ -188,6 +205,26 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
   if (scaler_->enabled()) scaler_->update(found_inf);
   // Nothing here waits for the device: the loss and the flags are read once the step has run.
   return outputs;
+}
+
+StepOutputs Trainer::graphed_step(const ModelInputs& inputs, const torch::Tensor& labels, IterationRecord& record) {
+#if TBENCH_HAS_CUDA_GRAPH_STEP
+  if (graph_) return graph_->replay(inputs, labels);
+  // Step 1 runs eagerly, on the default stream, so lazy set-up happens before any capture.
+  if (record.global_step < kCaptureStep) return finish_step(micro_step(inputs, labels, 1.0, true, record), record);
+  StepOutputs outputs;
+  graph_ = cuda::capture_step(device_, inputs, labels,
+                              [this](const ModelInputs& in, const torch::Tensor& y) {
+                                // The captured step touches no host-side field of its record: with
+                                // the fused AdamW nothing is read back (the spec requires it).
+                                IterationRecord unused;
+                                return finish_step(micro_step(in, y, 1.0, true, unused), unused);
+                              },
+                              outputs);
+  return outputs;
+#else
+  throw std::logic_error("train.cuda_graph in a build without CUDA graph support (the spec should have refused it)");
+#endif
 }
 
 TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {

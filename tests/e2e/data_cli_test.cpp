@@ -125,6 +125,10 @@ TEST_F(DataCli, ReviewsCsvRunsEndToEndWithPaddingEfficiencyDataWaitAndEval) {
   EXPECT_EQ(second["data"]["cache"]["hit"], true);
   EXPECT_EQ(second["data"]["lengths"], data["lengths"]);
   EXPECT_EQ(second["iterations"][0]["loss"], result["iterations"][0]["loss"]);
+
+  // The analysis commands read results of file sources (whose spec has no num_samples).
+  const auto report = run_tbench("report --format csv " + out + " " + again);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
 }
 
 TEST_F(DataCli, MaxLengthPaddingComputesEveryPosition) {

@@ -1,6 +1,6 @@
-// The speed options (train.optimizer_impl, model.attention, cuda.tf32): spec checks against what
-// this build has, what `auto` resolves to, numerical agreement of the kernels, and that the
-// step timer accounts for a CPU run's epochs.
+// The speed options (train.optimizer_impl, model.attention, cuda.tf32, train.cuda_graph): spec
+// checks against what this build has, what `auto` resolves to, numerical agreement of the
+// kernels, and that the step timer accounts for a CPU run's epochs.
 #include <gtest/gtest.h>
 
 #include "tbench/data_sources.hpp"
@@ -45,6 +45,12 @@ TEST(SpeedOptions, Tf32OnCpuIsRefused) {
   const auto message = input_error_of({"cuda.tf32=true"});
   EXPECT_NE(message.find("cuda.tf32"), std::string::npos) << message;
   EXPECT_NE(message.find("--set cuda.tf32=true"), std::string::npos) << message;
+}
+
+TEST(SpeedOptions, CudaGraphOnCpuIsRefused) {
+  const auto message = input_error_of({"train.cuda_graph=true"});
+  EXPECT_NE(message.find("train.cuda_graph: CUDA graphs need a CUDA device"), std::string::npos) << message;
+  EXPECT_FALSE(tiny_spec({}).train.cuda_graph);
 }
 
 TEST(SpeedOptions, UnknownChoicesAreRefusedWithASuggestion) {

@@ -187,7 +187,10 @@ TEST(WordPiece, EncodingForTruncationStopsAtTheEndOfAWord) {
   EXPECT_EQ(tokenizer->encode_text_until(three_words, 2), (std::vector<int64_t>{5, 6, 7}));
   EXPECT_EQ(tokenizer->encode_text_until(three_words, 3), (std::vector<int64_t>{5, 6, 7}));
   EXPECT_EQ(tokenizer->encode_text_until(three_words, 4).size(), 6U);
-  EXPECT_EQ(tokenizer->encode_text_until("a [MASK] b", 2), (std::vector<int64_t>{13, 4}));
+  // Special tokens count, but only a word of text ends the encoding (as measured on HF).
+  EXPECT_EQ(tokenizer->encode_text_until("a [MASK] b c", 2), (std::vector<int64_t>{13, 4, 15}));
+  EXPECT_EQ(tokenizer->encode_text_until("[MASK] [MASK] [MASK] b c", 2), (std::vector<int64_t>{4, 4, 4, 15}));
+  EXPECT_EQ(tokenizer->encode_text_until("a b [MASK] c", 2), (std::vector<int64_t>{13, 15}));
   EXPECT_EQ(tokenizer->encode_text_until(three_words, 100), tokenizer->encode_text(three_words));
   const std::string eight_words = "a b c a b c a b";
   const Encoding e = tokenizer->encode(three_words, &eight_words, 8);
