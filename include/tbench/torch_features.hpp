@@ -21,6 +21,9 @@
 // graph follows the LR schedule.
 #define TBENCH_HAS_CUDA_GRAPH_STEP (TBENCH_WITH_CUDA && TBENCH_TORCH_AT_LEAST(2, 2))
 
+// c10d::TCPStoreOptions::useLibUV (torch >= 2.2; on by default from 2.4).
+#define TBENCH_HAS_TCPSTORE_LIBUV_OPTION TBENCH_TORCH_AT_LEAST(2, 2)
+
 namespace tbench::features {
 
 inline constexpr bool kSdpa = TBENCH_HAS_SDPA;

@@ -27,6 +27,7 @@
 #endif
 
 #include "tbench/dist.hpp"
+#include "tbench/torch_features.hpp"
 
 namespace tbench {
 namespace {
@@ -44,6 +45,21 @@ using Group = c10d::ProcessGroup;
 std::string describe(const std::exception& e) {
   if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
   return e.what();
+}
+
+// torch >= 2.4 asks for the libuv store by default, and a LibTorch built without libuv (Debian's)
+// refuses that outright. The classic store speaks the same protocol, so it takes over there.
+c10::intrusive_ptr<c10d::Store> open_tcp_store(const std::string& host, c10d::TCPStoreOptions options) {
+#if TBENCH_HAS_TCPSTORE_LIBUV_OPTION
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const c10::Error& e) {
+    if (!options.useLibUV || std::string(e.what()).find("libuv") == std::string::npos) throw;
+    spdlog::debug("this LibTorch has no libuv: using the classic TCPStore");
+    options.useLibUV = false;
+  }
+#endif
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
 }
 
 #if TBENCH_WITH_GLOO
@@ -128,7 +144,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
     options.numWorkers = static_cast<std::size_t>(env.world_size);
     options.waitWorkers = false;  // joined below, with a message that says how many arrived
     options.timeout = timeout;
-    impl->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, options);
+    impl->store = open_tcp_store(env.master_addr, options);
     if (env.agent_store) impl->store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, impl->store);
   } catch (const std::exception& e) {
     const std::string host = env.agent_store ? "torchrun's agent hosts the store there"

@@ -36,10 +36,12 @@ class LoopAdamW : public Optimizer {
   std::unique_ptr<torch::optim::AdamW> adamw_;
 };
 
-// Per-parameter state shared by the multi-tensor implementations.
+// Per-parameter state shared by the multi-tensor implementations, keyed by the parameter itself
+// (never by a detached alias: each detach() is a new TensorImpl, so its state would start afresh).
 struct MomentState {
   torch::Tensor exp_avg, exp_avg_sq;
-  int64_t steps = 0;
+  int64_t steps = 0;          // foreach: the update count, on the host
+  torch::Tensor step_count;   // fused: the update count as a 0-dim float tensor on the device
 };
 
 // The parameters of a group that have a gradient this step, with their state (created on first use).
@@ -121,7 +123,7 @@ class ForeachAdamW : public Optimizer {
 };
 
 #if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
-// NOT COMPILED in the CPU build (LibTorch 1.13 has no _fused_adamw_): written against torch 2.x.
+// Compiled with torch >= 2.4 (CPU kernel) or a CUDA torch >= 2.0; LibTorch 1.13 has no _fused_adamw_.
 // One kernel for the whole update of a group. Its step counters are float tensors on the
 // device, advanced here before the kernel as PyTorch's AdamW(fused=True) does; with found_inf
 // the kernel itself skips the update and the counters are moved back by found_inf, so an fp16
@@ -151,7 +153,7 @@ class FusedAdamW : public Optimizer {
     StepTensors t = moments_.gather(group);
     if (t.params.empty()) return;
     std::vector<torch::Tensor> counters;
-    for (const auto& p : t.params) counters.push_back(counter_for(p));
+    for (std::size_t i = 0; i < t.params.size(); ++i) counters.push_back(counter_for(*t.states[i], t.params[i]));
     at::_foreach_add_(counters, 1.0);
     // The counters are 0-dim, as PyTorch keeps them; the scaler's flag is [1].
     const torch::Tensor inf = found_inf.defined() ? found_inf.reshape({}) : torch::Tensor();
@@ -186,17 +188,15 @@ class FusedAdamW : public Optimizer {
     }
   }
 
-  torch::Tensor counter_for(const torch::Tensor& p) {
-    auto [it, inserted] = counters_.try_emplace(p.unsafeGetTensorImpl());
-    if (inserted) it->second = torch::zeros({}, p.options().dtype(torch::kFloat));
-    return it->second;
+  static torch::Tensor counter_for(MomentState& state, const torch::Tensor& p) {
+    if (!state.step_count.defined()) state.step_count = torch::zeros({}, p.options().dtype(torch::kFloat));
+    return state.step_count;
   }
 
   std::vector<AdamWGroup> groups_;
   AdamWSettings settings_;
   torch::Tensor lr_on_device_;  // capturable only
   MomentStore moments_;
-  std::unordered_map<const c10::TensorImpl*, torch::Tensor> counters_;
 };
 #endif
 

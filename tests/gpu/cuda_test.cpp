@@ -1,0 +1,232 @@
+// GPU tests. Compiled only in CUDA builds (TBENCH_WITH_CUDA); on a machine without a CUDA device
+// (the offline CUDA build check, scripts/check-cuda-build) each one skips and says why.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+
+#include "support/cli.hpp"
+#include "tbench/cuda.hpp"
+#include "tbench/dist.hpp"
+#include "tbench/models/layers.hpp"
+#include "tbench/optimizer.hpp"
+#include "tbench/step_timer.hpp"
+#include "tbench/torch_features.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+using testing::ScratchDir;
+
+#define REQUIRE_CUDA() \
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device on this machine: GPU test not run"
+
+const torch::Device kGpu(torch::kCUDA, 0);
+
+// --- src/cuda/ pieces on their own ---------------------------------------------------------------
+
+// Event time and wall time agree around work the host waits for.
+TEST(CudaTimer, EventTimeMatchesWallTimeAroundSynchronizedWork) {
+  REQUIRE_CUDA();
+  auto timer = make_step_timer(kGpu);
+  EXPECT_STREQ(timer->method(), "cuda_events");
+  const auto a = torch::randn({4096, 4096}, kGpu);
+  torch::cuda::synchronize();
+  const auto wall_start = std::chrono::steady_clock::now();
+  timer->begin();
+  for (int i = 0; i < 20; ++i) a.mm(a);
+  timer->end();
+  torch::cuda::synchronize();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  ASSERT_EQ(timer->pending(), 1u);
+  EXPECT_TRUE(timer->oldest_done());
+  const StepTime t = timer->take_oldest();
+  EXPECT_GT(t.seconds, 0);
+  EXPECT_LE(t.seconds, wall * 1.001);
+  EXPECT_GT(t.seconds, wall * 0.8) << "event " << t.seconds << " s, wall " << wall << " s";
+}
+
+TEST(CudaMemory, PeaksFollowTheCachingAllocator) {
+  REQUIRE_CUDA();
+  torch::cuda::synchronize();
+  cuda::reset_allocator_peaks(0);
+  const int64_t bytes = 256LL << 20;
+  {
+    const auto big = torch::empty({bytes / 4}, torch::TensorOptions().dtype(torch::kFloat).device(kGpu));
+    const auto peaks = cuda::allocator_peaks(0);
+    EXPECT_GE(peaks.allocated_bytes, bytes);
+    EXPECT_GE(peaks.reserved_bytes, peaks.allocated_bytes);
+  }
+  EXPECT_GE(cuda::allocator_peaks(0).allocated_bytes, bytes) << "a peak must outlive the tensor";
+}
+
+TEST(CudaEnv, DescribesRuntimeAndDevice) {
+  REQUIRE_CUDA();
+  const json runtime = cuda::runtime_info();
+  const json device = cuda::device_info(0);
+  EXPECT_FALSE(runtime.empty()) << runtime.dump();
+  EXPECT_TRUE(device.contains("name")) << device.dump();
+  EXPECT_GT(device.value("sms", 0), 0) << device.dump();
+}
+
+// --- kernels against their references ------------------------------------------------------------
+
+// The CUDA fused AdamW (the default optimizer on CUDA) against LibTorch's AdamW on the CPU.
+TEST(CudaOptimizer, FusedOnCudaEqualsLibTorchAdamWOnCpu) {
+  REQUIRE_CUDA();
+  if (!features::fused_adamw(true)) GTEST_SKIP() << "this torch has no CUDA fused AdamW";
+  torch::manual_seed(21);
+  std::vector<torch::Tensor> cpu = {torch::randn({64, 33}), torch::randn({33})};
+  std::vector<torch::Tensor> gpu;
+  for (auto& p : cpu) {
+    p.set_requires_grad(true);
+    gpu.push_back(p.detach().to(kGpu).set_requires_grad(true));
+  }
+  auto reference = make_adamw(OptimizerImpl::loop, {{cpu, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
+  auto fused = make_adamw(OptimizerImpl::fused, {{gpu, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, kGpu);
+  for (int step = 1; step <= 5; ++step) {
+    torch::manual_seed(step);
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      cpu[i].mutable_grad() = torch::randn_like(cpu[i]);
+      gpu[i].mutable_grad() = cpu[i].grad().to(kGpu);
+    }
+    reference->set_lr(1e-2 / step);
+    fused->set_lr(1e-2 / step);
+    reference->step();
+    fused->step();
+  }
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const auto back = gpu[i].detach().cpu();
+    EXPECT_TRUE(torch::allclose(cpu[i], back, 0, 1e-5)) << i << ": " << (cpu[i] - back).abs().max().item<double>();
+  }
+}
+
+TEST(CudaAttention, SdpaEqualsEagerWithPaddingInFp32AndBf16) {
+  REQUIRE_CUDA();
+  if (!features::kSdpa) GTEST_SKIP() << "this torch has no SDPA";
+  torch::manual_seed(5);
+  for (const auto dtype : {torch::kFloat, torch::kBFloat16}) {
+    const auto opts = torch::TensorOptions().dtype(dtype).device(kGpu);
+    const auto q = torch::randn({2, 12, 128, 64}, opts), k = torch::randn({2, 12, 128, 64}, opts),
+               v = torch::randn({2, 12, 128, 64}, opts);
+    auto mask = torch::ones({2, 128}, torch::TensorOptions().dtype(torch::kLong).device(kGpu));
+    mask.index_put_({1, torch::indexing::Slice(90)}, 0);
+    const auto bias = layers::padding_bias(mask, dtype);
+    const auto eager = layers::attention(q, k, v, bias, 0.0, false, AttentionKernel::eager).to(torch::kFloat);
+    const auto sdpa = layers::attention(q, k, v, bias, 0.0, false, AttentionKernel::sdpa).to(torch::kFloat);
+    const double tol = dtype == torch::kFloat ? 1e-4 : 2e-2;
+    EXPECT_TRUE(torch::allclose(eager, sdpa, tol, tol)) << dtype << ": " << (eager - sdpa).abs().max().item<double>();
+  }
+}
+
+// --- whole runs of the binary on the GPU -------------------------------------------------------
+
+class CudaRun : public ::testing::Test {
+ protected:
+  ScratchDir dir;
+  // tiny-bert on cuda:0 with the given overrides; returns the exit code, the result in `result`.
+  int run(const std::vector<std::string>& overrides, json& result, std::string* err = nullptr) {
+    json spec = testing::tiny_spec(dir.file("r.json"));
+    spec["device"] = "cuda:0";
+    std::string args = "run -q --force " + dir.write("spec.json", spec.dump());
+    for (const auto& o : overrides) args += " --set " + o;
+    const auto r = testing::run_tbench(args);
+    if (err) *err = r.err;
+    if (r.exit_code == 0 || r.exit_code == 4) result = testing::read_json(dir.file("r.json"));
+    return r.exit_code;
+  }
+};
+
+TEST_F(CudaRun, EachPrecisionTrainsWithEventTiming) {
+  REQUIRE_CUDA();
+  for (const char* precision : {"fp32", "fp16", "bf16"}) {
+    json result;
+    std::string err;
+    ASSERT_EQ(run({std::string("precision=") + precision}, result, &err), 0) << precision << ": " << err;
+    EXPECT_EQ(result["summary"]["status"], "completed") << precision;
+    EXPECT_EQ(result["summary"]["timing_check"]["method"], "cuda_events") << precision;
+    EXPECT_GT(result["summary"]["peak_allocated_bytes"].get<int64_t>(), 0) << precision;
+    for (const auto& it : result["iterations"]) EXPECT_TRUE(std::isfinite(it["loss"].get<double>())) << precision;
+    if (std::string(precision) == "fp16") {
+      EXPECT_GT(result["iterations"][0]["loss_scale"].get<double>(), 1.0) << "fp16 runs with a dynamic loss scale";
+    }
+  }
+}
+
+TEST_F(CudaRun, EventStepTimesAccountForTheEpoch) {
+  REQUIRE_CUDA();
+  json result;
+  std::string err;
+  ASSERT_EQ(run({"data.num_samples=256", "train.epochs=1"}, result, &err), 0) << err;
+  const json check = result["summary"]["timing_check"];
+  EXPECT_LT(check["gap_fraction"].get<double>(), 0.02) << check.dump();
+}
+
+TEST_F(CudaRun, CudaGraphStepReplaysToTheEagerLosses) {
+  REQUIRE_CUDA();
+  if (!features::kCudaGraphStep) GTEST_SKIP() << "this torch has no CUDA graph step (needs >= 2.2)";
+  json eager, graphed;
+  std::string err;
+  const std::vector<std::string> common = {"train.dropout=false", "timing.warmup_steps=2", "train.optimizer_impl=fused"};
+  ASSERT_EQ(run(common, eager, &err), 0) << err;
+  auto with_graph = common;
+  with_graph.push_back("train.cuda_graph=true");
+  ASSERT_EQ(run(with_graph, graphed, &err), 0) << err;
+  ASSERT_EQ(eager["iterations"].size(), graphed["iterations"].size());
+  for (std::size_t i = 0; i < eager["iterations"].size(); ++i) {
+    EXPECT_NEAR(eager["iterations"][i]["loss"].get<double>(), graphed["iterations"][i]["loss"].get<double>(), 1e-4)
+        << "step " << i;
+  }
+}
+
+TEST_F(CudaRun, CudaGraphStepRunsWithDropout) {
+  REQUIRE_CUDA();
+  if (!features::kCudaGraphStep) GTEST_SKIP() << "this torch has no CUDA graph step (needs >= 2.2)";
+  json result;
+  std::string err;
+  ASSERT_EQ(run({"train.cuda_graph=true", "timing.warmup_steps=2", "train.dropout=true"}, result, &err), 0) << err;
+  EXPECT_EQ(result["summary"]["status"], "completed");
+}
+
+TEST_F(CudaRun, OutOfMemoryIsARunFailureWithAClearMessage) {
+  REQUIRE_CUDA();
+  json result;
+  std::string err;
+  EXPECT_EQ(run({"model=bert-base-cased", "data.seq_len=512", "train.batch_size=8192", "data.num_samples=8192",
+                 "train.max_steps=1"},
+                result, &err),
+            4)
+      << err;
+  EXPECT_NE(err.find("out of memory"), std::string::npos) << err;
+  EXPECT_EQ(result["summary"]["status"], "failed");
+}
+
+TEST_F(CudaRun, NcclWorldSizeOneTrainsLikeTheSingleProcess) {
+  REQUIRE_CUDA();
+  const auto backends = available_backends();
+  if (std::find(backends.begin(), backends.end(), "nccl") == backends.end()) GTEST_SKIP() << "no NCCL in this build";
+  json spec = testing::tiny_spec(dir.file("dist.json"));
+  spec["device"] = "cuda:0";
+  spec["train"]["dropout"] = false;
+  const std::string spec_path = dir.write("dist-spec.json", spec.dump());
+  const int port = testing::free_tcp_port();
+  const pid_t pid = testing::spawn_tbench({"run", "-q", spec_path},
+                                         {{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"LOCAL_RANK", "0"},
+                                          {"LOCAL_WORLD_SIZE", "1"}, {"MASTER_ADDR", "127.0.0.1"},
+                                          {"MASTER_PORT", std::to_string(port)}},
+                                         dir.file("rank0.out"), dir.file("rank0.err"));
+  ASSERT_EQ(testing::wait_for_exit(pid, 120), 0) << testing::read_text(dir.file("rank0.err"));
+  const json result = testing::read_json(dir.file("dist.json"));
+  EXPECT_EQ(result["dist"]["backend"], "nccl");
+  EXPECT_EQ(result["dist"]["world_size"], 1);
+  json single;
+  ASSERT_EQ(run({"train.dropout=false"}, single), 0);
+  for (std::size_t i = 0; i < single["iterations"].size(); ++i) {
+    EXPECT_NEAR(single["iterations"][i]["loss"].get<double>(), result["iterations"][i]["loss"].get<double>(), 1e-5)
+        << "step " << i;
+  }
+}
+
+}  // namespace
+}  // namespace tbench
