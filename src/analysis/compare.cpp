@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "tbench/analysis.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {

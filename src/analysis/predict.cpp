@@ -1,9 +1,9 @@
 #include <cmath>
 #include <numeric>
 
-#include "tbench/analysis.hpp"
+#include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {

@@ -1,12 +1,11 @@
 // `tbench report`: results grouped into a model x label table, rendered as text, markdown, CSV
 // or JSON (HTML lives in report_html.cpp).
 #include <algorithm>
-#include <cstdio>
-#include <sstream>
 
-#include "tbench/analysis.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -37,99 +36,53 @@ std::string header_note(const Report& r) {
          r.baseline + "'";
 }
 
-std::string render_table(const Report& r) {
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> header = {"model"};
-  header.insert(header.end(), r.labels.begin(), r.labels.end());
-  rows.push_back(header);
+// What a model x label grid shows where that model was not run under that label: markdown has
+// the typographic en dash, plain text stays ASCII.
+std::string missing_mark(bool markdown) { return markdown ? "–" : "-"; }
+
+// The model x label grid people read (text and markdown); markdown bolds the model names.
+Table overview_table(const Report& r, bool markdown) {
+  Table table;
+  table.caption = header_note(r);
+  table.columns.push_back({"model"});
+  for (const auto& label : r.labels) table.columns.push_back({label, Align::right});
   for (const auto& model : r.models) {
-    std::vector<std::string> row = {model};
+    const auto& cells = r.cells.at(model);
+    std::vector<Cell> row = {markdown ? "**" + model + "**" : model};
     for (const auto& label : r.labels) {
-      const auto& cells = r.cells.at(model);
-      row.push_back(cells.count(label) ? cell_text(cells.at(label)) : "-");
+      const auto cell = cells.find(label);
+      row.push_back(cell != cells.end() ? cell_text(cell->second) : missing_mark(markdown));
     }
-    rows.push_back(row);
+    table.rows.push_back(std::move(row));
   }
-  return header_note(r) + "\n" + aligned_table(rows);
+  return table;
 }
 
-std::string render_markdown(const Report& r) {
-  std::ostringstream out;
-  out << "_" << header_note(r) << "_\n\n| model |";
-  for (const auto& label : r.labels) out << " " << label << " |";
-  out << "\n|---|";
-  for (std::size_t i = 0; i < r.labels.size(); ++i) out << "---:|";
-  out << "\n";
+// One row per (model, label) that has runs: the long form CSV and JSON carry. CSV heads the label
+// column with the --by key, JSON with "label".
+Table records_table(const Report& r, const std::string& label_header) {
+  Table table;
+  table.columns = {{"model"},      {label_header}, {"runs"},          {"epoch_seconds_mean"}, {"epoch_seconds_stdev"},
+                   {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"}};
   for (const auto& model : r.models) {
-    out << "| **" << model << "** |";
+    const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
-      const auto& cells = r.cells.at(model);
-      out << " " << (cells.count(label) ? cell_text(cells.at(label)) : "–") << " |";
-    }
-    out << "\n";
-  }
-  return out.str();
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
-}
-
-std::string render_csv(const Report& r) {
-  std::ostringstream out;
-  out << "model," << r.by << ",runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup\n";
-  for (const auto& model : r.models) {
-    for (const auto& label : r.labels) {
-      const auto& cells = r.cells.at(model);
-      if (!cells.count(label)) continue;
-      const ReportCell& c = cells.at(label);
-      out << csv_field(model) << "," << csv_field(label) << "," << c.runs << "," << format_fixed(c.epoch_mean, 3) << ","
-          << format_fixed(c.epoch_stdev, 3) << "," << format_duration(c.epoch_mean) << "," << (c.projected ? "true" : "false")
-          << "," << format_fixed(c.samples_per_s, 3) << "," << (c.speedup ? format_fixed(*c.speedup, 4) : "") << "\n";
+      const auto found = cells.find(label);
+      if (found == cells.end()) continue;
+      const ReportCell& c = found->second;
+      table.rows.push_back({model, label, Cell::integer(c.runs), Cell::number(c.epoch_mean, 3),
+                            Cell::number(c.epoch_stdev, 3), format_duration(c.epoch_mean), Cell::boolean(c.projected),
+                            Cell::number(c.samples_per_s, 3), Cell::number_or_blank(c.speedup, 4)});
     }
   }
-  return out.str();
+  return table;
 }
 
 }  // namespace
 
-std::string aligned_table(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<std::size_t> width;
-  for (const auto& row : rows) {
-    width.resize(std::max(width.size(), row.size()), 0);
-    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::ostringstream out;
-  for (std::size_t k = 0; k < rows.size(); ++k) {
-    for (std::size_t i = 0; i < rows[k].size(); ++i) {
-      out << (i ? "  " : "") << rows[k][i] << std::string(width[i] - rows[k][i].size(), ' ');
-    }
-    out << "\n";
-    if (k == 0) {
-      for (std::size_t i = 0; i < width.size(); ++i) out << (i ? "  " : "") << std::string(width[i], '-');
-      out << "\n";
-    }
-  }
-  return out.str();
-}
-
 json report_json(const Report& r) {
-  json rows = json::array();
-  for (const auto& model : r.models) {
-    for (const auto& label : r.labels) {
-      const auto& cells = r.cells.at(model);
-      if (!cells.count(label)) continue;
-      const ReportCell& c = cells.at(label);
-      rows.push_back({{"model", model}, {"label", label}, {"runs", c.runs}, {"epoch_seconds_mean", c.epoch_mean},
-                      {"epoch_seconds_stdev", c.epoch_stdev}, {"epoch_time", format_duration(c.epoch_mean)},
-                      {"projected", c.projected}, {"samples_per_s", c.samples_per_s},
-                      {"speedup", c.speedup ? json(*c.speedup) : json(nullptr)}});
-    }
-  }
-  return {{"by", r.by}, {"baseline", r.baseline}, {"models", r.models}, {"labels", r.labels}, {"rows", rows}};
+  return {{"by", r.by}, {"baseline", r.baseline}, {"models", r.models}, {"labels", r.labels},
+          {"rows", to_json(records_table(r, "label"))}};
 }
 
 std::string render_html(const Report& r);  // report_html.cpp
@@ -180,9 +133,9 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
 }
 
 std::string render_report(const Report& report, const std::string& format) {
-  if (format == "table") return render_table(report);
-  if (format == "markdown" || format == "md") return render_markdown(report);
-  if (format == "csv") return render_csv(report);
+  if (format == "table") return to_text(overview_table(report, /*markdown=*/false));
+  if (format == "markdown" || format == "md") return to_markdown(overview_table(report, /*markdown=*/true));
+  if (format == "csv") return to_csv(records_table(report, report.by));
   if (format == "json") return report_json(report).dump(2) + "\n";
   if (format == "html") return render_html(report);
   throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json, html");

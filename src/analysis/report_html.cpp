@@ -1,7 +1,7 @@
 // `tbench report --format html`: one self-contained page (no network, no libraries) with the
 // table and three SVG charts drawn by inline script from the embedded data: epoch time per model
 // and label, throughput of every iteration over time, and speedup vs the baseline.
-#include "tbench/analysis.hpp"
+#include "tbench/analysis/analysis.hpp"
 
 namespace tbench {
 namespace {

@@ -1,9 +1,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "tbench/analysis.hpp"
+#include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/results.hpp"
+#include "tbench/files.hpp"
+#include "tbench/results/result.hpp"
 
 namespace tbench {
 namespace {
@@ -21,14 +22,11 @@ const json& require(const json& j, const char* pointer, const std::string& path)
 }  // namespace
 
 ResultFile load_result(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw input_error(path + ": cannot open the result file");
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::string text = read_file(path, "the result file");
   ResultFile r;
   r.path = path;
   try {
-    r.json = json::parse(text.str());
+    r.json = json::parse(text);
   } catch (const json::parse_error& e) {
     throw input_error(path + ": not valid JSON: " + e.what());
   }

@@ -1,13 +1,12 @@
 // `tbench report --scaling`: data-parallel runs against the single-process run of the same spec.
-#include <algorithm>
-#include <cstdio>
 #include <map>
-#include <sstream>
+#include <optional>
 #include <tuple>
 
-#include "tbench/analysis.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -34,28 +33,63 @@ std::string optional_text(const std::optional<double>& value, int digits, const 
   return value ? format_fixed(*value, digits) + suffix : "-";
 }
 
-std::vector<std::string> cells_of(const ScalingRow& row) {
-  return {row.model,
-          row.config,
-          std::to_string(row.world_size),
-          (row.projected ? "~" : "") + format_duration(row.epoch_seconds),
-          format_fixed(row.samples_per_s, 1),
-          format_fixed(row.samples_per_s / static_cast<double>(row.world_size), 1),
-          optional_text(row.speedup, 2, "x"),
-          optional_text(row.efficiency ? std::optional<double>(*row.efficiency * 100) : std::nullopt, 0, "%"),
-          optional_text(row.comm_share ? std::optional<double>(*row.comm_share * 100) : std::nullopt, 1, "%"),
-          row.flag + (row.runs > 1 ? (row.flag.empty() ? "" : ", ") + std::string("n=") + std::to_string(row.runs) : "")};
+std::optional<double> percent(const std::optional<double>& fraction) {
+  return fraction ? std::optional<double>(*fraction * 100) : std::nullopt;
 }
 
-const std::vector<std::string>& headers() {
-  static const std::vector<std::string> h = {"model",   "config",     "processes",  "epoch",     "samples/s",
-                                             "per process", "speedup", "efficiency", "comm wait", "note"};
-  return h;
+std::string note_of(const ScalingRow& row) {
+  if (row.runs <= 1) return row.flag;
+  return row.flag + (row.flag.empty() ? "" : ", ") + "n=" + std::to_string(row.runs);
+}
+
+double per_process_samples_per_s(const ScalingRow& row) {
+  return row.samples_per_s / static_cast<double>(row.world_size);
 }
 
 const char* kNote =
     "speedup = T1/TN of the epoch time vs the 1-process run of the same config; efficiency = speedup / N "
     "(> 105% super-linear, < 50% collapsing); ~ = projected from steady steps; samples/s is global";
+
+// What people read (text and markdown): figures rounded and with units, the measurements
+// right-aligned between the descriptive columns.
+Table overview_table(const std::vector<ScalingRow>& rows) {
+  Table table;
+  table.caption = kNote;
+  table.columns = {{"model"},
+                   {"config"},
+                   {"processes", Align::right},
+                   {"epoch", Align::right},
+                   {"samples/s", Align::right},
+                   {"per process", Align::right},
+                   {"speedup", Align::right},
+                   {"efficiency", Align::right},
+                   {"comm wait", Align::right},
+                   {"note"}};
+  for (const auto& row : rows) {
+    table.rows.push_back({row.model, row.config, std::to_string(row.world_size),
+                          (row.projected ? "~" : "") + format_duration(row.epoch_seconds),
+                          format_fixed(row.samples_per_s, 1), format_fixed(per_process_samples_per_s(row), 1),
+                          optional_text(row.speedup, 2, "x"), optional_text(percent(row.efficiency), 0, "%"),
+                          optional_text(percent(row.comm_share), 1, "%"), note_of(row)});
+  }
+  return table;
+}
+
+// What scripts read (CSV and JSON): plain numbers, one column per figure.
+Table records_table(const std::vector<ScalingRow>& rows) {
+  Table table;
+  table.columns = {{"model"},         {"config"},     {"world_size"},    {"runs"},
+                   {"epoch_seconds"}, {"projected"},  {"samples_per_s"}, {"per_process_samples_per_s"},
+                   {"speedup"},       {"efficiency"}, {"comm_share"},    {"flag"}};
+  for (const auto& row : rows) {
+    table.rows.push_back({row.model, row.config, Cell::integer(row.world_size), Cell::integer(row.runs),
+                          Cell::number(row.epoch_seconds, 3), Cell::boolean(row.projected),
+                          Cell::number(row.samples_per_s, 3), Cell::number(per_process_samples_per_s(row), 3),
+                          Cell::number_or_blank(row.speedup, 4), Cell::number_or_blank(row.efficiency, 4),
+                          Cell::number_or_blank(row.comm_share, 4), Cell::text_or_null(row.flag)});
+  }
+  return table;
+}
 
 }  // namespace
 
@@ -100,52 +134,11 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
 }
 
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format) {
-  std::ostringstream out;
-  if (format == "json") {
-    json list = json::array();
-    for (const auto& r : rows) {
-      const auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-      list.push_back({{"model", r.model}, {"config", r.config}, {"world_size", r.world_size}, {"runs", r.runs},
-                      {"epoch_seconds", r.epoch_seconds}, {"projected", r.projected},
-                      {"samples_per_s", r.samples_per_s},
-                      {"per_process_samples_per_s", r.samples_per_s / static_cast<double>(r.world_size)},
-                      {"speedup", opt(r.speedup)}, {"efficiency", opt(r.efficiency)},
-                      {"comm_share", opt(r.comm_share)}, {"flag", r.flag.empty() ? json(nullptr) : json(r.flag)}});
-    }
-    return json{{"rows", list}}.dump(2) + "\n";
-  }
-  if (format == "csv") {
-    out << "model,config,world_size,runs,epoch_seconds,projected,samples_per_s,per_process_samples_per_s,speedup,"
-           "efficiency,comm_share,flag\n";
-    for (const auto& r : rows) {
-      out << r.model << ",\"" << r.config << "\"," << r.world_size << "," << r.runs << "," << format_fixed(r.epoch_seconds, 3)
-          << "," << (r.projected ? "true" : "false") << "," << format_fixed(r.samples_per_s, 3) << ","
-          << format_fixed(r.samples_per_s / static_cast<double>(r.world_size), 3) << ","
-          << (r.speedup ? format_fixed(*r.speedup, 4) : "") << "," << (r.efficiency ? format_fixed(*r.efficiency, 4) : "") << ","
-          << (r.comm_share ? format_fixed(*r.comm_share, 4) : "") << "," << r.flag << "\n";
-    }
-    return out.str();
-  }
-  if (format == "markdown" || format == "md") {
-    out << "_" << kNote << "_\n\n|";
-    for (const auto& h : headers()) out << " " << h << " |";
-    out << "\n|---|---|";
-    for (std::size_t i = 2; i < headers().size(); ++i) out << (i + 1 == headers().size() ? "---|" : "---:|");
-    out << "\n";
-    for (const auto& r : rows) {
-      out << "|";
-      for (const auto& c : cells_of(r)) out << " " << c << " |";
-      out << "\n";
-    }
-    return out.str();
-  }
-  if (format != "table") {
-    throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json (with --scaling)");
-  }
-  std::vector<std::vector<std::string>> table = {headers()};
-  for (const auto& r : rows) table.push_back(cells_of(r));
-  out << kNote << "\n" << aligned_table(table);
-  return out.str();
+  if (format == "json") return json{{"rows", to_json(records_table(rows))}}.dump(2) + "\n";
+  if (format == "csv") return to_csv(records_table(rows));
+  if (format == "markdown" || format == "md") return to_markdown(overview_table(rows));
+  if (format == "table") return to_text(overview_table(rows));
+  throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json (with --scaling)");
 }
 
 }  // namespace tbench

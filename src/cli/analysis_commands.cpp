@@ -3,11 +3,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "tbench/analysis.hpp"
-#include "tbench/commands.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/cli/commands.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/results.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/results/result_files.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {

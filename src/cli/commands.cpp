@@ -4,11 +4,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tbench/commands.hpp"
+#include "tbench/cli/commands.hpp"
 #include "tbench/embedded.hpp"
-#include "tbench/env.hpp"
-#include "tbench/model_cost.hpp"
-#include "tbench/runner.hpp"
+#include "tbench/env/env.hpp"
+#include "tbench/models/model_cost.hpp"
+#include "tbench/run/runner.hpp"
 
 namespace tbench {
 namespace {
@@ -18,6 +18,7 @@ using nlohmann::json;
 struct Options {
   std::string spec_path;
   std::vector<std::string> overrides;
+  std::string output;  // -o: shorthand for --set output=...
   bool force = false;
   bool quiet = false;
   bool print = false;
@@ -35,9 +36,21 @@ void set_log_level() {
   spdlog::set_level(g_options.quiet ? spdlog::level::warn : spdlog::level::from_str(g_options.log_level));
 }
 
+// The spec with --set overrides and -o applied; -o is the same override, quoted so that any path
+// (even "123" or "true") stays a string.
+RunSpec load_spec_from_options() {
+  std::vector<std::string> overrides = g_options.overrides;
+  if (!g_options.output.empty()) {
+    std::string quoted;
+    for (const char c : g_options.output) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    overrides.push_back("output='" + quoted + "'");
+  }
+  return load_spec(g_options.spec_path, overrides);
+}
+
 int run_command() {
   set_log_level();
-  const RunPlan plan = prepare_run(load_spec(g_options.spec_path, g_options.overrides));
+  const RunPlan plan = prepare_run(load_spec_from_options());
   RunOptions options;
   options.force = g_options.force;
   options.quiet = g_options.quiet;
@@ -53,7 +66,7 @@ int validate_command() {
     std::cout << spec_field_reference().dump(2) << "\n";
     return 0;
   }
-  const RunPlan plan = prepare_run(load_spec(g_options.spec_path, g_options.overrides));
+  const RunPlan plan = prepare_run(load_spec_from_options());
   if (g_options.print) {
     std::cout << plan.spec.resolved.dump(2) << "\n";
   } else {
@@ -114,6 +127,8 @@ void add_spec_options(CLI::App* cmd, bool spec_required) {
   if (spec_required) spec->required();
   cmd->add_option("--set", g_options.overrides, "override a field: --set train.batch_size=16 (repeatable)")
       ->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  cmd->add_option("-o,--output", g_options.output,
+                  "result path, placeholders allowed: the same as --set output=PATH");
   cmd->add_option("--log-level", g_options.log_level, "trace, debug, info, warn, error");
 }
 

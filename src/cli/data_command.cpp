@@ -6,11 +6,11 @@
 #include <iostream>
 #include <map>
 
-#include "tbench/commands.hpp"
-#include "tbench/data_sources.hpp"
-#include "tbench/results.hpp"
-#include "tbench/runner.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/cli/commands.hpp"
+#include "tbench/data/data_sources.hpp"
+#include "tbench/results/result_files.hpp"
+#include "tbench/run/runner.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -58,7 +58,7 @@ std::map<int64_t, int64_t> length_histogram(const PreparedData& data) {
 }
 
 std::string histogram_text(const std::map<int64_t, int64_t>& histogram, const RunSpec& spec) {
-  std::string text = "# tbench data: sample lengths of " + (spec.data.path.empty() ? spec.data.source : spec.data.path) +
+  std::string text = "# tbench data: sample lengths of " + (spec.data.path.empty() ? std::string(to_string(spec.data.source)) : spec.data.path) +
                      " in tokens (special tokens included, truncated to seq_len " + std::to_string(spec.data.seq_len) +
                      ")\n# length count\n";
   for (const auto& [length, count] : histogram) text += std::to_string(length) + " " + std::to_string(count) + "\n";
@@ -97,7 +97,7 @@ int data_command() {
     return 0;
   }
   const json& l = report["lengths"];
-  std::cout << spec.data.source << " " << (spec.data.path.empty() ? "" : spec.data.path + " ") << "- "
+  std::cout << to_string(spec.data.source) << " " << (spec.data.path.empty() ? "" : spec.data.path + " ") << "- "
             << report["samples"] << " samples (" << report["train_samples"] << " train, " << report["eval_samples"]
             << " eval), " << report["truncated_samples"] << " truncated to seq_len " << spec.data.seq_len << "\n"
             << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 " << l["p10"]

@@ -1,4 +1,5 @@
-// tbench command line: run, validate, models, env, schema. Logs and progress go to stderr;
+// tbench command line: run, sweep, validate, data, report (and report --scaling), compare, predict,
+// models, env, schema; each is registered by its file in src/cli/. Logs and progress go to stderr;
 // stdout carries only what a script would read (a result path, a table, JSON).
 #include <cstdio>
 #include <iostream>
@@ -8,7 +9,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include "tbench/commands.hpp"
+#include "tbench/cli/commands.hpp"
 #include "tbench/errors.hpp"
 
 int main(int argc, char** argv) {

@@ -1,12 +1,12 @@
-// `tbench sweep`: many runs from one command (see include/tbench/sweep.hpp).
+// `tbench sweep`: many runs from one command (see include/tbench/sweep/sweep.hpp).
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
 
-#include "tbench/analysis.hpp"
-#include "tbench/commands.hpp"
-#include "tbench/sweep.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/cli/commands.hpp"
+#include "tbench/sweep/sweep.hpp"
 
 namespace tbench {
 namespace {

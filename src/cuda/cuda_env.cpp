@@ -8,7 +8,7 @@
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <cuda_runtime_api.h>
 
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
 
 namespace tbench::cuda {
 namespace {

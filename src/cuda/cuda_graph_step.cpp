@@ -10,7 +10,7 @@
 // tensor); the gradients are None before the capture, so backward assigns them (and a replay
 // rewrites them) instead of accumulating; dropout's random numbers come from the default CUDA
 // generator, whose offsets CUDAGraph advances on every replay.
-#include "tbench/torch_features.hpp"
+#include "tbench/env/torch_features.hpp"
 
 #if TBENCH_HAS_CUDA_GRAPH_STEP
 
@@ -19,7 +19,7 @@
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
 
 namespace tbench::cuda {
 namespace {

@@ -7,7 +7,7 @@
 // what decides an out-of-memory.
 #include <c10/cuda/CUDACachingAllocator.h>
 
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
 
 namespace tbench::cuda {
 namespace {

@@ -14,7 +14,7 @@
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
 
 namespace tbench::cuda {
 namespace {

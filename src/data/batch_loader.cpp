@@ -1,4 +1,4 @@
-#include "tbench/data.hpp"
+#include "tbench/data/data.hpp"
 
 namespace tbench {
 

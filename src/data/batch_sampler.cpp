@@ -1,6 +1,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 
-#include "tbench/data.hpp"
+#include "tbench/data/data.hpp"
 
 namespace tbench {
 namespace {

@@ -1,6 +1,8 @@
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
-#include "tbench/data.hpp"
+#include "tbench/data/data.hpp"
 
 namespace tbench {
 
@@ -12,6 +14,11 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   }
   const int64_t rows = static_cast<int64_t>(indices.size());
   const int64_t width = o.padding == Padding::max_length ? o.seq_len : longest;
+  // Samples are truncated to seq_len when read; a longer one here would be written past its row.
+  if (longest > width) {
+    throw std::length_error("collate: a sample of " + std::to_string(longest) + " tokens does not fit the padded length " +
+                            std::to_string(width));
+  }
 
   auto input_ids = torch::full({rows, width}, o.pad_id, torch::kLong);
   auto attention_mask = torch::zeros({rows, width}, torch::kLong);

@@ -6,7 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tbench/data_sources.hpp"
+#include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 
 namespace tbench {
@@ -117,6 +117,7 @@ struct Loaded {
   std::vector<std::string> label_names;
   json tokenizer = nullptr;
   json cache = nullptr;
+  PaddingConvention padding;
 };
 
 Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
@@ -131,13 +132,14 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
   check_tokenizer_fits_model(spec, model, *tokenizer);
 
   Loaded loaded;
+  loaded.padding = {tokenizer->pads_left(), tokenizer->pad_token_type_id()};
   loaded.tokenizer = {{"kind", to_string(options.kind)},
                       {"vocab", options.vocab_file},
                       {"merges", options.merges_file.empty() ? json(nullptr) : json(options.merges_file)},
                       {"lowercase", options.lowercase},
                       {"vocab_size", tokenizer->vocab_size()}};
   const TextFileOptions file{d.path, d.format, d.text_column, d.text_pair_column, d.label_column, d.num_samples};
-  const std::string key = "text|" + describe_file(d.path) + "|" + text_file_format(file) + "|" + d.text_column + "|" +
+  const std::string key = "text|" + describe_file(d.path) + "|" + to_string(text_file_format(file)) + "|" + d.text_column + "|" +
                           d.text_pair_column + "|" + d.label_column + "|" + json(d.labels).dump() + "|" +
                           std::to_string(d.num_samples) + "|" + std::to_string(d.seq_len) + "|" +
                           std::to_string(spec.num_labels) + "|" + tokenizer->fingerprint();
@@ -171,8 +173,10 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
 Loaded load_samples(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
-  if (d.source == "text") return load_text(spec, model);
-  if (d.source == "tokenized") {
+  if (d.source == DataSource::text) return load_text(spec, model);
+  // Ids made without a tokenizer are padded as the model family's tokenizer would pad them.
+  loaded.padding = padding_convention(family_tokenizer(model.arch));
+  if (d.source == DataSource::tokenized) {
     loaded.label_names = d.labels;
     loaded.samples = read_tokenized_jsonl(d.path, d.label_column, d.seq_len, model.vocab_size, spec.num_labels,
                                           loaded.label_names, d.num_samples);
@@ -183,7 +187,7 @@ Loaded load_samples(const RunSpec& spec, const ModelConfig& model) {
   o.lengths.min_length = d.lengths.min;
   o.lengths.mean = d.lengths.mean;
   o.lengths.stddev = d.lengths.std;
-  if (d.lengths.distribution == "histogram") o.lengths.histogram = read_length_histogram(d.lengths.histogram);
+  if (d.lengths.distribution == LengthDistributionKind::histogram) o.lengths.histogram = read_length_histogram(d.lengths.histogram);
   loaded.samples = make_synthetic_samples(o);
   return loaded;
 }
@@ -267,10 +271,8 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
   PreparedData out;
   split_eval(spec, std::move(loaded.samples), out);
 
-  const bool xlnet = model.arch == Architecture::xlnet;
-  out.collate = {spec.data.seq_len, spec.data.padding == "longest" ? Padding::longest : Padding::max_length,
-                 model.pad_token_id, xlnet ? 3 : 0, xlnet};
-  out.description = {{"source", spec.data.source},
+  out.collate = {spec.data.seq_len, spec.data.padding, model.pad_token_id, loaded.padding.pad_token_type_id, loaded.padding.pads_left};
+  out.description = {{"source", to_string(spec.data.source)},
                      {"path", spec.data.path.empty() ? json(nullptr) : json(spec.data.path)},
                      {"samples", total},
                      {"train_samples", out.train.size()},
@@ -278,7 +280,7 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
                      {"truncated_samples", truncated},
                      {"lengths", length_stats(out.train)},
                      {"label_names", loaded.label_names},
-                     {"padding", spec.data.padding},
+                     {"padding", to_string(spec.data.padding)},
                      {"bucket_by_length", spec.data.bucket_by_length},
                      {"tokenizer", loaded.tokenizer},
                      {"cache", loaded.cache}};

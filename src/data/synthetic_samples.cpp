@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "tbench/data.hpp"
+#include "tbench/data/data.hpp"
 #include "tbench/errors.hpp"
 
 namespace tbench {
@@ -53,21 +53,21 @@ std::vector<int64_t> sample_lengths(const LengthDistribution& d, int64_t n, int6
   // Lengths get their own stream, so a distribution change leaves the token ids as they were.
   auto generator = seeded(seed * 7919 + 17);
   const int64_t low = std::min(d.min_length, max_length);
-  if (d.kind == "fixed") return std::vector<int64_t>(static_cast<std::size_t>(n), max_length);
-  if (d.kind == "uniform") {
+  if (d.kind == LengthDistributionKind::fixed) return std::vector<int64_t>(static_cast<std::size_t>(n), max_length);
+  if (d.kind == LengthDistributionKind::uniform) {
     const auto drawn = torch::randint(low, max_length + 1, {n}, generator, torch::kLong);
     return std::vector<int64_t>(drawn.data_ptr<int64_t>(), drawn.data_ptr<int64_t>() + n);
   }
-  if (d.kind == "normal") {
+  if (d.kind == LengthDistributionKind::normal) {
     return clip_lengths(torch::randn({n}, generator, torch::kDouble) * d.stddev + d.mean, low, max_length);
   }
-  if (d.kind == "lognormal") {
+  if (d.kind == LengthDistributionKind::lognormal) {
     // The log's parameters from the length's mean and deviation: real text lengths are right-skewed.
     const double sigma2 = std::log(1.0 + (d.stddev * d.stddev) / (d.mean * d.mean));
     const double mu = std::log(d.mean) - sigma2 / 2;
     return clip_lengths((torch::randn({n}, generator, torch::kDouble) * std::sqrt(sigma2) + mu).exp(), low, max_length);
   }
-  if (d.kind == "histogram") {
+  if (d.kind == LengthDistributionKind::histogram) {
     std::vector<double> weights;
     std::vector<int64_t> values;
     for (const auto& [length, weight] : d.histogram) {
@@ -81,7 +81,7 @@ std::vector<int64_t> sample_lengths(const LengthDistribution& d, int64_t n, int6
     }
     return lengths;
   }
-  throw input_error("data.lengths.distribution: unknown distribution '" + d.kind + "'");
+  throw input_error(std::string("data.lengths.distribution: unknown distribution '") + to_string(d.kind) + "'");
 }
 
 TokenizedSamples make_synthetic_samples(const SyntheticOptions& o) {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tbench/data_sources.hpp"
+#include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 
 namespace tbench {
@@ -176,19 +176,19 @@ std::string join(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::string text_file_format(const TextFileOptions& o) {
-  if (o.format != "auto") return o.format;
+TextFormat text_file_format(const TextFileOptions& o) {
+  if (o.format != TextFormat::automatic) return o.format;
   std::string lower = o.path;
   std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
-  if (ends_with(lower, ".csv")) return "csv";
-  if (ends_with(lower, ".tsv") || ends_with(lower, ".tab")) return "tsv";
-  if (ends_with(lower, ".jsonl") || ends_with(lower, ".json") || ends_with(lower, ".ndjson")) return "jsonl";
+  if (ends_with(lower, ".csv")) return TextFormat::csv;
+  if (ends_with(lower, ".tsv") || ends_with(lower, ".tab")) return TextFormat::tsv;
+  if (ends_with(lower, ".jsonl") || ends_with(lower, ".json") || ends_with(lower, ".ndjson")) return TextFormat::jsonl;
   throw input_error(o.path + ": data.format: cannot tell the format from the extension; set data.format to csv, tsv or jsonl");
 }
 
 std::vector<TextRow> read_text_rows(const TextFileOptions& o) {
-  const std::string format = text_file_format(o);
-  auto rows = format == "jsonl" ? read_jsonl(o) : read_delimited(o, format == "csv");
+  const TextFormat format = text_file_format(o);
+  auto rows = format == TextFormat::jsonl ? read_jsonl(o) : read_delimited(o, format == TextFormat::csv);
   if (rows.empty()) throw input_error(o.path + ": the dataset is empty (no data rows)");
   return rows;
 }

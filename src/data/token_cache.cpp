@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "tbench/data_sources.hpp"
-#include "tbench/results.hpp"
+#include "tbench/data/data_sources.hpp"
+#include "tbench/results/result_files.hpp"
 
 namespace tbench {
 namespace {

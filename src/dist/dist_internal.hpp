@@ -2,7 +2,7 @@
 // Shared inside src/dist/ only.
 #include <cstdint>
 
-#include "tbench/trainer.hpp"
+#include "tbench/train/trainer.hpp"
 
 namespace tbench {
 

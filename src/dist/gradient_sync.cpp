@@ -13,12 +13,12 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "dist_internal.hpp"
-#include "tbench/dist.hpp"
+#include "tbench/dist/dist.hpp"
+#include "tbench/timing/clock.hpp"
 
 namespace tbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 // Runs after AccumulateGrad has added this backward's gradient into the parameter's .grad.
 class GradReadyHook : public torch::autograd::FunctionPostHook {
@@ -78,7 +78,7 @@ class BucketedGradientSync final : public GradientSync {
     const auto start = Clock::now();
     comm_.wait_all();
     if (params_.front().is_cuda()) torch::cuda::synchronize(params_.front().device().index());
-    const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+    const double waited = seconds_since(start);
 
     torch::NoGradGuard no_grad;
     const double world = static_cast<double>(comm_.world_size());

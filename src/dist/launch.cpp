@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "tbench/dist.hpp"
+#include "tbench/dist/dist.hpp"
 #include "tbench/errors.hpp"
 
 namespace tbench {
@@ -213,11 +213,11 @@ std::vector<std::string> available_backends() {
 void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   if (!env.distributed()) return;
   const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) + " processes";
-  const bool cuda = spec.device != "cpu";
+  const bool cuda = spec.device.is_cuda();
   const std::string backend = cuda ? "nccl" : "gloo";
   const auto backends = available_backends();
   if (std::find(backends.begin(), backends.end(), backend) == backends.end()) {
-    throw input_error(spec.where("device") + who + " on " + spec.device + " needs the " + backend +
+    throw input_error(spec.where("device") + who + " on " + spec.device.text() + " needs the " + backend +
                       " backend, which this build does not have (" +
                       (cuda ? "ProcessGroupNCCL needs a CUDA LibTorch and nccl.h at configure time"
                             : "Gloo's headers were not found at configure time; install libgloo-dev and reconfigure") +
@@ -231,21 +231,13 @@ void check_launch(const RunSpec& spec, const LaunchEnv& env) {
                         " CUDA device(s); start at most one process per GPU");
     }
   }
-  const int64_t global_batch = spec.train.batch_size * spec.train.grad_accum_steps * env.world_size;
-  if (spec.data.source == "synthetic" && spec.data.num_samples < global_batch) {
-    throw input_error(spec.where("data.num_samples") + "is " + std::to_string(spec.data.num_samples) +
-                      ", fewer than one data-parallel step needs (train.batch_size " +
-                      std::to_string(spec.train.batch_size) + " x train.grad_accum_steps " +
-                      std::to_string(spec.train.grad_accum_steps) + " x " + std::to_string(env.world_size) +
-                      " processes)");
-  }
 }
 
 torch::Device rank_device(const RunSpec& spec, const LaunchEnv& env) {
-  if (env.distributed() && spec.device != "cpu") {
+  if (env.distributed() && spec.device.is_cuda()) {
     return torch::Device(torch::kCUDA, static_cast<torch::DeviceIndex>(env.local_rank));
   }
-  return torch::Device(spec.device);
+  return torch::Device(spec.device.text());
 }
 
 }  // namespace tbench

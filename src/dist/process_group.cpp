@@ -26,10 +26,25 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "tbench/dist.hpp"
-#include "tbench/torch_features.hpp"
+#include "tbench/dist/dist.hpp"
+#include "tbench/dist/tcp_store.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench {
+
+c10::intrusive_ptr<c10d::TCPStore> open_tcp_store(const std::string& host, c10d::TCPStoreOptions options) {
+#if TBENCH_HAS_TCPSTORE_LIBUV_OPTION
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const c10::Error& e) {
+    if (!options.useLibUV || std::string(e.what()).find("libuv") == std::string::npos) throw;
+    spdlog::debug("this LibTorch has no libuv: using the classic TCPStore");
+    options.useLibUV = false;
+  }
+#endif
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
+}
+
 namespace {
 
 using Millis = std::chrono::milliseconds;
@@ -45,21 +60,6 @@ using Group = c10d::ProcessGroup;
 std::string describe(const std::exception& e) {
   if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
   return e.what();
-}
-
-// torch >= 2.4 asks for the libuv store by default, and a LibTorch built without libuv (Debian's)
-// refuses that outright. The classic store speaks the same protocol, so it takes over there.
-c10::intrusive_ptr<c10d::Store> open_tcp_store(const std::string& host, c10d::TCPStoreOptions options) {
-#if TBENCH_HAS_TCPSTORE_LIBUV_OPTION
-  try {
-    return c10::make_intrusive<c10d::TCPStore>(host, options);
-  } catch (const c10::Error& e) {
-    if (!options.useLibUV || std::string(e.what()).find("libuv") == std::string::npos) throw;
-    spdlog::debug("this LibTorch has no libuv: using the classic TCPStore");
-    options.useLibUV = false;
-  }
-#endif
-  return c10::make_intrusive<c10d::TCPStore>(host, options);
 }
 
 #if TBENCH_WITH_GLOO

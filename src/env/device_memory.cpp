@@ -1,9 +1,9 @@
-#include "tbench/device_memory.hpp"
+#include "tbench/env/device_memory.hpp"
 
-#include "tbench/env.hpp"
+#include "tbench/env/env.hpp"
 
 #if TBENCH_WITH_CUDA
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
 #endif
 
 namespace tbench {

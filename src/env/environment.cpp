@@ -17,10 +17,10 @@
 #if TBENCH_WITH_CUDA
 #include <ATen/cuda/CUDAContext.h>
 
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
 #endif
 
-#include "tbench/env.hpp"
+#include "tbench/env/env.hpp"
 #include "tbench/version.hpp"
 
 namespace tbench {
@@ -143,9 +143,14 @@ int64_t peak_rss_bytes() {
   return kb.empty() ? 0 : std::atoll(kb.c_str()) * 1024;
 }
 
-json collect_env() {
+std::string host_name() {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
+  return host;
+}
+
+json collect_env() {
+  const std::string host = host_name();
   struct utsname uts {};
   uname(&uts);
   const std::string ram_kb = field_of("/proc/meminfo", "MemTotal", ':');

@@ -1,10 +1,7 @@
-#include "tbench/hardware.hpp"
+#include "tbench/env/hardware.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <fstream>
-
-#include <torch/torch.h>
 
 #include "tbench/errors.hpp"
 
@@ -97,27 +94,6 @@ double peak_tflops(const DeviceSpec& device, const std::string& precision, bool 
   if (precision == "fp16") return device.fp16_tflops;
   if (precision == "bf16") return device.bf16_tflops;
   return tf32 && device.tf32_tflops > 0 ? device.tf32_tflops : device.fp32_tflops;
-}
-
-double measure_cpu_matmul_flops(int threads, const std::string& precision) {
-  const int previous = torch::get_num_threads();
-  torch::set_num_threads(threads);
-  const auto dtype = precision == "bf16" ? torch::kBFloat16 : torch::kFloat;
-  constexpr int64_t n = 1024;
-  torch::NoGradGuard no_grad;
-  const auto a = torch::randn({n, n}).to(dtype), b = torch::randn({n, n}).to(dtype);
-  auto c = torch::mm(a, b);  // warm-up: thread pool, BLAS buffers
-  using Clock = std::chrono::steady_clock;
-  int iterations = 0;
-  const auto start = Clock::now();
-  double elapsed = 0;
-  while (elapsed < 0.5 || iterations < 3) {
-    c = torch::mm(a, b);
-    ++iterations;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
-  torch::set_num_threads(previous);
-  return 2.0 * n * n * n * iterations / elapsed;
 }
 
 }  // namespace tbench

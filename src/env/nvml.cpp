@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "tbench/env.hpp"
+#include "tbench/env/env.hpp"
 
 namespace tbench {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <ATen/Context.h>
 
-#include "tbench/env.hpp"
+#include "tbench/env/env.hpp"
 
 namespace tbench {
 

@@ -18,7 +18,7 @@ EmbeddingsImpl::EmbeddingsImpl(const ModelConfig& c) {
   auto positions = torch::nn::EmbeddingOptions(c.max_position_embeddings, h);
   if (c.arch == Architecture::roberta) positions.padding_idx(c.pad_token_id);  // RoBERTa's positions skip padding
   position_embeddings = register_module("position_embeddings", torch::nn::Embedding(positions));
-  if (c.type_vocab_size > 0) {
+  if (c.type_vocab_size > 0) {  // 0 for DistilBERT, which has no token types
     token_type_embeddings =
         register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, h));
   }

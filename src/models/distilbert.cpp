@@ -1,13 +1,14 @@
 // DistilBERT for sequence classification (Sanh et al., 2019), laid out as HF's
 // DistilBertForSequenceClassification: BERT with half the layers, no token types, no pooler.
-//   distilbert.embeddings.{word_embeddings,position_embeddings,LayerNorm}
+//   distilbert.embeddings.{word_embeddings,position_embeddings,LayerNorm} (BERT's embeddings; the
+//     config's type_vocab_size of 0 leaves out the token-type table)
 //   distilbert.transformer.layer.N.attention.{q_lin,k_lin,v_lin,out_lin}, ...sa_layer_norm
 //   distilbert.transformer.layer.N.ffn.{lin1,lin2}, ...output_layer_norm
 //   pre_classifier, classifier
 #include <cmath>
 
 #include "tbench/models/architectures.hpp"
-#include "tbench/models/layers.hpp"
+#include "tbench/models/bert.hpp"
 
 namespace tbench::distilbert {
 namespace {
@@ -79,26 +80,21 @@ class ForSequenceClassification : public SequenceClassifier {
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
     const int64_t h = c.hidden_size;
     auto distilbert = add_group(*this, "distilbert");
-    auto embeddings = add_group(*distilbert, "embeddings");
-    word_embeddings_ = embeddings->register_module(
-        "word_embeddings", torch::nn::Embedding(torch::nn::EmbeddingOptions(c.vocab_size, h).padding_idx(c.pad_token_id)));
-    position_embeddings_ =
-        embeddings->register_module("position_embeddings", torch::nn::Embedding(c.max_position_embeddings, h));
-    embedding_norm_ = embeddings->register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
+    embeddings_ = distilbert->register_module("embeddings", bert::Embeddings(c));
     blocks_ = add_group(*distilbert, "transformer")->register_module("layer", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) blocks_->push_back(TransformerBlock(c));
     pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
     classifier_ = register_module("classifier", layers::linear(h, num_labels));
-    hidden_dropout_ = register_module("hidden_dropout", torch::nn::Dropout(c.hidden_dropout));
     classifier_dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
-    if (c.sinusoidal_positions) fill_sinusoidal(position_embeddings_->weight);
+    if (c.sinusoidal_positions) fill_sinusoidal(embeddings_->position_embeddings->weight);
     layers::init_weights(*this, c.initializer_range);
   }
 
   torch::Tensor forward(const ModelInputs& in) override {
     const auto seq_len = in.input_ids.size(1);
     auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
-    auto x = hidden_dropout_(embedding_norm_(word_embeddings_(in.input_ids) + position_embeddings_(positions)));
+    // No token types: the embeddings are Dropout(LayerNorm(word + position)).
+    auto x = embeddings_(in.input_ids, /*token_type_ids=*/torch::Tensor(), positions);
     const auto bias = layers::padding_bias(in.attention_mask, x.scalar_type());
     for (const auto& block : *blocks_) x = block->as<TransformerBlock>()->forward(x, bias);
     // Head on [CLS]: pre_classifier -> ReLU -> dropout(seq_classif_dropout) -> classifier.
@@ -107,11 +103,10 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
  private:
-  torch::nn::Embedding word_embeddings_{nullptr}, position_embeddings_{nullptr};
-  torch::nn::LayerNorm embedding_norm_{nullptr};
+  bert::Embeddings embeddings_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
   torch::nn::Linear pre_classifier_{nullptr}, classifier_{nullptr};
-  torch::nn::Dropout hidden_dropout_{nullptr}, classifier_dropout_{nullptr};
+  torch::nn::Dropout classifier_dropout_{nullptr};
 };
 
 }  // namespace

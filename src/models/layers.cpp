@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "tbench/torch_features.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench::layers {
 
@@ -50,11 +50,16 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   return torch::matmul(probs, v);
 }
 
-AttentionKernel resolve_attention(const std::string& requested) {
-  if (requested == "eager") return AttentionKernel::eager;
-  if (requested == "auto") return features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager;
-  if (requested == "sdpa" && features::kSdpa) return AttentionKernel::sdpa;
-  throw std::invalid_argument("attention kernel '" + requested + "' is not available in this build");
+AttentionKernel resolve_attention(AttentionChoice requested) {
+  switch (requested) {
+    case AttentionChoice::eager: return AttentionKernel::eager;
+    case AttentionChoice::automatic: return features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager;
+    case AttentionChoice::sdpa:
+      if (features::kSdpa) return AttentionKernel::sdpa;
+      break;
+  }
+  throw std::invalid_argument(std::string("attention kernel '") + choice_name(requested) +
+                              "' is not available in this build");
 }
 
 void init_weights(torch::nn::Module& module, double std) {

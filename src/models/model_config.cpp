@@ -4,9 +4,10 @@
 #include <sstream>
 
 #include "tbench/embedded.hpp"
+#include "tbench/files.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/model_config.hpp"
-#include "tbench/suggest.hpp"
+#include "tbench/models/model_config.hpp"
+#include "tbench/spec/suggest.hpp"
 
 namespace tbench {
 namespace {
@@ -216,11 +217,7 @@ std::string model_name_from_config_path(const std::string& path) {
 }
 
 ModelConfig read_model_config(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(path + ": cannot open the model config");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_model_config(buffer.str(), model_name_from_config_path(path), path);
+  return parse_model_config(read_file(path, "the model config"), model_name_from_config_path(path), path);
 }
 
 std::vector<std::string> shipped_model_names() {

@@ -1,4 +1,4 @@
-#include "tbench/model_cost.hpp"
+#include "tbench/models/model_cost.hpp"
 
 namespace tbench {
 namespace {

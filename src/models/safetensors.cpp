@@ -1,4 +1,4 @@
-#include "tbench/safetensors.hpp"
+#include "tbench/models/safetensors.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tbench/errors.hpp"
-#include "tbench/results.hpp"
+#include "tbench/results/result_files.hpp"
 
 namespace tbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "tbench/progress.hpp"
+#include "tbench/progress/progress.hpp"
 
 #include <unistd.h>
 
@@ -8,14 +8,11 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tbench/stats.hpp"
+#include "tbench/timing/clock.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 class EpochProgress : public TrainObserver {
  public:
@@ -43,9 +40,9 @@ class EpochProgress : public TrainObserver {
 class TerminalBar : public EpochProgress {
   void show(bool final) override {
     // Redraw at most 10 times a second: the bar must not cost the benchmark anything measurable.
-    if (!final && since(last_draw_) < 0.1) return;
+    if (!final && seconds_since(last_draw_) < 0.1) return;
     last_draw_ = Clock::now();
-    std::fprintf(stderr, "\r%s%s", format_progress_bar(epoch_, epochs_, done_, total_, since(start_), loss_).c_str(),
+    std::fprintf(stderr, "\r%s%s", format_progress_bar(epoch_, epochs_, done_, total_, seconds_since(start_), loss_).c_str(),
                  final ? "\n" : "");
     std::fflush(stderr);
   }
@@ -56,10 +53,10 @@ class LogLines : public EpochProgress {
   void show(bool final) override {
     // A line every 10% of the epoch or every 30 s, whichever comes first.
     const int64_t every = std::max<int64_t>(1, total_ / 10);
-    if (!final && done_ % every != 0 && since(last_line_) < 30) return;
+    if (!final && done_ % every != 0 && seconds_since(last_line_) < 30) return;
     if (final && done_ % every == 0) return;  // already logged this step
     last_line_ = Clock::now();
-    const double elapsed = since(start_);
+    const double elapsed = seconds_since(start_);
     const double rate = elapsed > 0 ? static_cast<double>(done_) / elapsed : 0;
     const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0;
     spdlog::info("epoch {}/{} step {}/{} ({:.0f}%) {:.2f} it/s loss {:.4f} elapsed {} eta {}", epoch_, epochs_,

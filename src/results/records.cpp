@@ -1,4 +1,4 @@
-#include "tbench/records.hpp"
+#include "tbench/results/records.hpp"
 
 namespace tbench {
 

@@ -1,14 +1,8 @@
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 
 #include "tbench/errors.hpp"
-#include "tbench/results.hpp"
+#include "tbench/results/result_files.hpp"
 
 namespace tbench {
 namespace fs = std::filesystem;
@@ -33,33 +27,6 @@ void ensure_writable(const std::string& result_path, bool force) {
   std::error_code ec;
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) throw input_error("output: cannot create directory '" + parent.string() + "': " + ec.message());
-}
-
-void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(ExitCode::run_failed, temp + ": cannot create: " + std::strerror(errno));
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw Error(ExitCode::run_failed, temp + ": write failed: " + reason);
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(temp.c_str());
-    throw Error(ExitCode::run_failed, temp + ": cannot flush to disk: " + std::strerror(errno));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(temp.c_str());
-    throw Error(ExitCode::run_failed, path + ": cannot move the result into place: " + reason);
-  }
 }
 
 IterationStream::IterationStream(const std::string& path) : path_(path), out_(path, std::ios::trunc) {

@@ -1,108 +1,116 @@
-#include "tbench/results.hpp"
+#include "tbench/results/summary.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "tbench/stats.hpp"
-
 namespace tbench {
-
 namespace {
 
 // Does the step timer see the whole epoch? Compares the epochs' wall time with the sum of their
 // step times; the difference is the host work between steps (records, progress, the epoch-end
 // wait). On CUDA that work overlaps queued device work, so the gap stays small there too.
-nlohmann::json timing_check(const std::vector<EpochRecord>& epochs, const std::string& method) {
-  double wall = 0, steps = 0;
+TimingCheck timing_check(const std::vector<EpochRecord>& epochs, const std::string& method) {
+  TimingCheck check;
+  check.method = method;
   for (const auto& e : epochs) {
-    wall += e.seconds;
-    steps += e.step_seconds;
+    check.epoch_seconds += e.seconds;
+    check.step_seconds += e.step_seconds;
   }
-  const double gap = wall > 0 ? (wall - steps) / wall : 0.0;
-  return {{"method", method.empty() ? nlohmann::json(nullptr) : nlohmann::json(method)},
-          {"step_seconds", steps},
-          {"epoch_seconds", wall},
-          {"gap_fraction", wall > 0 ? nlohmann::json(gap) : nlohmann::json(nullptr)},
-          {"margin", kTimingGapMargin},
-          {"within_margin", wall > 0 ? nlohmann::json(std::abs(gap) <= kTimingGapMargin) : nlohmann::json(nullptr)}};
+  if (check.epoch_seconds > 0) check.gap_fraction = (check.epoch_seconds - check.step_seconds) / check.epoch_seconds;
+  return check;
 }
 
-// The highest allocator peaks over the epochs; -1 where none was measured (CPU).
-std::pair<int64_t, int64_t> allocator_peaks(const std::vector<EpochRecord>& epochs) {
-  int64_t allocated = -1, reserved = -1;
+// The highest of the epochs' high-water marks; none where no epoch measured one.
+std::optional<int64_t> highest(const std::vector<EpochRecord>& epochs, int64_t EpochRecord::*peak) {
+  std::optional<int64_t> best;
   for (const auto& e : epochs) {
-    allocated = std::max(allocated, e.peak_allocated_bytes);
-    reserved = std::max(reserved, e.peak_reserved_bytes);
+    if (e.*peak >= 0) best = std::max(best.value_or(0), e.*peak);
   }
-  return {allocated, reserved};
+  return best;
+}
+
+// Totals over the steady-state steps.
+struct TimedSteps {
+  std::vector<double> step_ms, data_ms;
+  double seconds = 0, flops = 0;
+  int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0;
+};
+
+TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
+  TimedSteps t;
+  for (const auto& r : iterations) {
+    if (r.warmup) {
+      ++t.excluded;
+      continue;
+    }
+    t.step_ms.push_back(r.seconds * 1e3);
+    t.data_ms.push_back(r.data_seconds * 1e3);
+    t.seconds += r.seconds;
+    t.samples += r.samples;
+    t.tokens += r.tokens;
+    t.real_tokens += r.real_tokens;
+    // Each step's own FLOPs at its padded lengths (dynamic padding changes them per step).
+    t.flops += r.train_flops > 0 ? r.train_flops : static_cast<double>(r.samples) * train_flops_per_sample;
+    t.skipped += r.skipped ? 1 : 0;
+  }
+  return t;
 }
 
 }  // namespace
 
-nlohmann::json summarize(const Recorder& recorder, const SummaryInputs& in) {
-  using nlohmann::json;
-  std::vector<double> step_ms, data_ms;
-  double seconds = 0;
-  int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0;
-  double flops = 0;  // per-step FLOPs at the padded lengths (dynamic padding changes them per step)
-  int64_t excluded = 0;
-  for (const auto& r : recorder.iterations) {
-    if (r.warmup) {
-      ++excluded;
-      continue;
-    }
-    step_ms.push_back(r.seconds * 1e3);
-    data_ms.push_back(r.data_seconds * 1e3);
-    seconds += r.seconds;
-    samples += r.samples;
-    tokens += r.tokens;
-    real_tokens += r.real_tokens;
-    flops += r.train_flops > 0 ? r.train_flops : static_cast<double>(r.samples) * in.train_flops_per_sample;
-    skipped += r.skipped ? 1 : 0;
-  }
-  const Spread steps = spread(step_ms);
-  const auto rate = [&](double count) { return seconds > 0 ? json(count / seconds) : json(nullptr); };
+Summary summarize(const RunRecords& records, const SummaryInputs& in) {
+  const TimedSteps t = timed_steps(records.iterations, in.train_flops_per_sample);
+  const auto rate = [&](double count) { return t.seconds > 0 ? std::optional<double>(count / t.seconds) : std::nullopt; };
+
+  Summary s;
+  s.warmup_steps = t.excluded;
+  s.warmup_steps_requested = in.warmup_steps;
+  s.total_steps = static_cast<int64_t>(records.iterations.size());
+  s.step_ms = spread(t.step_ms);
+  s.data_ms = spread(t.data_ms);
+  s.samples_per_s = rate(static_cast<double>(t.samples));
+  s.tokens_per_s = rate(static_cast<double>(t.tokens));
+  s.real_tokens_per_s = rate(static_cast<double>(t.real_tokens));
+  s.it_per_s = rate(static_cast<double>(s.step_ms.count));
+  s.train_flops_per_s = rate(t.flops);
+  if (t.tokens > 0) s.padding_efficiency = static_cast<double>(t.real_tokens) / static_cast<double>(t.tokens);
+  s.skipped_steps = t.skipped;
 
   std::vector<double> complete_epochs;
-  for (const auto& e : recorder.epochs) {
+  for (const auto& e : records.epochs) {
     if (e.complete) complete_epochs.push_back(e.seconds);
   }
   const Spread epochs = spread(complete_epochs);
-  const double projected = static_cast<double>(in.steps_per_epoch) * steps.mean / 1e3;
-  const json samples_per_s = rate(static_cast<double>(samples));
+  s.epochs_completed = epochs.count;
+  if (epochs.count > 0) s.epoch_seconds = epochs.mean;
+  s.steps_per_epoch = in.steps_per_epoch;
+  if (s.step_ms.count > 0) s.projected_epoch_seconds = static_cast<double>(in.steps_per_epoch) * s.step_ms.mean / 1e3;
 
-  json summary = {
-      {"scope", "per-device"},
-      {"warmup_steps", excluded},
-      {"warmup_steps_requested", in.warmup_steps},
-      {"timed_steps", steps.count},
-      {"total_steps", static_cast<int64_t>(recorder.iterations.size())},
-      {"step_ms", steps},
-      {"data_ms", spread(data_ms)},
-      {"samples_per_s", samples_per_s},
-      {"tokens_per_s", rate(static_cast<double>(tokens))},
-      {"real_tokens_per_s", rate(static_cast<double>(real_tokens))},
-      {"it_per_s", rate(static_cast<double>(steps.count))},
-      {"padding_efficiency", tokens > 0 ? json(static_cast<double>(real_tokens) / static_cast<double>(tokens)) : json(nullptr)},
-      {"skipped_steps", skipped},
-      {"train_flops_per_s", rate(flops)},
-      {"epochs_completed", epochs.count},
-      {"epoch_seconds", epochs.count > 0 ? json(epochs.mean) : json(nullptr)},
-      {"epoch_time", epochs.count > 0 ? json(format_duration(epochs.mean)) : json(nullptr)},
-      {"steps_per_epoch", in.steps_per_epoch},
-      {"projected_epoch_seconds", steps.count > 0 ? json(projected) : json(nullptr)},
-      {"projected_epoch_time", steps.count > 0 ? json(format_duration(projected)) : json(nullptr)},
-      {"wall_seconds", in.wall_seconds},
-      {"started_at", in.started_at},
-      {"ended_at", in.ended_at},
-      {"status", to_string(in.status)},
-      {"error", in.error.empty() ? json(nullptr) : json(in.error)},
-  };
-  summary["timing_check"] = timing_check(recorder.epochs, in.timing_method);
-  const auto [allocated, reserved] = allocator_peaks(recorder.epochs);
-  summary["peak_allocated_bytes"] = allocated < 0 ? json(nullptr) : json(allocated);
-  summary["peak_reserved_bytes"] = reserved < 0 ? json(nullptr) : json(reserved);
-  return summary;
+  s.wall_seconds = in.wall_seconds;
+  s.started_at = in.started_at;
+  s.ended_at = in.ended_at;
+  s.status = in.outcome.status;
+  s.error = in.outcome.error;
+  s.timing_check = timing_check(records.epochs, in.outcome.timing_method);
+  s.peak_allocated_bytes = highest(records.epochs, &EpochRecord::peak_allocated_bytes);
+  s.peak_reserved_bytes = highest(records.epochs, &EpochRecord::peak_reserved_bytes);
+  return s;
+}
+
+void set_utilisation(Summary& s, const DevicePeak& per_device_peak, int64_t devices) {
+  s.peak = per_device_peak;
+  s.mfu.reset();
+  s.mfu_error.clear();
+  if (!(per_device_peak.flops_per_s > 0) || !s.train_flops_per_s) return;
+  const double peak = per_device_peak.flops_per_s * static_cast<double>(std::max<int64_t>(1, devices));
+  const double mfu = *s.train_flops_per_s / peak;
+  if (mfu > 1.0) {
+    s.mfu_error = "the model ran at " + format_fixed(*s.train_flops_per_s / 1e9, 1) + " GFLOP/s, above the peak of " +
+                  format_fixed(peak / 1e9, 1) + " GFLOP/s (" + per_device_peak.source +
+                  "): the peak is not an upper bound here, so no MFU is given";
+    return;
+  }
+  s.mfu = mfu;
 }
 
 }  // namespace tbench

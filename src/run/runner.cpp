@@ -1,27 +1,27 @@
-#include "tbench/runner.hpp"
-
-#include <unistd.h>
+#include "tbench/run/runner.hpp"
 
 #include <atomic>
-#include <chrono>
 #include <csignal>
 #include <optional>
 #include <regex>
 
 #include <spdlog/spdlog.h>
 
-#include "tbench/data.hpp"
-#include "tbench/data_sources.hpp"
-#include "tbench/dist.hpp"
-#include "tbench/env.hpp"
-#include "tbench/hardware.hpp"
+#include "tbench/data/data.hpp"
+#include "tbench/env/cpu_peak.hpp"
+#include "tbench/data/data_sources.hpp"
+#include "tbench/dist/dist.hpp"
+#include "tbench/env/env.hpp"
+#include "tbench/env/hardware.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/layers.hpp"
-#include "tbench/optimizer.hpp"
-#include "tbench/progress.hpp"
-#include "tbench/results.hpp"
-#include "tbench/safetensors.hpp"
-#include "tbench/stats.hpp"
+#include "tbench/train/optimizer.hpp"
+#include "tbench/progress/progress.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/results/result_files.hpp"
+#include "tbench/models/safetensors.hpp"
+#include "tbench/timing/clock.hpp"
+#include "tbench/timing/stats.hpp"
 #include "tbench/version.hpp"
 
 namespace tbench {
@@ -59,14 +59,8 @@ class InterruptScope {
   throw input_error(spec.where(field) + message);
 }
 
-std::string host_name() {
-  char host[256] = {0};
-  gethostname(host, sizeof host - 1);
-  return host;
-}
-
 std::string expand_output(const RunSpec& spec) {
-  const std::string device = std::regex_replace(spec.device, std::regex(":"), "");
+  const std::string device = std::regex_replace(spec.device.text(), std::regex(":"), "");  // cuda:1 -> cuda1
   const std::vector<std::pair<std::string, std::string>> values = {
       {"{name}", spec.name}, {"{model}", spec.model.name}, {"{precision}", to_string(spec.precision)},
       {"{device}", device}, {"{host}", host_name()}, {"{timestamp}", file_timestamp_now()}};
@@ -80,16 +74,15 @@ std::string expand_output(const RunSpec& spec) {
 }
 
 void check_device(const RunSpec& spec) {
-  if (spec.device == "cpu") return;
+  if (!spec.device.is_cuda()) return;
   if (!torch::cuda::is_available()) {
-    fail_field(spec, "device", "'" + spec.device + "' requested, but no CUDA device is available to this build of "
-                               "LibTorch " TORCH_VERSION " (use device: cpu)");
+    fail_field(spec, "device", "'" + spec.device.text() + "' requested, but no CUDA device is available to this build "
+                               "of LibTorch " TORCH_VERSION " (use device: cpu)");
   }
-  const auto colon = spec.device.find(':');
-  const int64_t index = colon == std::string::npos ? 0 : std::stoll(spec.device.substr(colon + 1));
+  const int64_t index = std::max<int64_t>(0, spec.device.index);
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
   if (index >= count) {
-    fail_field(spec, "device", "'" + spec.device + "' does not exist; this machine has " + std::to_string(count) +
+    fail_field(spec, "device", "'" + spec.device.text() + "' does not exist; this machine has " + std::to_string(count) +
                                    " CUDA device(s) (cuda:0 .. cuda:" + std::to_string(count - 1) + ")");
   }
 }
@@ -107,15 +100,8 @@ void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
 }
 
 void check_data_fills_a_step(const RunSpec& spec, const PreparedData& data, int64_t world_size) {
-  const int64_t per_step = spec.train.batch_size * spec.train.grad_accum_steps * world_size;
-  const std::string field = spec.data.source == "synthetic" ? "data.num_samples" : "data.path";
-  if (data.train.size() < per_step && spec.data.drop_last) {
-    fail_field(spec, field, std::to_string(data.train.size()) + " training samples" +
-                                (data.eval.size() > 0 ? " (after holding out " + std::to_string(data.eval.size()) + " for eval)" : "") +
-                                " are fewer than one optimizer step takes (train.batch_size x train.grad_accum_steps" +
-                                (world_size > 1 ? " x " + std::to_string(world_size) + " processes" : "") + " = " +
-                                std::to_string(per_step) + ")");
-  }
+  check_samples_fill_a_step(spec, spec.data.source == DataSource::synthetic ? "data.num_samples" : "data.path",
+                            data.train.size(), data.eval.size(), world_size);
   if (world_size > 1 && !spec.data.drop_last) {
     // A partial last step would give ranks unequal shares, and some none: the all-reduce would hang.
     fail_field(spec, "data.drop_last", "false is not supported with data-parallel training (every rank must take "
@@ -142,40 +128,41 @@ void load_weights(const RunSpec& spec, torch::nn::Module& model) {
   }
 }
 
-json model_json(const RunPlan& plan, int64_t built_params) {
-  return {{"name", plan.model.name},
-          {"arch", to_string(plan.model.arch)},
-          {"hidden_size", plan.model.hidden_size},
-          {"num_layers", plan.model.num_layers},
-          {"num_heads", plan.model.num_heads},
-          {"vocab_size", plan.model.vocab_size},
-          {"source", plan.model.source},
-          {"params", built_params},
-          {"base_params", plan.cost.base_params},
-          {"train_flops_per_sample", plan.cost.train_flops_per_sample},
-          {"weights", plan.spec.model.weights.empty() ? json("random init") : json(plan.spec.model.weights)}};
+ModelInfo model_info(const RunPlan& plan, int64_t built_params) {
+  ModelInfo m;
+  m.name = plan.model.name;
+  m.arch = to_string(plan.model.arch);
+  m.source = plan.model.source;
+  m.hidden_size = plan.model.hidden_size;
+  m.num_layers = plan.model.num_layers;
+  m.num_heads = plan.model.num_heads;
+  m.vocab_size = plan.model.vocab_size;
+  m.params = built_params;
+  m.base_params = plan.cost.base_params;
+  m.train_flops_per_sample = plan.cost.train_flops_per_sample;
+  m.weights = plan.spec.model.weights;
+  return m;
 }
 
-// The device's best case for this precision, the denominator of MFU: measured on CPUs (no
-// vendor table applies), the dense datasheet figure on known GPUs.
-struct Peak {
-  double flops_per_s = 0;
-  double bytes_per_s = 0;
-  std::string source;
-};
-
-Peak device_peak(const RunSpec& spec, int threads) {
-  Peak peak;
-  if (spec.device == "cpu") {
-    const std::string precision = to_string(spec.precision);
-    peak.flops_per_s = measure_cpu_matmul_flops(threads, precision);
-    peak.source = "measured: 1024^3 " + precision + " matmul, " + std::to_string(threads) + " thread(s)";
+// The device's best case for this precision, the denominator of MFU: on CPUs measured with the
+// model's own largest GEMMs (no vendor table applies), the dense datasheet figure on known GPUs.
+DevicePeak device_peak(const RunPlan& plan) {
+  const RunSpec& spec = plan.spec;
+  DevicePeak peak;
+  if (!spec.device.is_cuda()) {
+    CpuPeakProbe probe;
+    probe.threads = plan.threads;
+    probe.bf16 = spec.precision == Precision::bf16;
+    probe.shapes = transformer_gemm_shapes(spec.train.batch_size * spec.data.seq_len, plan.model.hidden_size,
+                                           plan.model.intermediate_size);
+    const CpuPeak measured = measure_cpu_peak(probe);
+    peak.flops_per_s = measured.flops_per_s;
+    peak.source = measured.how;
     return peak;
   }
-  const torch::Device device(spec.device);
-  const std::string name = cuda_device_name(device.has_index() ? device.index() : 0);
+  const std::string name = cuda_device_name(std::max<int64_t>(0, spec.device.index));
   if (const auto gpu = find_gpu(name)) {
-    peak.flops_per_s = peak_tflops(*gpu, to_string(spec.precision)) * 1e12;
+    peak.flops_per_s = peak_tflops(*gpu, to_string(spec.precision), spec.cuda.tf32) * 1e12;
     peak.bytes_per_s = gpu->memory_gbps * 1e9;
     peak.source = gpu->name + " datasheet (" + gpu->source + ")";
   } else {
@@ -195,6 +182,28 @@ ModelConfig model_config_for(const RunSpec& spec) {
   }
 }
 
+TrainerConfig trainer_config(const RunSpec& spec) {
+  TrainerConfig c;
+  c.epochs = spec.train.epochs;
+  c.max_steps = spec.train.max_steps;
+  c.batch_size = spec.train.batch_size;
+  c.grad_accum_steps = spec.train.grad_accum_steps;
+  c.drop_last = spec.data.drop_last;
+  c.bucket_by_length = spec.data.bucket_by_length;
+  c.data_seed = spec.data.seed;
+  c.prefetch = spec.data.prefetch;
+  c.lr = spec.train.lr;
+  c.lr_warmup_steps = spec.train.warmup_steps;
+  c.weight_decay = spec.train.weight_decay;
+  c.max_grad_norm = spec.train.max_grad_norm;
+  c.optimizer = resolve_optimizer_impl(spec.train.optimizer_impl, spec.device.is_cuda());
+  c.dropout = spec.train.dropout;
+  c.cuda_graph = spec.train.cuda_graph;
+  c.precision = spec.precision;
+  c.timed_warmup_steps = spec.timing.warmup_steps;
+  return c;
+}
+
 RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
@@ -210,136 +219,158 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len);
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
-  plan.steps = plan_steps(spec.train, plan.data->train.size(), plan.launch.world_size, spec.data.drop_last);
+  plan.trainer = trainer_config(spec);
+  plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
   // `auto` choices are recorded as what this build and device resolved them to.
   plan.model.attention = layers::resolve_attention(spec.model.attention);
   plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
-  plan.spec.resolved["train"]["optimizer_impl"] =
-      to_string(resolve_optimizer_impl(parse_optimizer_impl(spec.train.optimizer_impl), spec.device != "cpu"));
+  plan.spec.resolved["train"]["optimizer_impl"] = to_string(plan.trainer.optimizer);
   return plan;
 }
 
-ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
-  const RunSpec& spec = plan.spec;
-  // Data-parallel: join the other ranks first (a rank 0 that then stops, say on an existing
-  // result, ends their wait at once). Only rank 0 writes the result and the stream.
-  const auto comm = plan.launch.distributed() ? Communicator::connect(plan.launch, rank_device(spec, plan.launch),
-                                                                      std::chrono::seconds(spec.dist.timeout_s))
-                                              : nullptr;
-  const bool writes_result = plan.launch.rank == 0;
-  if (writes_result) ensure_writable(plan.output_path, options.force);
-  const std::string started_at = iso8601_now();
-  const auto wall_start = std::chrono::steady_clock::now();
+namespace {
 
-  // Threads are set on purpose and recorded: Debian's OpenMP starts with 1 thread otherwise.
+// Data-parallel: joins the other ranks first (a rank 0 that then stops, say on an existing
+// result, ends their wait at once). Null for a single process.
+std::unique_ptr<Communicator> join_ranks(const RunPlan& plan) {
+  if (!plan.launch.distributed()) return nullptr;
+  return Communicator::connect(plan.launch, rank_device(plan.spec, plan.launch),
+                               std::chrono::seconds(plan.spec.dist.timeout_s));
+}
+
+// Threads, seeds and math modes are set on purpose and recorded: Debian's OpenMP starts with
+// one thread otherwise, and cuDNN would allow TF32 unless told not to.
+torch::Device set_up_process(const RunPlan& plan) {
   torch::set_num_threads(plan.threads);
-  torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
-  set_cuda_tf32(spec.cuda.tf32);  // explicitly off by default: fp32 stays fp32 (cuDNN would allow TF32)
-  const torch::Device device = rank_device(spec, plan.launch);
+  torch::manual_seed(static_cast<uint64_t>(plan.spec.train.seed));
+  set_cuda_tf32(plan.spec.cuda.tf32);
+  return rank_device(plan.spec, plan.launch);
+}
 
+std::shared_ptr<SequenceClassifier> build_model(const RunPlan& plan, const torch::Device& device) {
+  const RunSpec& spec = plan.spec;
   spdlog::info("{}: {} ({}), {} on {}, {} thread(s), batch {} x accum {}, seq {}, {} steps/epoch", spec.name,
-               plan.model.name, to_string(plan.model.arch), to_string(spec.precision), spec.device, plan.threads,
+               plan.model.name, to_string(plan.model.arch), to_string(spec.precision), spec.device.text(), plan.threads,
                spec.train.batch_size, spec.train.grad_accum_steps, spec.data.seq_len, plan.steps.steps_per_epoch);
   auto model = build_classifier(plan.model, spec.num_labels);
   if (!spec.model.weights.empty()) load_weights(spec, *model);
   model->to(device);
-  const int64_t params = count_parameters(*model);
+  return model;
+}
 
-  const Peak peak = device_peak(spec, plan.threads);
-  const auto sync = comm ? make_gradient_sync(*comm, *model, spec.dist) : nullptr;  // rank 0's weights everywhere
-  Trainer trainer(spec, *model, *plan.data, device, sync.get());
+// The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
+TrainRun train(const RunPlan& plan, SequenceClassifier& model, const torch::Device& device, GradientSync* sync,
+               const RunOptions& options) {
+  Trainer trainer(plan.trainer, model, *plan.data, device, sync);
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
   trainer.set_flops_model([&](int64_t length) {
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
-    if (added) it->second = model_cost(plan.model, spec.num_labels, length).train_flops_per_sample;
+    if (added) it->second = model_cost(plan.model, plan.spec.num_labels, length).train_flops_per_sample;
     return it->second;
   });
-
+  const bool writes_result = plan.launch.rank == 0;
   std::optional<IterationStream> stream;
   if (writes_result) stream.emplace(iterations_path_for(plan.output_path));
-  Recorder recorder;
   auto progress = make_progress(choose_progress_mode(options.quiet || !writes_result));
-  TrainOutcome outcome;
-  {
-    InterruptScope interrupts;
-    std::vector<TrainObserver*> observers = {&recorder, progress.get()};
-    if (stream) observers.insert(observers.begin(), &*stream);
-    outcome = trainer.run(observers, g_stop_requested);
+  std::vector<TrainObserver*> observers = {progress.get()};
+  if (stream) observers.insert(observers.begin(), &*stream);
+  InterruptScope interrupts;
+  return trainer.run(observers, g_stop_requested);
+}
+
+struct RunClock {
+  std::string started_at = iso8601_now();
+  Clock::time_point start = Clock::now();
+};
+
+Result assemble_result(const RunPlan& plan, const SequenceClassifier& model, const TrainRun& run,
+                       const RunClock& clock) {
+  SummaryInputs inputs;
+  inputs.warmup_steps = plan.spec.timing.warmup_steps;
+  inputs.steps_per_epoch = plan.steps.steps_per_epoch;
+  inputs.train_flops_per_sample = plan.cost.train_flops_per_sample;
+  inputs.started_at = clock.started_at;
+  inputs.ended_at = iso8601_now();
+  inputs.wall_seconds = seconds_since(clock.start);
+  inputs.outcome = run.outcome;
+  Result result;
+  result.tbench_version = version();
+  result.git_sha = git_sha();
+  result.spec = plan.spec.resolved;
+  result.env = collect_env();
+  result.model = model_info(plan, count_parameters(model));
+  result.data = plan.data->description;
+  result.records = run.records;
+  result.summary = summarize(run.records, inputs);
+  result.summary.peak_rss_bytes = peak_rss_bytes();
+  result.files = {plan.output_path, iterations_path_for(plan.output_path), ""};
+  return result;
+}
+
+// Saving is part of the run: a failure fails it, but the measurements are still written.
+void save_weights_if_asked(const RunPlan& plan, const SequenceClassifier& model, Result& result) {
+  const std::string& path = plan.spec.model.save_weights;
+  if (path.empty() || result.summary.status == RunStatus::failed) return;
+  try {
+    save_hf_weights(model, path, {{"tbench_model", plan.model.name}, {"tbench_result", plan.output_path}});
+    result.files.weights = path;
+    spdlog::info("saved weights: {}", path);
+  } catch (const Error& e) {
+    result.summary.status = RunStatus::failed;
+    result.summary.error = std::string("saving weights failed: ") + e.what();
   }
+}
+
+ExitCode report_outcome(const Result& result) {
+  const Summary& s = result.summary;
+  if (s.samples_per_s) {
+    spdlog::info("{}: {:.2f} samples/s, step {:.1f} ms median (p10 {:.1f}, p90 {:.1f}) over {} steps, {} warm-up "
+                 "excluded; epoch {} (projected {})",
+                 to_string(s.status), *s.samples_per_s, s.step_ms.median, s.step_ms.p10, s.step_ms.p90,
+                 s.step_ms.count, s.warmup_steps, s.epoch_seconds ? format_duration(*s.epoch_seconds) : "-",
+                 s.projected_epoch_seconds ? format_duration(*s.projected_epoch_seconds) : "-");
+  }
+  if (!s.mfu_error.empty()) spdlog::warn("no MFU: {}", s.mfu_error);
+  spdlog::info("result: {}", result.files.result);
+  switch (s.status) {
+    case RunStatus::completed: return ExitCode::ok;
+    case RunStatus::interrupted:
+      spdlog::warn("interrupted: the result holds the {} steps measured", result.records.iterations.size());
+      return ExitCode::interrupted;
+    case RunStatus::failed: spdlog::error("run failed: {}", s.error); return ExitCode::run_failed;
+  }
+  return ExitCode::internal;
+}
+
+}  // namespace
+
+ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
+  const auto comm = join_ranks(plan);
+  const bool writes_result = plan.launch.rank == 0;
+  if (writes_result) ensure_writable(plan.output_path, options.force);
+  const RunClock clock;
+  const torch::Device device = set_up_process(plan);
+  auto model = build_model(plan, device);
+  const DevicePeak peak = device_peak(plan);
+  const auto sync = comm ? make_gradient_sync(*comm, *model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
+  const TrainRun run = train(plan, *model, device, sync.get(), options);
   if (!options.dump_params.empty()) {
     write_parameters(*model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
   }
-  if (comm && !writes_result) return finish_peer_rank(*comm, device, recorder, outcome, sync.get());
+  if (comm && !writes_result) return finish_peer_rank(*comm, device, run, sync.get());
 
-  SummaryInputs inputs;
-  inputs.warmup_steps = spec.timing.warmup_steps;
-  inputs.steps_per_epoch = plan.steps.steps_per_epoch;
-  inputs.train_flops_per_sample = plan.cost.train_flops_per_sample;
-  inputs.started_at = started_at;
-  inputs.ended_at = iso8601_now();
-  inputs.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  inputs.status = outcome.status;
-  inputs.error = outcome.error;
-  inputs.timing_method = outcome.timing_method;
-
-  json result = {{"schema", kResultSchemaId},
-                 {"tbench", {{"version", version()}, {"git", git_sha()}}},
-                 {"spec", spec.resolved},
-                 {"env", collect_env()},
-                 {"model", model_json(plan, params)},
-                 {"data", plan.data->description},
-                 {"iterations", recorder.iterations},
-                 {"epochs", recorder.epochs},
-                 {"summary", summarize(recorder, inputs)}};
-  json& summary = result["summary"];
-  summary["peak_rss_bytes"] = peak_rss_bytes();
-  summary["peak_flops_per_s"] = peak.flops_per_s > 0 ? json(peak.flops_per_s) : json(nullptr);
-  summary["peak_bytes_per_s"] = peak.bytes_per_s > 0 ? json(peak.bytes_per_s) : json(nullptr);
-  summary["peak_source"] = peak.source;
-  summary["mfu"] = peak.flops_per_s > 0 && summary["train_flops_per_s"].is_number()
-                       ? json(summary["train_flops_per_s"].get<double>() / peak.flops_per_s)
-                       : json(nullptr);
-  result["files"] = {{"result", plan.output_path}, {"iterations", iterations_path_for(plan.output_path)}};
+  Result result = assemble_result(plan, *model, run, clock);
   if (comm) {  // every rank's timings, the dist section, and the global summary
-    outcome = merge_rank_reports(result, *comm, spec, rank_report(*comm, device, recorder, outcome, sync.get()),
-                                 sync.get(), outcome);
+    result.dist = gather_rank_reports(*comm, plan.spec, rank_report(*comm, device, run, sync.get()), sync.get());
+    make_global(result.summary, *result.dist);
   }
-  if (!spec.model.save_weights.empty() && outcome.status != RunStatus::failed) {
-    try {
-      save_hf_weights(*model, spec.model.save_weights, {{"tbench_model", plan.model.name}, {"tbench_result", plan.output_path}});
-      result["files"]["weights"] = spec.model.save_weights;
-      spdlog::info("saved weights: {}", spec.model.save_weights);
-    } catch (const Error& e) {
-      // The measurements are still worth keeping: record the failure and write the result.
-      outcome.status = RunStatus::failed;
-      outcome.error = std::string("saving weights failed: ") + e.what();
-      result["summary"]["status"] = to_string(outcome.status);
-      result["summary"]["error"] = outcome.error;
-    }
-  }
-  write_file_atomically(plan.output_path, result.dump(2) + "\n");
-
-  const json& s = result["summary"];
-  if (s["samples_per_s"].is_number()) {
-    spdlog::info("{}: {:.2f} samples/s, step {:.1f} ms median (p10 {:.1f}, p90 {:.1f}) over {} steps, {} warm-up "
-                 "excluded; epoch {} (projected {})",
-                 to_string(outcome.status), s["samples_per_s"].get<double>(), s["step_ms"]["median"].get<double>(),
-                 s["step_ms"]["p10"].get<double>(), s["step_ms"]["p90"].get<double>(), s["timed_steps"].get<int64_t>(),
-                 s["warmup_steps"].get<int64_t>(), s["epoch_time"].is_null() ? "-" : s["epoch_time"].get<std::string>(),
-                 s["projected_epoch_time"].get<std::string>());
-  }
-  spdlog::info("result: {}", plan.output_path);
-  switch (outcome.status) {
-    case RunStatus::completed: return ExitCode::ok;
-    case RunStatus::interrupted:
-      spdlog::warn("interrupted: the result holds the {} steps measured", recorder.iterations.size());
-      return ExitCode::interrupted;
-    case RunStatus::failed: spdlog::error("run failed: {}", outcome.error); return ExitCode::run_failed;
-  }
-  return ExitCode::internal;
+  set_utilisation(result.summary, peak, plan.launch.world_size);
+  save_weights_if_asked(plan, *model, result);
+  write_file_atomically(plan.output_path, to_json(result).dump(2) + "\n");
+  return report_outcome(result);
 }
 
 }  // namespace tbench

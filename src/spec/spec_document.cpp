@@ -6,8 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "tbench/embedded.hpp"
+#include "tbench/files.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/spec.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench {
 namespace {
@@ -139,12 +140,7 @@ SpecDocument read_spec_file(const std::string& path) {
   if (ext != "json" && ext != "yaml" && ext != "yml") {
     throw input_error(path + ": unknown spec format '." + ext + "' (use .json, .yaml or .yml)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(path + ": cannot open the spec file (does it exist?)");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) throw input_error(path + ": cannot read the spec file");
-  return parse_spec_text(buffer.str(), path, ext != "json");
+  return parse_spec_text(read_file(path, "the spec file"), path, ext != "json");
 }
 
 SpecDocument default_spec_document() {

@@ -7,12 +7,13 @@
 #include <functional>
 #include <regex>
 #include <set>
+#include <type_traits>
 
 #include "tbench/errors.hpp"
-#include "tbench/model_config.hpp"
-#include "tbench/spec.hpp"
-#include "tbench/suggest.hpp"
-#include "tbench/torch_features.hpp"
+#include "tbench/models/model_config.hpp"
+#include "tbench/spec/spec.hpp"
+#include "tbench/spec/suggest.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench {
 namespace {
@@ -20,16 +21,50 @@ namespace {
 using nlohmann::json;
 
 enum class Kind {
-  integer, number, string, boolean, choice, nullable_string, nullable_integer, nullable_boolean, string_list, grid
+  integer, number, string, boolean, choice, device, nullable_string, nullable_integer, nullable_boolean, string_list,
+  grid
 };
+
+// ---- reading a checked JSON value into a RunSpec member -------------------------------------------
+
+void read_into(int64_t& out, const json& v) { out = v.is_null() ? 0 : v.get<int64_t>(); }
+void read_into(double& out, const json& v) { out = v.get<double>(); }
+void read_into(bool& out, const json& v) { out = v.get<bool>(); }
+void read_into(std::string& out, const json& v) { out = v.is_string() ? v.get<std::string>() : ""; }
+void read_into(std::optional<bool>& out, const json& v) {
+  out = v.is_boolean() ? std::optional<bool>(v.get<bool>()) : std::nullopt;
+}
+void read_into(std::vector<std::string>& out, const json& v) { out = v.get<std::vector<std::string>>(); }
+void read_into(DeviceRef& out, const json& v) { out = *parse_device(v.get<std::string>()); }
+template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+void read_into(E& out, const json& v) {
+  out = *parse_choice<E>(v.get<std::string>());  // the value was checked against choice_list<E>()
+}
+
+template <typename Object, typename T>
+T& member(Object& object, T Object::*field) {
+  return object.*field;
+}
+template <typename Object, typename T, typename... Rest>
+auto& member(Object& object, T Object::*field, Rest... rest) {
+  return member(object.*field, rest...);
+}
+
+// Where a field goes in the RunSpec, by name: set(&RunSpec::train, &TrainSpec::epochs).
+using Assign = std::function<void(RunSpec&, const json&)>;
+template <typename... Members>
+Assign set(Members... members) {
+  return [=](RunSpec& spec, const json& value) { read_into(member(spec, members...), value); };
+}
 
 struct Field {
   std::string path;
   Kind kind;
-  json default_value;  // null with required=true: no default
+  json default_value;  // null: no default (or one that depends on other fields)
   double min = -1e300;
   std::vector<std::string> choices = {};
   std::string help = "";
+  Assign assign = nullptr;  // null: not a RunSpec member (the sweep block)
 };
 
 // Sections are objects; everything else is a leaf field.
@@ -41,90 +76,134 @@ const std::vector<std::string>& sections() {
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> f = {
-      {"name", Kind::string, nullptr, -1e300, {}, "run name (default: the spec file's stem)"},
+      {"name", Kind::string, nullptr, -1e300, {}, "run name (default: the spec file's stem)", set(&RunSpec::name)},
       {"model.name", Kind::nullable_string, nullptr, -1e300, {},
-       "a shipped model (`tbench models`), e.g. distilbert-base-uncased"},
+       "a shipped model (`tbench models`), e.g. distilbert-base-uncased", set(&RunSpec::model, &ModelRef::name)},
       {"model.config", Kind::nullable_string, nullptr, -1e300, {},
-       "path to an HF config.json (instead of model.name)"},
+       "path to an HF config.json (instead of model.name)", set(&RunSpec::model, &ModelRef::config)},
       {"model.weights", Kind::nullable_string, nullptr, -1e300, {},
-       "HF weights: a .safetensors file, a folder holding one, or a sharded index (default: random init)"},
+       "HF weights: a .safetensors file, a folder holding one, or a sharded index (default: random init)",
+       set(&RunSpec::model, &ModelRef::weights)},
       {"model.save_weights", Kind::nullable_string, nullptr, -1e300, {},
-       "after training, save the weights here as safetensors with HF's names"},
-      {"model.attention", Kind::choice, "auto", -1e300, {"auto", "eager", "sdpa"},
+       "after training, save the weights here as safetensors with HF's names",
+       set(&RunSpec::model, &ModelRef::save_weights)},
+      {"model.attention", Kind::choice, "auto", -1e300, choice_list<AttentionChoice>(),
        "self-attention kernel (BERT, DistilBERT, RoBERTa): eager matmul + softmax, or sdpa "
-       "(at::scaled_dot_product_attention, torch>=2.0); auto: sdpa where available. XLNet is always eager"},
-      {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier"},
-      {"data.source", Kind::choice, "synthetic", -1e300, {"synthetic", "tokenized", "text"},
-       "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label"},
-      {"data.path", Kind::nullable_string, nullptr, -1e300, {}, "the data file (source tokenized or text)"},
-      {"data.format", Kind::choice, "auto", -1e300, {"auto", "csv", "tsv", "jsonl"},
-       "text file format (auto: by extension)"},
-      {"data.text_column", Kind::string, "text", -1e300, {}, "text: the column (or JSON key) holding the text"},
+       "(at::scaled_dot_product_attention, torch>=2.0); auto: sdpa where available. XLNet is always eager",
+       set(&RunSpec::model, &ModelRef::attention)},
+      {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
+      {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
+       "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label",
+       set(&RunSpec::data, &DataSpec::source)},
+      {"data.path", Kind::nullable_string, nullptr, -1e300, {}, "the data file (source tokenized or text)",
+       set(&RunSpec::data, &DataSpec::path)},
+      {"data.format", Kind::choice, "auto", -1e300, choice_list<TextFormat>(),
+       "text file format (auto: by extension)", set(&RunSpec::data, &DataSpec::format)},
+      {"data.text_column", Kind::string, "text", -1e300, {}, "text: the column (or JSON key) holding the text",
+       set(&RunSpec::data, &DataSpec::text_column)},
       {"data.text_pair_column", Kind::nullable_string, nullptr, -1e300, {},
-       "text: a second text column, for sentence pairs"},
-      {"data.label_column", Kind::string, "label", -1e300, {}, "text, tokenized: the label column (or key)"},
+       "text: a second text column, for sentence pairs", set(&RunSpec::data, &DataSpec::text_pair_column)},
+      {"data.label_column", Kind::string, "label", -1e300, {}, "text, tokenized: the label column (or key)",
+       set(&RunSpec::data, &DataSpec::label_column)},
       {"data.labels", Kind::string_list, nlohmann::json::array(), -1e300, {},
-       "label names in index order (default: integer labels, or the names found, sorted)"},
+       "label names in index order (default: integer labels, or the names found, sorted)",
+       set(&RunSpec::data, &DataSpec::labels)},
       {"data.num_samples", Kind::nullable_integer, nullptr, 0, {},
-       "synthetic: samples per epoch (default 1024); files: use at most this many (default all)"},
-      {"data.seq_len", Kind::integer, 128, 2, {}, "max tokens per sample (truncation; padding max_length pads to it)"},
-      {"data.seed", Kind::nullable_integer, nullptr, 0, {}, "data seed (default: train.seed)"},
+       "synthetic: samples per epoch (default 1024); files: use at most this many (default all)",
+       set(&RunSpec::data, &DataSpec::num_samples)},
+      {"data.seq_len", Kind::integer, 128, 2, {}, "max tokens per sample (truncation; padding max_length pads to it)",
+       set(&RunSpec::data, &DataSpec::seq_len)},
+      {"data.seed", Kind::nullable_integer, nullptr, 0, {}, "data seed (default: train.seed)",
+       set(&RunSpec::data, &DataSpec::seed)},
       {"data.lengths.distribution", Kind::choice, "fixed", -1e300,
-       {"fixed", "uniform", "normal", "lognormal", "histogram"}, "synthetic: sample length distribution"},
-      {"data.lengths.min", Kind::integer, 2, 2, {}, "synthetic: shortest sample"},
-      {"data.lengths.mean", Kind::number, 0.0, 0, {}, "synthetic normal/lognormal: mean length"},
-      {"data.lengths.std", Kind::number, 0.0, 0, {}, "synthetic normal/lognormal: length standard deviation"},
+       choice_list<LengthDistributionKind>(), "synthetic: sample length distribution",
+       set(&RunSpec::data, &DataSpec::lengths, &LengthSpec::distribution)},
+      {"data.lengths.min", Kind::integer, 2, 2, {}, "synthetic: shortest sample",
+       set(&RunSpec::data, &DataSpec::lengths, &LengthSpec::min)},
+      {"data.lengths.mean", Kind::number, 0.0, 0, {}, "synthetic normal/lognormal: mean length",
+       set(&RunSpec::data, &DataSpec::lengths, &LengthSpec::mean)},
+      {"data.lengths.std", Kind::number, 0.0, 0, {}, "synthetic normal/lognormal: length standard deviation",
+       set(&RunSpec::data, &DataSpec::lengths, &LengthSpec::std)},
       {"data.lengths.histogram", Kind::nullable_string, nullptr, -1e300, {},
-       "synthetic histogram: file of 'length count' lines (e.g. your data's)"},
+       "synthetic histogram: file of 'length count' lines (e.g. your data's)",
+       set(&RunSpec::data, &DataSpec::lengths, &LengthSpec::histogram)},
       {"data.tokenizer.kind", Kind::choice, "auto", -1e300, {"auto", "wordpiece", "bpe", "sentencepiece"},
-       "text: tokenizer (auto: from the files, else the model's family)"},
+       "text: tokenizer (auto: from the files, else the model's family)",
+       set(&RunSpec::data, &DataSpec::tokenizer, &TokenizerSpec::kind)},
       {"data.tokenizer.path", Kind::nullable_string, nullptr, -1e300, {},
-       "text: folder with vocab.txt | vocab.json + merges.txt | spiece.model (+ tokenizer_config.json)"},
-      {"data.tokenizer.vocab", Kind::nullable_string, nullptr, -1e300, {}, "text: vocab.txt, vocab.json or spiece.model"},
-      {"data.tokenizer.merges", Kind::nullable_string, nullptr, -1e300, {}, "text, bpe: merges.txt"},
+       "text: folder with vocab.txt | vocab.json + merges.txt | spiece.model (+ tokenizer_config.json)",
+       set(&RunSpec::data, &DataSpec::tokenizer, &TokenizerSpec::path)},
+      {"data.tokenizer.vocab", Kind::nullable_string, nullptr, -1e300, {}, "text: vocab.txt, vocab.json or spiece.model",
+       set(&RunSpec::data, &DataSpec::tokenizer, &TokenizerSpec::vocab)},
+      {"data.tokenizer.merges", Kind::nullable_string, nullptr, -1e300, {}, "text, bpe: merges.txt",
+       set(&RunSpec::data, &DataSpec::tokenizer, &TokenizerSpec::merges)},
       {"data.tokenizer.lowercase", Kind::nullable_boolean, nullptr, -1e300, {},
-       "text: lowercase (default: tokenizer_config.json, else uncased models' wordpiece)"},
+       "text: lowercase (default: tokenizer_config.json, else uncased models' wordpiece)",
+       set(&RunSpec::data, &DataSpec::tokenizer, &TokenizerSpec::lowercase)},
       {"data.tokenizer.strip_accents", Kind::nullable_boolean, nullptr, -1e300, {},
-       "text: strip accents (default: as HF: follows lowercase for wordpiece, on for XLNet)"},
-      {"data.padding", Kind::choice, "max_length", -1e300, {"max_length", "longest"},
-       "pad every batch to seq_len, or to its longest sample (dynamic padding)"},
-      {"data.bucket_by_length", Kind::boolean, false, -1e300, {}, "batch samples of similar length together"},
-      {"data.drop_last", Kind::boolean, true, -1e300, {}, "leave out the last, partial step of an epoch"},
-      {"data.eval_fraction", Kind::number, 0.0, 0, {}, "held out for eval loss and accuracy after each epoch"},
-      {"data.prefetch", Kind::integer, 2, 0, {}, "batches collated ahead on a background thread (0: inline)"},
-      {"data.cache", Kind::boolean, true, -1e300, {}, "cache tokenized text (keyed by file and tokenizer)"},
+       "text: strip accents (default: as HF: follows lowercase for wordpiece, on for XLNet)",
+       set(&RunSpec::data, &DataSpec::tokenizer, &TokenizerSpec::strip_accents)},
+      {"data.padding", Kind::choice, "max_length", -1e300, choice_list<Padding>(),
+       "pad every batch to seq_len, or to its longest sample (dynamic padding)",
+       set(&RunSpec::data, &DataSpec::padding)},
+      {"data.bucket_by_length", Kind::boolean, false, -1e300, {}, "batch samples of similar length together",
+       set(&RunSpec::data, &DataSpec::bucket_by_length)},
+      {"data.drop_last", Kind::boolean, true, -1e300, {}, "leave out the last, partial step of an epoch",
+       set(&RunSpec::data, &DataSpec::drop_last)},
+      {"data.eval_fraction", Kind::number, 0.0, 0, {}, "held out for eval loss and accuracy after each epoch",
+       set(&RunSpec::data, &DataSpec::eval_fraction)},
+      {"data.prefetch", Kind::integer, 2, 0, {}, "batches collated ahead on a background thread (0: inline)",
+       set(&RunSpec::data, &DataSpec::prefetch)},
+      {"data.cache", Kind::boolean, true, -1e300, {}, "cache tokenized text (keyed by file and tokenizer)",
+       set(&RunSpec::data, &DataSpec::cache)},
       {"data.cache_dir", Kind::nullable_string, nullptr, -1e300, {},
-       "token cache folder (default $XDG_CACHE_HOME/tbench or ~/.cache/tbench)"},
-      {"train.epochs", Kind::integer, 1, 1, {}, "epochs to train"},
-      {"train.batch_size", Kind::integer, 32, 1, {}, "samples per micro-step (per device)"},
-      {"train.lr", Kind::number, 5e-5, 0, {}, "peak learning rate of AdamW"},
-      {"train.warmup_steps", Kind::integer, 0, 0, {}, "linear LR warm-up, in optimizer steps"},
-      {"train.weight_decay", Kind::number, 0.0, 0, {}, "AdamW weight decay (not on biases, LayerNorm)"},
-      {"train.grad_accum_steps", Kind::integer, 1, 1, {}, "micro-steps per optimizer step"},
-      {"train.max_steps", Kind::integer, 0, 0, {}, "stop after this many optimizer steps (0: no limit)"},
-      {"train.seed", Kind::integer, 42, 0, {}, "seed for weights and dropout (and data, unless data.seed)"},
-      {"train.max_grad_norm", Kind::number, 1.0, 0, {}, "gradient clipping norm (0: off)"},
-      {"train.dropout", Kind::boolean, true, -1e300, {}, "dropout on, as in HF fine-tuning"},
-      {"train.optimizer_impl", Kind::choice, "auto", -1e300, {"auto", "loop", "foreach", "fused"},
+       "token cache folder (default $XDG_CACHE_HOME/tbench or ~/.cache/tbench)",
+       set(&RunSpec::data, &DataSpec::cache_dir)},
+      {"train.epochs", Kind::integer, 1, 1, {}, "epochs to train", set(&RunSpec::train, &TrainSpec::epochs)},
+      {"train.batch_size", Kind::integer, 32, 1, {}, "samples per micro-step (per device)",
+       set(&RunSpec::train, &TrainSpec::batch_size)},
+      {"train.lr", Kind::number, 5e-5, 0, {}, "peak learning rate of AdamW", set(&RunSpec::train, &TrainSpec::lr)},
+      {"train.warmup_steps", Kind::integer, 0, 0, {}, "linear LR warm-up, in optimizer steps",
+       set(&RunSpec::train, &TrainSpec::warmup_steps)},
+      {"train.weight_decay", Kind::number, 0.0, 0, {}, "AdamW weight decay (not on biases, LayerNorm)",
+       set(&RunSpec::train, &TrainSpec::weight_decay)},
+      {"train.grad_accum_steps", Kind::integer, 1, 1, {}, "micro-steps per optimizer step",
+       set(&RunSpec::train, &TrainSpec::grad_accum_steps)},
+      {"train.max_steps", Kind::integer, 0, 0, {}, "stop after this many optimizer steps (0: no limit)",
+       set(&RunSpec::train, &TrainSpec::max_steps)},
+      {"train.seed", Kind::integer, 42, 0, {}, "seed for weights and dropout (and data, unless data.seed)",
+       set(&RunSpec::train, &TrainSpec::seed)},
+      {"train.max_grad_norm", Kind::number, 1.0, 0, {}, "gradient clipping norm (0: off)",
+       set(&RunSpec::train, &TrainSpec::max_grad_norm)},
+      {"train.dropout", Kind::boolean, true, -1e300, {}, "dropout on, as in HF fine-tuning",
+       set(&RunSpec::train, &TrainSpec::dropout)},
+      {"train.optimizer_impl", Kind::choice, "auto", -1e300, choice_list<OptimizerImpl>(),
        "AdamW kernels: loop (per tensor), foreach (multi-tensor), fused (one kernel; CUDA torch>=2.0, CPU "
-       ">=2.4); auto: fused on CUDA where available, else foreach"},
+       ">=2.4); auto: fused on CUDA where available, else foreach", set(&RunSpec::train, &TrainSpec::optimizer_impl)},
       {"train.cuda_graph", Kind::boolean, false, -1e300, {},
        "CUDA only: capture the whole train step in a CUDA graph at step 2 and replay it (static shapes: "
-       "padding max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2)"},
-      {"precision", Kind::choice, "fp32", -1e300, {"fp32", "fp16", "bf16"}, "training precision"},
-      {"device", Kind::string, "cpu", -1e300, {}, "cpu, cuda or cuda:N"},
-      {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)"},
-      {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary"},
+       "padding max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2)",
+       set(&RunSpec::train, &TrainSpec::cuda_graph)},
+      {"precision", Kind::choice, "fp32", -1e300, choice_list<Precision>(), "training precision",
+       set(&RunSpec::precision)},
+      {"device", Kind::device, "cpu", -1e300, {}, "cpu, cuda or cuda:N", set(&RunSpec::device)},
+      {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)", set(&RunSpec::threads)},
+      {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary",
+       set(&RunSpec::timing, &TimingSpec::warmup_steps)},
       {"cuda.tf32", Kind::boolean, false, -1e300, {},
-       "CUDA only: TF32 tensor cores for fp32 matmuls and convolutions (changes fp32 numerics)"},
+       "CUDA only: TF32 tensor cores for fp32 matmuls and convolutions (changes fp32 numerics)",
+       set(&RunSpec::cuda, &CudaSpec::tf32)},
       {"dist.bucket_mb", Kind::number, 25, 0, {},
-       "data-parallel only: gradient all-reduce bucket size in MiB (0: one bucket per parameter)"},
+       "data-parallel only: gradient all-reduce bucket size in MiB (0: one bucket per parameter)",
+       set(&RunSpec::dist, &DistSpec::bucket_mb)},
       {"dist.sync_every_micro_step", Kind::boolean, false, -1e300, {},
-       "data-parallel only: all-reduce after every accumulation micro-step (default: only the last)"},
+       "data-parallel only: all-reduce after every accumulation micro-step (default: only the last)",
+       set(&RunSpec::dist, &DistSpec::sync_every_micro_step)},
       {"dist.timeout_s", Kind::integer, 300, 1, {},
-       "data-parallel only: seconds to wait for a peer (rendezvous, collectives) before failing"},
+       "data-parallel only: seconds to wait for a peer (rendezvous, collectives) before failing",
+       set(&RunSpec::dist, &DistSpec::timeout_s)},
       {"output", Kind::string, "results/{name}-{timestamp}.json", -1e300, {},
-       "result path; placeholders {name} {model} {precision} {device} {host} {timestamp}"},
+       "result path; placeholders {name} {model} {precision} {device} {host} {timestamp}", set(&RunSpec::output)},
       {"sweep.grid", Kind::grid, nlohmann::json::object(), -1e300, {},
        "`tbench sweep` only: {field: [values]}, run as a cartesian product"},
       {"sweep.repeat", Kind::integer, 1, 1, {}, "`tbench sweep` only: runs per point"},
@@ -141,6 +220,7 @@ const char* kind_text(const Field& field) {
     case Kind::string: return "a string";
     case Kind::boolean: return "true or false";
     case Kind::choice: return "one of the listed values";
+    case Kind::device: return "cpu, cuda or cuda:N";
     case Kind::nullable_string: return "a string or null";
     case Kind::nullable_integer: return "an integer or null";
     case Kind::nullable_boolean: return "true, false or null";
@@ -195,6 +275,7 @@ class Validator {
         case Kind::string: return value.is_string();
         case Kind::boolean: return value.is_boolean();
         case Kind::choice: return value.is_string();
+        case Kind::device: return value.is_string();
         case Kind::nullable_string: return value.is_string() || value.is_null();
         case Kind::nullable_integer: return value.is_number_integer() || value.is_null();
         case Kind::nullable_boolean: return value.is_boolean() || value.is_null();
@@ -218,6 +299,10 @@ class Validator {
         for (const auto& c : field.choices) list += (list.empty() ? "" : ", ") + c;
         fail(field.path, "'" + text + "' is not one of: " + list + did_you_mean(text, field.choices));
       }
+    }
+    if (field.kind == Kind::device && !parse_device(value.get<std::string>())) {
+      const auto text = value.get<std::string>();
+      fail(field.path, "expected cpu, cuda or cuda:N, got '" + text + "'" + did_you_mean(text, {"cpu", "cuda"}));
     }
     if (field.kind == Kind::grid) {
       for (const auto& axis : value.items()) {
@@ -271,19 +356,25 @@ void check_output_placeholders(const Validator& v, const std::string& output) {
 // A captured step replays the same kernels on the same buffers: every step must have the same
 // shapes, and nothing in it may wait for the host (so the optimizer is the fused one).
 void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
-  if (!on_cuda) v.fail("train.cuda_graph", "CUDA graphs need a CUDA device, but device is '" + spec.device + "'");
+  if (!on_cuda) v.fail("train.cuda_graph", "CUDA graphs need a CUDA device, but device is '" + spec.device.text() + "'");
+  if (spec.timing.warmup_steps < kCudaGraphCaptureStep) {
+    v.fail("timing.warmup_steps", "must be at least " + std::to_string(kCudaGraphCaptureStep) +
+                                      " with train.cuda_graph (the eager step and the capture step are not "
+                                      "representative and must not be timed), got " +
+                                      std::to_string(spec.timing.warmup_steps));
+  }
   if (!features::kCudaGraphStep) {
     v.fail("train.cuda_graph", std::string("needs a CUDA build of torch >= 2.2 (graph capture with a device-side "
                                            "learning rate); this build has LibTorch ") + TORCH_VERSION);
   }
-  if (spec.train.optimizer_impl == "loop" || spec.train.optimizer_impl == "foreach") {
-    v.fail("train.optimizer_impl", "'" + spec.train.optimizer_impl +
+  if (spec.train.optimizer_impl == OptimizerImpl::loop || spec.train.optimizer_impl == OptimizerImpl::foreach) {
+    v.fail("train.optimizer_impl", std::string("'") + to_string(spec.train.optimizer_impl) +
                                        "' cannot be captured with train.cuda_graph (use fused or auto)");
   }
   if (spec.train.grad_accum_steps != 1) {
     v.fail("train.grad_accum_steps", "must be 1 with train.cuda_graph (one micro-batch per captured step)");
   }
-  if (spec.data.padding != "max_length") {
+  if (spec.data.padding != Padding::max_length) {
     v.fail("data.padding", "must be max_length with train.cuda_graph (a graph replays fixed shapes)");
   }
   if (!spec.data.drop_last) {
@@ -293,30 +384,24 @@ void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
 
 // Kernels and switches this build's LibTorch does not have are refused up front, naming the field.
 void check_build_supports(const Validator& v, const RunSpec& spec) {
-  const bool on_cuda = spec.device != "cpu";
-  if (spec.train.optimizer_impl == "fused" && !features::fused_adamw(on_cuda)) {
+  const bool on_cuda = spec.device.is_cuda();
+  if (spec.train.optimizer_impl == OptimizerImpl::fused && !features::fused_adamw(on_cuda)) {
     v.fail("train.optimizer_impl", std::string("fused AdamW needs torch >= ") + (on_cuda ? "2.0 with CUDA" : "2.4 on CPU") +
                                        ", but this build has LibTorch " + TORCH_VERSION + " (use foreach or loop)");
   }
-  if (spec.model.attention == "sdpa" && !features::kSdpa) {
+  if (spec.model.attention == AttentionChoice::sdpa && !features::kSdpa) {
     v.fail("model.attention", std::string("sdpa (at::scaled_dot_product_attention) needs torch >= 2.0, but this "
                                           "build has LibTorch ") + TORCH_VERSION + " (use eager or auto)");
   }
   if (spec.cuda.tf32 && !on_cuda) {
-    v.fail("cuda.tf32", "TF32 is a CUDA tensor-core mode, but device is '" + spec.device + "' (set it to false)");
+    v.fail("cuda.tf32", "TF32 is a CUDA tensor-core mode, but device is '" + spec.device.text() + "' (set it to false)");
   }
   if (spec.train.cuda_graph) check_cuda_graph(v, spec, on_cuda);
 }
 
-std::string optional_string(const json& value) { return value.is_string() ? value.get<std::string>() : ""; }
-
-std::optional<bool> optional_bool(const json& value) {
-  return value.is_boolean() ? std::optional<bool>(value.get<bool>()) : std::nullopt;
-}
-
 void check_data_files(const Validator& v, const DataSpec& d) {
-  if (d.source != "synthetic" && d.path.empty()) {
-    v.fail("data.path", "data.source '" + d.source + "' reads a file: set data.path");
+  if (d.source != DataSource::synthetic && d.path.empty()) {
+    v.fail("data.path", std::string("data.source '") + to_string(d.source) + "' reads a file: set data.path");
   }
   const std::vector<std::pair<std::string, std::string>> files = {
       {"data.path", d.path}, {"data.lengths.histogram", d.lengths.histogram}, {"data.tokenizer.path", d.tokenizer.path},
@@ -328,14 +413,16 @@ void check_data_files(const Validator& v, const DataSpec& d) {
 
 void check_length_distribution(const Validator& v, const DataSpec& d) {
   const auto& l = d.lengths;
-  if (l.distribution != "fixed" && d.source != "synthetic") {
-    v.fail("data.lengths.distribution", "shapes synthetic data only; data.source is '" + d.source + "'");
+  using Shape = LengthDistributionKind;
+  if (l.distribution != Shape::fixed && d.source != DataSource::synthetic) {
+    v.fail("data.lengths.distribution", std::string("shapes synthetic data only; data.source is '") +
+                                            to_string(d.source) + "'");
   }
-  if ((l.distribution == "normal" || l.distribution == "lognormal") && l.mean <= 0) {
-    v.fail("data.lengths.mean", "the " + l.distribution + " distribution needs a mean length > 0");
+  if ((l.distribution == Shape::normal || l.distribution == Shape::lognormal) && l.mean <= 0) {
+    v.fail("data.lengths.mean", std::string("the ") + to_string(l.distribution) + " distribution needs a mean length > 0");
   }
-  if (l.distribution == "lognormal" && l.std <= 0) v.fail("data.lengths.std", "lognormal needs a std > 0");
-  if (l.distribution == "histogram" && l.histogram.empty()) {
+  if (l.distribution == Shape::lognormal && l.std <= 0) v.fail("data.lengths.std", "lognormal needs a std > 0");
+  if (l.distribution == Shape::histogram && l.histogram.empty()) {
     v.fail("data.lengths.histogram", "the histogram distribution needs a file of 'length count' lines");
   }
   if (l.min > d.seq_len) {
@@ -343,37 +430,41 @@ void check_length_distribution(const Validator& v, const DataSpec& d) {
   }
 }
 
-DataSpec read_data_spec(const Validator& v, const json& data) {
-  DataSpec d;
-  d.source = data["source"];
-  d.path = optional_string(data["path"]);
-  d.format = data["format"];
-  d.text_column = data["text_column"];
-  d.text_pair_column = optional_string(data["text_pair_column"]);
-  d.label_column = data["label_column"];
-  d.labels = data["labels"].get<std::vector<std::string>>();
-  d.num_samples = data["num_samples"].is_null() ? (d.source == "synthetic" ? 1024 : 0) : data["num_samples"].get<int64_t>();
-  d.seq_len = data["seq_len"];
-  d.seed = data["seed"];
-  const json& lengths = data["lengths"];
-  d.lengths = {lengths["distribution"], lengths["min"], lengths["mean"], lengths["std"], optional_string(lengths["histogram"])};
-  const json& tokenizer = data["tokenizer"];
-  d.tokenizer = {tokenizer["kind"], optional_string(tokenizer["path"]), optional_string(tokenizer["vocab"]),
-                 optional_string(tokenizer["merges"]), optional_bool(tokenizer["lowercase"]),
-                 optional_bool(tokenizer["strip_accents"])};
-  d.padding = data["padding"];
-  d.bucket_by_length = data["bucket_by_length"];
-  d.drop_last = data["drop_last"];
-  d.eval_fraction = data["eval_fraction"];
-  d.prefetch = data["prefetch"];
-  d.cache = data["cache"];
-  d.cache_dir = optional_string(data["cache_dir"]);
-
-  if (d.source == "synthetic" && d.num_samples == 0) v.fail("data.num_samples", "synthetic data needs at least 1 sample");
+void check_data_spec(const Validator& v, const DataSpec& d) {
+  if (d.source == DataSource::synthetic && d.num_samples == 0) {
+    v.fail("data.num_samples", "synthetic data needs at least 1 sample");
+  }
   if (d.eval_fraction >= 0.9) v.fail("data.eval_fraction", "must be below 0.9, got " + std::to_string(d.eval_fraction));
   check_data_files(v, d);
   check_length_distribution(v, d);
-  return d;
+}
+
+// Fills every absent field with its default, and the defaults that depend on other fields.
+void fill_defaults(json& root, const SpecDocument& doc) {
+  for (const auto& field : fields()) {
+    if (find(root, field.path)) continue;
+    const auto dot = field.path.find('.');
+    if (dot != std::string::npos && !root.contains(field.path.substr(0, dot))) {
+      root[field.path.substr(0, dot)] = json::object();
+    }
+    root[json::json_pointer("/" + std::regex_replace(field.path, std::regex("\\."), "/"))] = field.default_value;
+  }
+  if (root["name"].is_null()) root["name"] = doc.label.front() == '<' ? "default" : stem_of(doc.label);
+  if (root["data"]["seed"].is_null()) root["data"]["seed"] = root["train"]["seed"];
+}
+
+// Each field's checked value into its RunSpec member, by name (the table's `assign`).
+RunSpec assign_fields(const json& root) {
+  RunSpec spec;
+  for (const auto& field : fields()) {
+    if (field.assign) field.assign(spec, *find(const_cast<json&>(root), field.path));
+  }
+  // Defaults that depend on other fields and stay null in the resolved spec.
+  if (root["data"]["num_samples"].is_null()) {
+    spec.data.num_samples = spec.data.source == DataSource::synthetic ? 1024 : 0;
+  }
+  if (!spec.model.config.empty()) spec.model.name = model_name_from_config_path(spec.model.config);
+  return spec;
 }
 
 }  // namespace
@@ -386,15 +477,6 @@ void expand_model_shorthand(nlohmann::json& root) {
   root["model"] = is_path ? json{{"config", text}} : json{{"name", text}};
 }
 
-const char* to_string(Precision p) {
-  switch (p) {
-    case Precision::fp32: return "fp32";
-    case Precision::fp16: return "fp16";
-    case Precision::bf16: return "bf16";
-  }
-  return "?";
-}
-
 RunSpec resolve_spec(const SpecDocument& doc) {
   const Validator v(doc);
   json root = doc.root;
@@ -404,87 +486,52 @@ RunSpec resolve_spec(const SpecDocument& doc) {
                     "or an HF config (\"model\": {\"config\": \"path/config.json\"})");
   }
   v.check_keys(root, "");
-
   for (const auto& field : fields()) {
-    json* value = find(root, field.path);
-    if (value) {
-      v.check_value(field, *value);
-      continue;
-    }
-    const auto dot = field.path.find('.');
-    if (dot != std::string::npos && !root.contains(field.path.substr(0, dot))) {
-      root[field.path.substr(0, dot)] = json::object();
-    }
-    json& slot = root[json::json_pointer("/" + std::regex_replace(field.path, std::regex("\\."), "/"))];
-    slot = field.default_value;
+    if (const json* value = find(root, field.path)) v.check_value(field, *value);
   }
-
-  // Defaults that depend on other fields.
-  if (root["name"].is_null()) root["name"] = doc.label.front() == '<' ? "default" : stem_of(doc.label);
-  if (root["data"]["seed"].is_null()) root["data"]["seed"] = root["train"]["seed"];
-
-  const json& model = root["model"];
-  const bool has_name = model["name"].is_string();
-  const bool has_config = model["config"].is_string();
-  if (has_name == has_config) {
+  fill_defaults(root, doc);
+  const bool has_name = root["model"]["name"].is_string();
+  if (has_name == root["model"]["config"].is_string()) {
     v.fail("model", has_name ? "give model.name or model.config, not both"
                              : "needs model.name (a shipped model) or model.config (an HF config.json)");
   }
 
-  RunSpec spec;
-  spec.name = root["name"];
-  spec.model.config = has_config ? model["config"].get<std::string>() : "";
-  spec.model.name = has_name ? model["name"].get<std::string>() : model_name_from_config_path(spec.model.config);
-  spec.model.weights = model["weights"].is_string() ? model["weights"].get<std::string>() : "";
-  spec.model.save_weights = model["save_weights"].is_string() ? model["save_weights"].get<std::string>() : "";
-  spec.num_labels = root["num_labels"];
-  spec.data = read_data_spec(v, root["data"]);
-  const json& t = root["train"];
-  spec.train = {t["epochs"], t["batch_size"], t["lr"], t["warmup_steps"], t["weight_decay"],
-                t["grad_accum_steps"], t["max_steps"], t["seed"], t["max_grad_norm"], t["dropout"]};
-  const std::string precision = root["precision"];
-  spec.precision = precision == "fp16" ? Precision::fp16 : precision == "bf16" ? Precision::bf16 : Precision::fp32;
-  spec.device = root["device"];
-  spec.threads = root["threads"];
-  spec.timing.warmup_steps = root["timing"]["warmup_steps"];
-  spec.dist.bucket_mb = root["dist"]["bucket_mb"];
-  spec.dist.sync_every_micro_step = root["dist"]["sync_every_micro_step"];
-  spec.dist.timeout_s = root["dist"]["timeout_s"];
-  spec.model.attention = model["attention"];
-  spec.train.optimizer_impl = t["optimizer_impl"];
-  spec.train.cuda_graph = t["cuda_graph"];
-  spec.cuda.tf32 = root["cuda"]["tf32"];
-  spec.output = root["output"];
+  RunSpec spec = assign_fields(root);
   spec.source = doc.label;
+  spec.resolved = root;
+  spec.origin = doc.origin;
 
   // Checks that involve more than one field.
-  static const std::regex device_re("cpu|cuda(:[0-9]+)?");
-  if (!std::regex_match(spec.device, device_re)) {
-    v.fail("device", "expected cpu, cuda or cuda:N, got '" + spec.device + "'" +
-                         did_you_mean(spec.device, {"cpu", "cuda"}));
-  }
-  if (spec.precision == Precision::fp16 && spec.device == "cpu") {
+  check_data_spec(v, spec.data);
+  if (spec.precision == Precision::fp16 && !spec.device.is_cuda()) {
     v.fail("precision", "fp16 needs a CUDA device, but device is 'cpu' (use fp32 or bf16 on CPU)");
   }
   if (!spec.model.weights.empty() && !std::filesystem::exists(spec.model.weights)) {
     v.fail("model.weights", "cannot open '" + spec.model.weights + "'");
   }
-  if (has_config && !std::ifstream(spec.model.config).good()) {
+  if (!spec.model.config.empty() && !std::ifstream(spec.model.config).good()) {
     v.fail("model.config", "cannot open '" + spec.model.config + "'");
-  }
-  const int64_t samples_per_step = spec.train.batch_size * spec.train.grad_accum_steps;
-  if (spec.data.source == "synthetic" && spec.data.num_samples < samples_per_step) {
-    v.fail("data.num_samples", "is " + std::to_string(spec.data.num_samples) +
-                                   ", fewer than one optimizer step needs (train.batch_size " +
-                                   std::to_string(spec.train.batch_size) + " x train.grad_accum_steps " +
-                                   std::to_string(spec.train.grad_accum_steps) + ")");
   }
   check_output_placeholders(v, spec.output);
   check_build_supports(v, spec);
-
-  spec.resolved = root;
-  spec.origin = doc.origin;
+  // Synthetic data's size is known now; files are checked once read (prepare_run).
+  if (spec.data.source == DataSource::synthetic) {
+    check_samples_fill_a_step(spec, "data.num_samples", spec.data.num_samples, 0, 1);
+  }
   return spec;
+}
+
+void check_samples_fill_a_step(const RunSpec& spec, const std::string& field, int64_t train_samples, int64_t held_out,
+                               int64_t world_size) {
+  const int64_t per_step = spec.train.batch_size * spec.train.grad_accum_steps * world_size;
+  if (!spec.data.drop_last || train_samples >= per_step) return;
+  throw input_error(spec.where(field) + std::to_string(train_samples) + " training samples" +
+                    (held_out > 0 ? " (after holding out " + std::to_string(held_out) + " for eval)" : "") +
+                    " are fewer than one optimizer step takes (train.batch_size " +
+                    std::to_string(spec.train.batch_size) + " x train.grad_accum_steps " +
+                    std::to_string(spec.train.grad_accum_steps) +
+                    (world_size > 1 ? " x " + std::to_string(world_size) + " processes" : "") + " = " +
+                    std::to_string(per_step) + ")");
 }
 
 nlohmann::json spec_field_reference() {

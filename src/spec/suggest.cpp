@@ -1,4 +1,4 @@
-#include "tbench/suggest.hpp"
+#include "tbench/spec/suggest.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "tbench/sweep.hpp"
+#include "tbench/sweep/sweep.hpp"
 
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -11,8 +11,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "tbench/results.hpp"
-#include "tbench/spec.hpp"
+#include "tbench/results/result_files.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench {
 namespace {

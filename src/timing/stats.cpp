@@ -1,4 +1,4 @@
-#include "tbench/stats.hpp"
+#include "tbench/timing/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,19 +1,14 @@
-#include "tbench/step_timer.hpp"
+#include "tbench/timing/step_timer.hpp"
 
 #include <chrono>
 #include <deque>
 #include <stdexcept>
 
-#include "tbench/cuda.hpp"
+#include "tbench/cuda/cuda.hpp"
+#include "tbench/timing/clock.hpp"
 
 namespace tbench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // CPU ops are synchronous: when end() is called the step's work is done, so the clock is exact
 // and every pending step can be taken at once.

@@ -2,11 +2,12 @@
 // on the special tokens, each other part is cut by the GPT-2 pattern, every byte of a word becomes
 // one printable character (GPT-2's bytes_to_unicode), and the word's characters are merged by the
 // rank of merges.txt. Template: <s> a </s> and <s> a </s></s> b </s>, token types all 0.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,8 +17,9 @@
 #include <nlohmann/json.hpp>
 
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
-#include "tbench/unicode_text.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
+#include "tbench/files.hpp"
 #include "tokenizer_support.hpp"
 
 namespace tbench {
@@ -117,7 +119,7 @@ const std::array<std::string, 256>& byte_to_char() {
 // ---------------------------------------------------------------------------------------------
 // Files.
 
-using Vocabulary = std::unordered_map<std::string, int64_t>;
+using BpeVocabulary = std::unordered_map<std::string, int64_t>;
 
 struct Merge {
   int64_t rank;
@@ -129,7 +131,7 @@ uint64_t pair_key(int64_t left, int64_t right) {
   return (static_cast<uint64_t>(left) << 32) | static_cast<uint64_t>(right);
 }
 
-Vocabulary parse_vocab_json(const std::string& path, const std::string& bytes) {
+BpeVocabulary parse_vocab_json(const std::string& path, const std::string& bytes) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(bytes);
@@ -137,7 +139,7 @@ Vocabulary parse_vocab_json(const std::string& path, const std::string& bytes) {
     throw input_error(path + ": not valid JSON: " + e.what());
   }
   if (!json.is_object()) throw input_error(path + ": expected a JSON object of token -> id");
-  Vocabulary vocab;
+  BpeVocabulary vocab;
   for (const auto& [token, id] : json.items()) {
     // ids index the embedding table, so they must fit it (and the 32-bit merge keys).
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
@@ -149,27 +151,21 @@ Vocabulary parse_vocab_json(const std::string& path, const std::string& bytes) {
   return vocab;
 }
 
-int64_t vocab_id_or_throw(const Vocabulary& vocab, const std::string& piece, const std::string& where) {
-  const auto it = vocab.find(piece);
-  if (it == vocab.end()) throw input_error(where + ": \"" + piece + "\" is not in the vocabulary");
-  return it->second;
+int64_t vocab_id_or_throw(const BpeVocabulary& vocab, const std::string& piece, const std::string& where) {
+  const std::optional<int64_t> id = tokenize::find_id(vocab, piece);
+  if (!id) throw input_error(where + ": \"" + piece + "\" is not in the vocabulary");
+  return *id;
 }
 
 // HF's reader: "#version" lines are skipped, every other line is exactly two pieces separated by
 // one space; both pieces and their concatenation must be in vocab.json. A later duplicate of a
 // merge takes the later rank, as HF's map does.
-MergeTable parse_merges_txt(const std::string& path, const std::string& bytes, const Vocabulary& vocab) {
+MergeTable parse_merges_txt(const std::string& path, const std::string& bytes, const BpeVocabulary& vocab) {
   MergeTable merges;
   int64_t rank = 0;
-  std::size_t line_number = 0;
-  for (std::size_t start = 0; start < bytes.size();) {
-    std::size_t end = bytes.find('\n', start);
-    if (end == std::string::npos) end = bytes.size();
-    std::string_view line(bytes.data() + start, end - start);
-    start = end + 1;
-    ++line_number;
+  tokenize::for_each_line(bytes, [&](std::string_view line, std::size_t line_number) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (line.rfind("#version", 0) == 0) continue;
+    if (line.rfind("#version", 0) == 0) return;
     const std::string where = path + ":" + std::to_string(line_number);
     const std::size_t space = line.find(' ');
     if (space == std::string_view::npos || space == 0 || space + 1 == line.size() ||
@@ -182,7 +178,7 @@ MergeTable parse_merges_txt(const std::string& path, const std::string& bytes, c
     const int64_t right_id = vocab_id_or_throw(vocab, right, where);
     const int64_t merged_id = vocab_id_or_throw(vocab, left + right, where);
     merges[pair_key(left_id, right_id)] = {rank++, merged_id};
-  }
+  });
   return merges;
 }
 
@@ -190,7 +186,7 @@ MergeTable parse_merges_txt(const std::string& path, const std::string& bytes, c
 
 class ByteLevelBpeTokenizer final : public Tokenizer {
  public:
-  ByteLevelBpeTokenizer(Vocabulary vocab, MergeTable merges, const std::string& vocab_path, bool add_prefix_space,
+  ByteLevelBpeTokenizer(BpeVocabulary vocab, MergeTable merges, const std::string& vocab_path, bool add_prefix_space,
                         std::string fingerprint)
       : vocab_(std::move(vocab)),
         merges_(std::move(merges)),
@@ -201,9 +197,9 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
     id_to_token_.resize(static_cast<std::size_t>(max_id) + 1);
     for (const auto& [token, id] : vocab_) id_to_token_[static_cast<std::size_t>(id)] = token;
     auto special = [&](const char* token) {
-      const auto it = vocab_.find(token);
-      if (it == vocab_.end()) throw input_error(vocab_path + ": special token " + token + " is missing");
-      return it->second;
+      const std::optional<int64_t> id = tokenize::find_id(vocab_, token);
+      if (!id) throw input_error(vocab_path + ": special token " + token + " is missing");
+      return *id;
     };
     special_ = {special("<pad>"), special("<unk>"), special("<s>"), special("</s>")};
     // RobertaTokenizer's <mask> is an AddedToken with lstrip=True: "a <mask>" is "a" + "<mask>".
@@ -216,26 +212,21 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
 
   std::vector<std::string> tokenize(const std::string& text) const override {
     std::vector<std::string> tokens;
-    for_each_token(text, [&](std::string_view token, int64_t) { tokens.emplace_back(token); });
+    for_each_token(text, std::numeric_limits<std::size_t>::max(),
+                   [&](std::string_view token, int64_t) { tokens.emplace_back(token); });
     return tokens;
-  }
-
-  std::vector<int64_t> encode_text(const std::string& text) const override {
-    return encode_text_until(text, std::numeric_limits<std::size_t>::max());
   }
 
   std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const override {
     std::vector<int64_t> ids;
-    for_each_token(text, [&](std::string_view, int64_t id) { ids.push_back(id); }, max_length);
+    for_each_token(text, max_length, [&](std::string_view, int64_t id) { ids.push_back(id); });
     return ids;
   }
 
   int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
 
   std::optional<int64_t> token_to_id(const std::string& token) const override {
-    const auto it = vocab_.find(token);
-    if (it == vocab_.end()) return std::nullopt;
-    return it->second;
+    return tokenize::find_id(vocab_, token);
   }
 
   SpecialTokenIds special_tokens() const override { return special_; }
@@ -260,45 +251,24 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   std::string fingerprint() const override { return fingerprint_; }
 
  private:
-  // Calls visit(token text, id) for each token of `text`, in order. An added token's text is the
-  // part of the input it took, the whitespace an lstrip token absorbed included, as in HF.
-  // Truncating, HF stops after the first word that brings the count (added tokens included) to
-  // max_tokens; an added token itself never stops it.
+  // Calls visit(token text, id) for each token of `text`, in order, as tokenize::for_each_token
+  // walks it (which also says where max_tokens stops it).
   template <typename Visit>
-  void for_each_token(const std::string& text, Visit&& visit,
-                      std::size_t max_tokens = std::numeric_limits<std::size_t>::max()) const {
-    std::size_t count = 0;
-    for (const tokenize::TextSegment& segment : tokenize::split_on_added_tokens(text, added_tokens_)) {
-      if (segment.added_token_id) {
-        visit(segment.text, *segment.added_token_id);
-        ++count;
-        continue;
-      }
+  void for_each_token(const std::string& text, std::size_t max_tokens, Visit&& visit) const {
+    const auto words = [&](std::string_view segment, auto&& on_word) {
       // HF's ByteLevel(add_prefix_space) gives every part between added tokens its leading space.
-      std::string plain(segment.text);
+      std::string plain(segment);
       if (add_prefix_space_ && plain.front() != ' ') plain.insert(0, 1, ' ');
       for (const std::string_view word : split_gpt2_words(plain)) {
-        const std::vector<int64_t> ids = encode_word(word);
-        for (const int64_t id : ids) visit(id_to_token_[static_cast<std::size_t>(id)], id);
-        count += ids.size();
-        if (count >= max_tokens) return;
+        if (!on_word(word)) return;
       }
-    }
-  }
-
-  // The ids of one pre-tokenized word, cached: the same words recur all through a dataset.
-  std::vector<int64_t> encode_word(std::string_view word) const {
-    const std::string key(word);
-    {
-      std::lock_guard<std::mutex> lock(cache_mutex_);
-      const auto it = cache_.find(key);
-      if (it != cache_.end()) return it->second;
-    }
-    std::vector<int64_t> ids = merge_word(word);
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kMaxCachedWords) cache_.clear();
-    cache_.emplace(key, ids);
-    return ids;
+    };
+    const auto tokens = [&](std::string_view word, auto&& on_token) {
+      const std::vector<int64_t> ids =
+          cache_.ids_of(std::string(word), [&](const std::string& uncached) { return merge_word(uncached); });
+      for (const int64_t id : ids) on_token(id_to_token_[static_cast<std::size_t>(id)], id);
+    };
+    tokenize::for_each_token(text, added_tokens_, max_tokens, words, tokens, visit);
   }
 
   // One symbol per byte, then the lowest-ranked adjacent pair is merged (the leftmost on a tie)
@@ -323,17 +293,14 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
     return symbols;
   }
 
-  static constexpr std::size_t kMaxCachedWords = 100000;
-
-  Vocabulary vocab_;
+  BpeVocabulary vocab_;
   MergeTable merges_;
   bool add_prefix_space_;
   std::string fingerprint_;
   std::vector<std::string> id_to_token_;
   SpecialTokenIds special_;
   std::vector<AddedToken> added_tokens_;
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int64_t>> cache_;
+  mutable tokenize::WordIdCache cache_;  // each word's merged ids
 };
 
 }  // namespace
@@ -341,9 +308,9 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
 std::unique_ptr<Tokenizer> load_byte_level_bpe_tokenizer(const TokenizerOptions& options) {
   if (options.vocab_file.empty()) throw input_error("tokenizer: bpe needs vocab.json (vocab_file)");
   if (options.merges_file.empty()) throw input_error("tokenizer: bpe needs merges.txt (merges_file)");
-  const std::string vocab_bytes = tokenize::read_file_bytes(options.vocab_file);
-  const std::string merges_bytes = tokenize::read_file_bytes(options.merges_file);
-  Vocabulary vocab = parse_vocab_json(options.vocab_file, vocab_bytes);
+  const std::string vocab_bytes = read_file(options.vocab_file, "the BPE vocabulary");
+  const std::string merges_bytes = read_file(options.merges_file, "the BPE merges");
+  BpeVocabulary vocab = parse_vocab_json(options.vocab_file, vocab_bytes);
   MergeTable merges = parse_merges_txt(options.merges_file, merges_bytes, vocab);
   const std::string fingerprint = std::string("bpe;add_prefix_space=") + (options.add_prefix_space ? "1" : "0") +
                                   ";vocab=" + tokenize::content_hash(vocab_bytes) +

@@ -13,7 +13,6 @@
 #include <cstring>
 #include <limits>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,8 +26,9 @@
 #include <unicode/utext.h>
 
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
-#include "tbench/unicode_text.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
+#include "tbench/files.hpp"
 #include "tokenizer_support.hpp"
 
 namespace tbench {
@@ -60,6 +60,14 @@ struct ModelFields {
   std::string precompiled_charsmap;
 };
 
+// The little-endian uint32 at `pos` (the caller checks that 4 bytes are there): protobuf's
+// fixed32 fields and the charsmap's header and trie units are all stored so.
+uint32_t read_le32(std::string_view bytes, std::size_t pos) {
+  uint32_t value = 0;
+  for (std::size_t i = 4; i-- > 0;) value = (value << 8) | static_cast<unsigned char>(bytes[pos + i]);
+  return value;
+}
+
 class ProtoReader {
  public:
   explicit ProtoReader(std::string_view bytes) : bytes_(bytes) {}
@@ -78,8 +86,7 @@ class ProtoReader {
 
   float fixed32_float() {
     if (bytes_.size() - pos_ < 4) throw std::runtime_error("truncated float");
-    uint32_t bits = 0;
-    for (int i = 3; i >= 0; --i) bits = (bits << 8) | static_cast<unsigned char>(bytes_[pos_ + static_cast<std::size_t>(i)]);
+    const uint32_t bits = read_le32(bytes_, pos_);
     pos_ += 4;
     float value = 0;
     std::memcpy(&value, &bits, sizeof value);  // protobuf floats are little-endian IEEE 754
@@ -188,15 +195,10 @@ class PrecompiledCharsmap {
     if (blob.empty()) return charsmap;
     const auto bad = [&](const std::string& what) { return input_error(path + ": precompiled_charsmap: " + what); };
     if (blob.size() < 4) throw bad("shorter than its header");
-    uint32_t trie_bytes = 0;
-    for (int i = 3; i >= 0; --i) trie_bytes = (trie_bytes << 8) | static_cast<unsigned char>(blob[i]);
+    const uint32_t trie_bytes = read_le32(blob, 0);
     if (trie_bytes == 0 || trie_bytes % 4 != 0 || trie_bytes > blob.size() - 4) throw bad("bad trie size");
     charsmap.units_.resize(trie_bytes / 4);
-    for (std::size_t i = 0; i < charsmap.units_.size(); ++i) {
-      uint32_t unit = 0;
-      for (int b = 3; b >= 0; --b) unit = (unit << 8) | static_cast<unsigned char>(blob[4 + 4 * i + b]);
-      charsmap.units_[i] = unit;
-    }
+    for (std::size_t i = 0; i < charsmap.units_.size(); ++i) charsmap.units_[i] = read_le32(blob, 4 + 4 * i);
     charsmap.replacements_ = std::string(blob.substr(4 + trie_bytes));
     return charsmap;
   }
@@ -328,14 +330,8 @@ std::string strip_marks(std::string_view text) {
 
 // Rust's char::to_lowercase, one character at a time (so no context such as a final sigma).
 std::string lowercase_chars(std::string_view text) {
-  std::u32string chars;
-  for (std::size_t pos = 0; pos < text.size();) {
-    const CodePoint cp = decode_utf8(text, pos);
-    chars += cp.value;
-    pos += cp.size;
-  }
   std::string out;
-  for (const char32_t c : unicode::to_lowercase(chars)) tokenize::append_utf8(out, c);
+  tokenize::append_utf8(out, unicode::to_lowercase(tokenize::to_code_points(text)));
   return out;
 }
 
@@ -543,40 +539,31 @@ class SentencePieceTokenizer final : public Tokenizer {
 
   std::vector<std::string> tokenize(const std::string& text) const override {
     std::vector<std::string> tokens;
-    for_each_part(
-        text, [&](std::string_view token, int64_t) { tokens.emplace_back(token); },
-        [&](const std::string& word) {
-          // An unknown run's token is the run itself, as in HF.
-          for (const PieceSpan& piece : unigram_segment(word, vocab_)) {
-            tokens.push_back(word.substr(piece.begin, piece.end - piece.begin));
-          }
-        },
-        [] { return false; });
+    // Segmented afresh, not through the id cache: an unknown run's token is the run itself, as in
+    // HF, not its piece.
+    const auto pieces = [&](const std::string& word, auto&& on_token) {
+      for (const PieceSpan& piece : unigram_segment(word, vocab_)) {
+        on_token(std::string_view(word).substr(piece.begin, piece.end - piece.begin), piece.id);
+      }
+    };
+    for_each_token(text, std::numeric_limits<std::size_t>::max(), pieces,
+                   [&](std::string_view token, int64_t) { tokens.emplace_back(token); });
     return tokens;
-  }
-
-  std::vector<int64_t> encode_text(const std::string& text) const override {
-    return encode_text_until(text, std::numeric_limits<std::size_t>::max());
   }
 
   std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const override {
     std::vector<int64_t> ids;
-    for_each_part(
-        text, [&](std::string_view, int64_t id) { ids.push_back(id); },
-        [&](const std::string& word) {
-          const std::vector<int64_t> word_ids = encode_word(word);
-          ids.insert(ids.end(), word_ids.begin(), word_ids.end());
-        },
-        [&] { return ids.size() >= max_length; });
+    const auto word_ids = [&](const std::string& word, auto&& on_token) {
+      for (const int64_t id : encode_word(word)) on_token(std::string_view(), id);
+    };
+    for_each_token(text, max_length, word_ids, [&](std::string_view, int64_t id) { ids.push_back(id); });
     return ids;
   }
 
   int64_t vocab_size() const override { return static_cast<int64_t>(vocab_.pieces.size()); }
 
   std::optional<int64_t> token_to_id(const std::string& token) const override {
-    const auto it = vocab_.piece_ids.find(token);
-    if (it == vocab_.piece_ids.end()) return std::nullopt;
-    return it->second;
+    return tokenize::find_id(vocab_.piece_ids, token);
   }
 
   SpecialTokenIds special_tokens() const override { return special_; }
@@ -596,50 +583,34 @@ class SentencePieceTokenizer final : public Tokenizer {
   }
 
   int64_t num_special_tokens(bool pair) const override { return pair ? 3 : 2; }
-  bool pads_left() const override { return true; }
-  int64_t pad_token_type_id() const override { return kPadTokenType; }
   std::string fingerprint() const override { return fingerprint_; }
 
  private:
   static constexpr int64_t kClsTokenType = 2;
-  static constexpr int64_t kPadTokenType = 3;
 
-  // The ids of one word, cached: the same words recur all through a dataset.
+  // One word's unigram ids, through the cache: segmenting is the costly step of encoding.
   std::vector<int64_t> encode_word(const std::string& word) const {
-    {
-      std::lock_guard<std::mutex> lock(cache_mutex_);
-      const auto it = cache_.find(word);
-      if (it != cache_.end()) return it->second;
-    }
-    std::vector<int64_t> ids;
-    for (const PieceSpan& piece : unigram_segment(word, vocab_)) ids.push_back(piece.id);
-    std::lock_guard<std::mutex> lock(cache_mutex_);
-    if (cache_.size() >= kMaxCachedWords) cache_.clear();
-    cache_.emplace(word, ids);
-    return ids;
+    return cache_.ids_of(word, [&](const std::string& uncached) {
+      std::vector<int64_t> ids;
+      for (const PieceSpan& piece : unigram_segment(uncached, vocab_)) ids.push_back(piece.id);
+      return ids;
+    });
   }
 
-  // Walks `text` in order: on_added_token(text, id) for each added token (its text is what it
-  // took, the whitespace an lstrip token absorbed included, as in HF), on_word(word) for each
-  // normalized, pre-tokenized word of the text between them. Stops when full() says so after a
-  // word: truncating, HF stops after the first word that brings the count (added tokens
-  // included) to max_length; an added token itself never stops it.
-  template <typename OnAddedToken, typename OnWord, typename Full>
-  void for_each_part(const std::string& raw_text, OnAddedToken&& on_added_token, OnWord&& on_word, Full&& full) const {
+  // Calls on_token(token, id) for each token of `text` in order, as tokenize::for_each_token walks
+  // it (which also says where max_tokens stops it); word_tokens(word, on_token) gives the tokens of
+  // one normalized, pre-tokenized word.
+  template <typename WordTokens, typename OnToken>
+  void for_each_token(const std::string& raw_text, std::size_t max_tokens, WordTokens&& word_tokens,
+                      OnToken&& on_token) const {
     const std::string text = tokenize::sanitize_utf8(raw_text);
-    for (const tokenize::TextSegment& segment : tokenize::split_on_added_tokens(text, added_tokens_)) {
-      if (segment.added_token_id) {
-        on_added_token(segment.text, *segment.added_token_id);
-        continue;
+    const auto words = [&](std::string_view segment, auto&& on_word) {
+      for (const std::string& word : metaspace_words(normalize(segment, settings_, charsmap_))) {
+        if (!on_word(word)) return;
       }
-      for (const std::string& word : metaspace_words(normalize(segment.text, settings_, charsmap_))) {
-        on_word(word);
-        if (full()) return;
-      }
-    }
+    };
+    tokenize::for_each_token(text, added_tokens_, max_tokens, words, word_tokens, on_token);
   }
-
-  static constexpr std::size_t kMaxCachedWords = 100000;
 
   UnigramVocabulary vocab_;
   PrecompiledCharsmap charsmap_;
@@ -647,8 +618,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   SpecialTokenIds special_;
   NormalizerSettings settings_;
   std::string fingerprint_;
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int64_t>> cache_;
+  mutable tokenize::WordIdCache cache_;  // each word's unigram ids
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -682,9 +652,9 @@ UnigramVocabulary make_unigram_vocabulary(const ModelFields& fields, const std::
 }
 
 int64_t required_piece(const UnigramVocabulary& vocab, const std::string& piece, const std::string& path) {
-  const auto it = vocab.piece_ids.find(piece);
-  if (it == vocab.piece_ids.end()) throw input_error(path + ": the model has no " + piece + " piece");
-  return it->second;
+  const std::optional<int64_t> id = tokenize::find_id(vocab.piece_ids, piece);
+  if (!id) throw input_error(path + ": the model has no " + piece + " piece");
+  return *id;
 }
 
 // What HF matches before the model: the model's control and user-defined pieces (SpmConverter),
@@ -705,7 +675,7 @@ std::vector<AddedToken> make_added_tokens(const UnigramVocabulary& vocab, const 
 std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const TokenizerOptions& options) {
   const std::string& path = options.vocab_file;
   if (path.empty()) throw input_error("tokenizer: sentencepiece needs spiece.model (vocab_file)");
-  const std::string bytes = tokenize::read_file_bytes(path);
+  const std::string bytes = read_file(path, "the sentencepiece model");
   ModelFields fields;
   try {
     fields = read_model_fields(bytes);

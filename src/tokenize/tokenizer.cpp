@@ -1,7 +1,9 @@
-// What every tokenizer kind shares: names, loading by kind, and HF's truncation and encode().
-#include "tbench/tokenizer.hpp"
+// What every tokenizer kind shares: names, loading by kind, padding, and HF's truncation and
+// encode().
+#include "tbench/tokenize/tokenizer.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "tbench/errors.hpp"
@@ -22,6 +24,15 @@ std::optional<TokenizerKind> tokenizer_kind_from_string(const std::string& name)
   if (name == "bpe" || name == "byte_level_bpe") return TokenizerKind::byte_level_bpe;
   if (name == "sentencepiece") return TokenizerKind::sentencepiece;
   return std::nullopt;
+}
+
+PaddingConvention padding_convention(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::wordpiece:
+    case TokenizerKind::byte_level_bpe: return {false, 0};
+    case TokenizerKind::sentencepiece: return {true, 3};
+  }
+  return {};
 }
 
 std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options) {
@@ -68,11 +79,13 @@ void truncate_longest_first(std::vector<int64_t>& a, std::vector<int64_t>* b, in
   keep_first(*b, b_length);
 }
 
-std::vector<int64_t> Tokenizer::encode_text_until(const std::string& text, std::size_t max_length) const {
-  std::vector<int64_t> ids = encode_text(text);
-  keep_first(ids, max_length);
-  return ids;
+std::vector<int64_t> Tokenizer::encode_text(const std::string& text) const {
+  return encode_text_until(text, std::numeric_limits<std::size_t>::max());
 }
+
+bool Tokenizer::pads_left() const { return padding_convention(kind()).pads_left; }
+
+int64_t Tokenizer::pad_token_type_id() const { return padding_convention(kind()).pad_token_type_id; }
 
 Encoding Tokenizer::encode(const std::string& text, const std::string* pair, int64_t max_length) const {
   if (max_length <= 0) {

@@ -6,15 +6,13 @@
 #include <sstream>
 
 #include "tbench/errors.hpp"
-#include "tbench/unicode_text.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
 
 namespace tbench::tokenize {
 
 namespace {
 
 constexpr char32_t kReplacementCharacter = 0xFFFD;
-
-bool is_continuation_byte(unsigned char byte) { return (byte & 0xC0) == 0x80; }
 
 }  // namespace
 
@@ -35,8 +33,8 @@ CodePoint decode_utf8(std::string_view text, std::size_t pos) {
   }
   if (pos + size > text.size()) return {kReplacementCharacter, 1, false};
   for (std::size_t i = 1; i < size; ++i) {
+    if (!is_continuation_byte(text[pos + i])) return {kReplacementCharacter, 1, false};
     const auto byte = static_cast<unsigned char>(text[pos + i]);
-    if (!is_continuation_byte(byte)) return {kReplacementCharacter, 1, false};
     value = (value << 6) | (byte & 0x3F);
   }
   const bool surrogate = value >= 0xD800 && value <= 0xDFFF;
@@ -60,6 +58,21 @@ void append_utf8(std::string& out, char32_t code_point) {
     out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (code_point & 0x3F));
   }
+}
+
+void append_utf8(std::string& out, std::u32string_view code_points) {
+  for (const char32_t code_point : code_points) append_utf8(out, code_point);
+}
+
+std::u32string to_code_points(std::string_view text) {
+  std::u32string out;
+  out.reserve(text.size());
+  for (std::size_t pos = 0; pos < text.size();) {
+    const CodePoint cp = decode_utf8(text, pos);
+    out.push_back(cp.value);
+    pos += cp.size;
+  }
+  return out;
 }
 
 std::string sanitize_utf8(std::string_view text) {
@@ -122,17 +135,6 @@ std::vector<TextSegment> split_on_added_tokens(std::string_view text, const std:
   }
   if (plain_start < text.size()) segments.push_back({text.substr(plain_start), std::nullopt});
   return segments;
-}
-
-std::string read_file_bytes(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) throw input_error(path + ": is a directory, expected a file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(path + ": cannot be read");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  if (in.bad()) throw input_error(path + ": cannot be read");
-  return bytes.str();
 }
 
 std::string content_hash(std::string_view bytes) {

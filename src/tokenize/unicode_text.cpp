@@ -1,4 +1,4 @@
-#include "tbench/unicode_text.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
 
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>

@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
-#include "tbench/unicode_text.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
+#include "tbench/files.hpp"
 #include "tokenizer_support.hpp"
 
 namespace tbench {
@@ -57,12 +58,8 @@ Vocabulary parse_vocab_txt(const std::string& path, const std::string& bytes) {
   if (bytes.empty()) throw input_error(path + ": empty vocabulary file (expected one token per line)");
   Vocabulary vocab;
   std::unordered_map<std::string, std::size_t> first_line;
-  std::size_t line_start = 0;
-  for (std::size_t line_number = 1; line_start < bytes.size(); ++line_number) {
-    std::size_t line_end = bytes.find('\n', line_start);
-    if (line_end == std::string::npos) line_end = bytes.size();
-    const std::optional<std::string_view> token =
-        trimmed_token(std::string_view(bytes).substr(line_start, line_end - line_start));
+  tokenize::for_each_line(bytes, [&](std::string_view line, std::size_t line_number) {
+    const std::optional<std::string_view> token = trimmed_token(line);
     if (!token) throw input_error(where(path, line_number) + ": token is not valid UTF-8");
     if (!token->empty()) {
       const auto [it, inserted] = first_line.emplace(std::string(*token), line_number);
@@ -73,8 +70,7 @@ Vocabulary parse_vocab_txt(const std::string& path, const std::string& bytes) {
       vocab.ids.emplace(it->first, vocab.size);
     }
     ++vocab.size;
-    line_start = line_end + 1;
-  }
+  });
   return vocab;
 }
 
@@ -142,23 +138,12 @@ std::u32string normalize(std::u32string text, const NormalizerOptions& options) 
   return text;
 }
 
-std::u32string to_code_points(std::string_view text) {
-  std::u32string out;
-  out.reserve(text.size());
-  for (std::size_t pos = 0; pos < text.size();) {
-    const tokenize::CodePoint cp = tokenize::decode_utf8(text, pos);
-    out.push_back(cp.value);  // U+FFFD for a malformed byte, which clean_text drops as HF would
-    pos += cp.size;
-  }
-  return out;
-}
-
 // --- BertPreTokenizer -----------------------------------------------------------------------------
 // Words end at white space (dropped) and every punctuation character is a word of its own.
 
 // on_word returns false to stop early.
 template <typename OnWord>
-void for_each_word(std::u32string_view text, OnWord&& on_word) {
+void for_each_bert_word(std::u32string_view text, OnWord&& on_word) {
   std::size_t word_start = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const bool space = unicode::is_white_space(text[i]);
@@ -191,26 +176,21 @@ class WordPieceTokenizer final : public Tokenizer {
 
   std::vector<std::string> tokenize(const std::string& text) const override {
     std::vector<std::string> pieces;
-    for_each_piece(text, [&](std::string_view piece, int64_t) { pieces.emplace_back(piece); });
+    for_each_piece(text, std::numeric_limits<std::size_t>::max(),
+                   [&](std::string_view piece, int64_t) { pieces.emplace_back(piece); });
     return pieces;
-  }
-
-  std::vector<int64_t> encode_text(const std::string& text) const override {
-    return encode_text_until(text, std::numeric_limits<std::size_t>::max());
   }
 
   std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const override {
     std::vector<int64_t> ids;
-    for_each_piece(text, [&](std::string_view, int64_t id) { ids.push_back(id); }, max_length);
+    for_each_piece(text, max_length, [&](std::string_view, int64_t id) { ids.push_back(id); });
     return ids;
   }
 
   int64_t vocab_size() const override { return vocab_.size; }
 
   std::optional<int64_t> token_to_id(const std::string& token) const override {
-    const auto it = vocab_.ids.find(token);
-    if (it == vocab_.ids.end()) return std::nullopt;
-    return it->second;
+    return tokenize::find_id(vocab_.ids, token);
   }
 
   SpecialTokenIds special_tokens() const override { return special_; }
@@ -252,33 +232,20 @@ class WordPieceTokenizer final : public Tokenizer {
     std::vector<std::pair<std::string_view, int64_t>> pieces;  // views of the vocabulary's keys
   };
 
-  // Calls on_piece(piece, id) for every piece of `text` in order: special tokens as they are,
-  // the rest normalized, split into words and matched against the vocabulary. As HF does when
-  // truncating, stops after the first word that leaves max_pieces pieces or more; the count takes
-  // in special tokens, but only a word of text ends it.
+  // Calls on_piece(piece, id) for every piece of `text` in order (tokenize::for_each_token, which
+  // also says where max_pieces stops it): special tokens as they are, the rest normalized, split
+  // into words and matched against the vocabulary.
   template <typename OnPiece>
-  void for_each_piece(const std::string& text, OnPiece&& on_piece,
-                      std::size_t max_pieces = std::numeric_limits<std::size_t>::max()) const {
-    std::size_t count = 0;
-    const auto counted = [&](std::string_view piece, int64_t id) {
-      ++count;
-      on_piece(piece, id);
-    };
-    bool stopped = false;
+  void for_each_piece(const std::string& text, std::size_t max_pieces, OnPiece&& on_piece) const {
     MatchBuffers buffers;
-    for (const tokenize::TextSegment& segment : tokenize::split_on_added_tokens(text, added_tokens_)) {
-      if (stopped) return;
-      if (segment.added_token_id) {
-        counted(segment.text, *segment.added_token_id);
-        continue;
-      }
-      const std::u32string normalized = normalize(to_code_points(segment.text), normalizer_);
-      for_each_word(normalized, [&](std::u32string_view word) {
-        match_word(word, buffers, counted);
-        stopped = count >= max_pieces;
-        return !stopped;
-      });
-    }
+    // A malformed byte reads as U+FFFD, which clean_text drops as HF would.
+    const auto words = [&](std::string_view segment, auto&& on_word) {
+      for_each_bert_word(normalize(tokenize::to_code_points(segment), normalizer_), on_word);
+    };
+    const auto pieces = [&](std::u32string_view word, auto&& on_word_piece) {
+      match_word(word, buffers, on_word_piece);
+    };
+    tokenize::for_each_token(text, added_tokens_, max_pieces, words, pieces, on_piece);
   }
 
   // Greedy longest match first: the longest vocabulary entry that starts the rest of the word,
@@ -291,7 +258,7 @@ class WordPieceTokenizer final : public Tokenizer {
     }
     std::string& utf8 = buffers.word;
     utf8.clear();
-    for (char32_t c : word) tokenize::append_utf8(utf8, c);
+    tokenize::append_utf8(utf8, word);
     buffers.pieces.clear();
     for (std::size_t start = 0; start < utf8.size();) {
       std::size_t end = utf8.size();
@@ -317,7 +284,7 @@ class WordPieceTokenizer final : public Tokenizer {
   static std::size_t previous_character(const std::string& utf8, std::size_t end) {
     do {
       --end;
-    } while (end > 0 && (static_cast<unsigned char>(utf8[end]) & 0xC0) == 0x80);
+    } while (end > 0 && tokenize::is_continuation_byte(utf8[end]));
     return end;
   }
 
@@ -331,7 +298,7 @@ class WordPieceTokenizer final : public Tokenizer {
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_wordpiece_tokenizer(const TokenizerOptions& options) {
-  const std::string bytes = tokenize::read_file_bytes(options.vocab_file);
+  const std::string bytes = read_file(options.vocab_file, "the vocabulary");
   Vocabulary vocab = parse_vocab_txt(options.vocab_file, bytes);
   const bool strip_accents = options.strip_accents.value_or(options.lowercase);
   const std::string fingerprint = std::string("wordpiece;lowercase=") + (options.lowercase ? "1" : "0") +

@@ -8,8 +8,8 @@
 #include <unordered_map>
 
 #include "tbench/errors.hpp"
-#include "tbench/optimizer.hpp"
-#include "tbench/torch_features.hpp"
+#include "tbench/train/optimizer.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench {
 namespace {
@@ -201,23 +201,6 @@ class FusedAdamW : public Optimizer {
 #endif
 
 }  // namespace
-
-const char* to_string(OptimizerImpl impl) {
-  switch (impl) {
-    case OptimizerImpl::automatic: return "auto";
-    case OptimizerImpl::loop: return "loop";
-    case OptimizerImpl::foreach: return "foreach";
-    case OptimizerImpl::fused: return "fused";
-  }
-  return "?";
-}
-
-OptimizerImpl parse_optimizer_impl(const std::string& text) {
-  for (auto impl : {OptimizerImpl::automatic, OptimizerImpl::loop, OptimizerImpl::foreach, OptimizerImpl::fused}) {
-    if (text == to_string(impl)) return impl;
-  }
-  throw std::invalid_argument("unknown optimizer implementation '" + text + "'");
-}
 
 OptimizerImpl resolve_optimizer_impl(OptimizerImpl requested, bool on_cuda) {
   if (requested != OptimizerImpl::automatic) return requested;

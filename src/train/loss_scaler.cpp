@@ -1,4 +1,4 @@
-#include "tbench/loss_scaler.hpp"
+#include "tbench/train/loss_scaler.hpp"
 
 namespace tbench {
 

@@ -1,4 +1,4 @@
-#include "tbench/pending_steps.hpp"
+#include "tbench/train/pending_steps.hpp"
 
 namespace tbench {
 namespace {

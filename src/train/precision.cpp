@@ -1,4 +1,4 @@
-#include "tbench/precision.hpp"
+#include "tbench/train/precision.hpp"
 
 #include <ATen/autocast_mode.h>
 #include <torch/version.h>

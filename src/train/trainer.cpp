@@ -1,25 +1,20 @@
-#include "tbench/trainer.hpp"
+#include "tbench/train/trainer.hpp"
 
-#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
 
-#include "tbench/device_memory.hpp"
-#include "tbench/loss_scaler.hpp"
-#include "tbench/pending_steps.hpp"
-#include "tbench/precision.hpp"
-#include "tbench/step_timer.hpp"
-#include "tbench/torch_features.hpp"
+#include "tbench/cuda/cuda.hpp"
+#include "tbench/env/device_memory.hpp"
+#include "tbench/train/loss_scaler.hpp"
+#include "tbench/train/pending_steps.hpp"
+#include "tbench/train/precision.hpp"
+#include "tbench/timing/clock.hpp"
+#include "tbench/timing/step_timer.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
-}
 
 // HF's Trainer exempts LayerNorm weights and every parameter with "bias" in its name (XLNet's
 // r_w_bias, r_r_bias and r_s_bias included) from weight decay.
@@ -57,32 +52,18 @@ std::string describe_step_error(const std::string& what, int64_t batch_size) {
 // GPU fed, few enough that a non-finite loss stops the run within a few steps.
 constexpr std::size_t kMaxPendingSteps = 4;
 
-#if TBENCH_HAS_CUDA_GRAPH_STEP
-// train.cuda_graph: the global step at which the step is captured (after one eager step).
-constexpr int64_t kCaptureStep = 2;
-#endif
-
 }  // namespace
 
-const char* to_string(RunStatus s) {
-  switch (s) {
-    case RunStatus::completed: return "completed";
-    case RunStatus::interrupted: return "interrupted";
-    case RunStatus::failed: return "failed";
-  }
-  return "?";
-}
-
-StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size, bool drop_last) {
+StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t world_size) {
   StepPlan plan;
   SamplerOptions sampler;
-  sampler.batch_size = train.batch_size;
-  sampler.accum_steps = train.grad_accum_steps;
+  sampler.batch_size = config.batch_size;
+  sampler.accum_steps = config.grad_accum_steps;
   sampler.world_size = static_cast<int>(world_size);
-  sampler.drop_last = drop_last;
+  sampler.drop_last = config.drop_last;
   plan.steps_per_epoch = steps_per_epoch(dataset_size, sampler);
-  plan.total_steps = plan.steps_per_epoch * train.epochs;
-  if (train.max_steps > 0) plan.total_steps = std::min(plan.total_steps, train.max_steps);
+  plan.total_steps = plan.steps_per_epoch * config.epochs;
+  if (config.max_steps > 0) plan.total_steps = std::min(plan.total_steps, config.max_steps);
   plan.epochs = plan.steps_per_epoch == 0 ? 0 : (plan.total_steps + plan.steps_per_epoch - 1) / plan.steps_per_epoch;
   return plan;
 }
@@ -93,19 +74,21 @@ double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t 
   return peak_lr * std::max(0.0, remaining);
 }
 
-Trainer::Trainer(const RunSpec& spec, SequenceClassifier& model, const PreparedData& data, torch::Device device,
-                 GradientSync* sync)
-    : spec_(spec),
+Trainer::Trainer(const TrainerConfig& config, SequenceClassifier& model, const PreparedData& data,
+                 torch::Device device, GradientSync* sync)
+    : config_(config),
       model_(model),
       data_(data),
       device_(device),
-      plan_(plan_steps(spec.train, data.train.size(), sync ? sync->world_size() : 1, spec.data.drop_last)),
+      sync_(sync),
+      plan_(plan_steps(config, data.train.size(), sync ? sync->world_size() : 1)),
       // Batches are pinned for CUDA so their copies can overlap the step before.
-      loader_(data.train, data.collate, spec.data.prefetch, device.is_cuda()),
-      scaler_(std::make_unique<LossScaler>(spec.precision == Precision::fp16, device)),
-      sync_(sync) {
+      loader_(data.train, data.collate, config.prefetch, device.is_cuda()),
+      scaler_(std::make_unique<LossScaler>(config.precision == Precision::fp16, device)) {
   build_optimizer();
 }
+
+Trainer::~Trainer() = default;
 
 void Trainer::build_optimizer() {
   std::vector<torch::Tensor> decay, no_decay;
@@ -114,26 +97,28 @@ void Trainer::build_optimizer() {
     trainable_.push_back(item.value());
     (exempt_from_weight_decay(item.key()) ? no_decay : decay).push_back(item.value());
   }
-  std::vector<AdamWGroup> groups = {{decay, spec_.train.weight_decay}, {no_decay, 0.0}};
+  std::vector<AdamWGroup> groups = {{decay, config_.weight_decay}, {no_decay, 0.0}};
   AdamWSettings settings;
-  settings.lr = spec_.train.lr;  // β = (0.9, 0.999), ε = 1e-8: HF's AdamW defaults
-  optimizer_ = make_adamw(parse_optimizer_impl(spec_.train.optimizer_impl), std::move(groups), settings, device_,
-                          /*capturable=*/spec_.train.cuda_graph);
+  settings.lr = config_.lr;  // β = (0.9, 0.999), ε = 1e-8: HF's AdamW defaults
+  optimizer_ = make_adamw(config_.optimizer, std::move(groups), settings, device_, /*capturable=*/config_.cuda_graph);
 }
 
 void Trainer::synchronize() const {
   if (device_.is_cuda()) torch::cuda::synchronize(device_.index());
 }
 
+// HF fine-tuning trains with dropout on; train.dropout false measures the loop without it.
+void Trainer::set_training_mode() { config_.dropout ? model_.train() : model_.eval(); }
+
 SamplerOptions Trainer::sampler_options() const {
   SamplerOptions o;
-  o.batch_size = spec_.train.batch_size;
-  o.accum_steps = spec_.train.grad_accum_steps;
+  o.batch_size = config_.batch_size;
+  o.accum_steps = config_.grad_accum_steps;
   o.world_size = sync_ ? sync_->world_size() : 1;
   o.rank = sync_ ? sync_->rank() : 0;
-  o.bucket_by_length = spec_.data.bucket_by_length;
-  o.drop_last = spec_.data.drop_last;
-  o.seed = spec_.data.seed;
+  o.bucket_by_length = config_.bucket_by_length;
+  o.drop_last = config_.drop_last;
+  o.seed = config_.data_seed;
   return o;
 }
 
@@ -159,7 +144,7 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     record.real_tokens += batch.real_tokens;
     if (flops_per_sample_) record.train_flops += static_cast<double>(batch.samples) * flops_per_sample_(batch.inputs.input_ids.size(1));
 
-    if (spec_.train.cuda_graph) return graphed_step(inputs, labels, record);  // one micro-batch per step
+    if (config_.cuda_graph) return graphed_step(inputs, labels, record);  // one micro-batch per step
     // Each micro-batch weighs by its share of the step's samples (they differ only in a last,
     // partial step), so the step's gradient is the mean over all its samples.
     const double weight = static_cast<double>(batch.samples) / static_cast<double>(step_samples);
@@ -172,7 +157,7 @@ torch::Tensor Trainer::micro_step(const ModelInputs& inputs, const torch::Tensor
                                   bool last_micro_step, IterationRecord& record) {
   torch::Tensor logits;
   {
-    AutocastGuard autocast(spec_.precision, device_);
+    AutocastGuard autocast(config_.precision, device_);
     logits = model_.forward(inputs);
   }
   auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
@@ -195,7 +180,7 @@ StepOutputs Trainer::finish_step(const torch::Tensor& loss, IterationRecord& rec
     // Unless the optimizer can skip on the device, the host must know now whether to step.
     if (!optimizer_->skips_on_device()) record.skipped = found_inf.item<float>() != 0.0f;
   }
-  if (spec_.train.max_grad_norm > 0 && !record.skipped) clip_gradients(trainable_, spec_.train.max_grad_norm);
+  if (config_.max_grad_norm > 0 && !record.skipped) clip_gradients(trainable_, config_.max_grad_norm);
   if (found_inf.defined() && optimizer_->skips_on_device()) {
     optimizer_->step_unless_inf(found_inf);
   } else if (!record.skipped) {
@@ -211,7 +196,7 @@ StepOutputs Trainer::graphed_step(const ModelInputs& inputs, const torch::Tensor
 #if TBENCH_HAS_CUDA_GRAPH_STEP
   if (graph_) return graph_->replay(inputs, labels);
   // Step 1 runs eagerly, on the default stream, so lazy set-up happens before any capture.
-  if (record.global_step < kCaptureStep) return finish_step(micro_step(inputs, labels, 1.0, true, record), record);
+  if (record.global_step < kCudaGraphCaptureStep) return finish_step(micro_step(inputs, labels, 1.0, true, record), record);
   StepOutputs outputs;
   graph_ = cuda::capture_step(device_, inputs, labels,
                               [this](const ModelInputs& in, const torch::Tensor& y) {
@@ -227,106 +212,131 @@ StepOutputs Trainer::graphed_step(const ModelInputs& inputs, const torch::Tensor
 #endif
 }
 
-TrainOutcome Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {
-  TrainOutcome outcome;
-  spec_.train.dropout ? model_.train() : model_.eval();
-  int64_t global_step = 0;
+// An epoch's running totals, in step order.
+struct Trainer::EpochTotals {
+  EpochRecord record;
+  double loss_sum = 0;
+};
+
+template <typename Work>
+void Trainer::fail_on_exception(TrainOutcome& outcome, const std::string& where, Work&& work) const {
+  std::string error;
+  try {
+    work();
+    return;
+  } catch (const c10::Error& e) {
+    error = e.what_without_backtrace();
+  } catch (const std::exception& e) {  // the loader's thread, a peer (CommFailure), the host
+    error = e.what();
+  }
+  if (outcome.status == RunStatus::failed) return;  // the first error is the one to fix
+  outcome.status = RunStatus::failed;
+  outcome.error = where + ": " + describe_step_error(error, config_.batch_size);
+}
+
+TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {
+  TrainRun run;
   stop_requested_ = &stop_requested;
+  set_training_mode();
   // Steps are timed where they run; their records leave in order once known (at once on CPU).
   PendingSteps pending(make_step_timer(device_), kMaxPendingSteps);
-  outcome.timing_method = pending.timing_method();
+  run.outcome.timing_method = pending.timing_method();
+  int64_t global_step = 0;
+  for (int64_t epoch = 1; epoch <= plan_.epochs && run.outcome.status == RunStatus::completed; ++epoch) {
+    EpochRecord record = run_epoch(epoch, global_step, pending, observers, run);
+    if (record.steps == 0) continue;
+    if (data_.eval.size() > 0 && run.outcome.status == RunStatus::completed) {
+      const EvalResult eval = evaluate();
+      record.eval_loss = eval.loss;
+      record.eval_accuracy = eval.accuracy;
+      record.eval_samples = eval.samples;
+      record.eval_seconds = eval.seconds;
+    }
+    run.records.epochs.push_back(record);
+    for (auto* o : observers) o->on_epoch_end(record);
+  }
+  return run;
+}
 
-  for (int64_t epoch = 1; epoch <= plan_.epochs && outcome.status == RunStatus::completed; ++epoch) {
-    // Every rank plans the same steps (same seed) and takes its own share of each.
-    auto epoch_steps = plan_epoch(data_.train, sampler_options(), epoch);
-    const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
-    epoch_steps.resize(static_cast<std::size_t>(steps));
-    loader_.start_epoch(epoch_steps);
-    for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
+EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps& pending,
+                               const std::vector<TrainObserver*>& observers, TrainRun& run) {
+  // Every rank plans the same steps (same seed) and takes its own share of each.
+  auto epoch_steps = plan_epoch(data_.train, sampler_options(), epoch);
+  const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
+  epoch_steps.resize(static_cast<std::size_t>(steps));
+  loader_.start_epoch(epoch_steps);
+  for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
 
-    EpochRecord summary;
-    summary.epoch = epoch;
-    double loss_sum = 0;
-    // Finished steps go to the observers and into the epoch's totals, in step order.
-    const auto report = [&](const std::vector<IterationRecord>& finished) {
-      for (const auto& record : finished) {
-        for (auto* o : observers) o->on_iteration(record);
-        summary.steps += 1;
-        summary.samples += record.samples;
-        summary.tokens += record.tokens;
-        summary.step_seconds += record.seconds;
-        loss_sum += record.loss;
-        if (!std::isfinite(record.loss) && !record.skipped && outcome.status == RunStatus::completed) {
-          outcome.status = RunStatus::failed;
-          outcome.error = "training loss became " + std::to_string(record.loss) + " at epoch " +
+  EpochTotals totals;
+  totals.record.epoch = epoch;
+  reset_memory_peaks(device_);
+  const auto epoch_start = Clock::now();
+  for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
+    // Data-parallel ranks stop together, after the step in which any of them asked to.
+    if (sync_ ? sync_->stop_agreed() : stop_requested_->load()) {
+      run.outcome.status = RunStatus::interrupted;
+      break;
+    }
+    IterationRecord record = start_record(epoch, step, ++global_step);
+    fail_on_exception(run.outcome, "epoch " + std::to_string(epoch) + " step " + std::to_string(step), [&] {
+      pending.begin_step();
+      const StepOutputs outputs = run_step(epoch_steps[static_cast<std::size_t>(step - 1)], record);
+      pending.end_step(std::move(record), outputs);
+      report(pending.take_finished(/*wait_for_all=*/false), observers, totals, run);
+    });
+  }
+  // The epoch ends when its last step has run on the device: one wait, here. A device error
+  // surfacing only now fails the run unless an earlier one already did.
+  fail_on_exception(run.outcome, "epoch " + std::to_string(epoch),
+                    [&] { report(pending.take_finished(/*wait_for_all=*/true), observers, totals, run); });
+  return finish_epoch_record(totals, seconds_since(epoch_start), run.outcome);
+}
+
+IterationRecord Trainer::start_record(int64_t epoch, int64_t step, int64_t global_step) const {
+  IterationRecord record;
+  record.epoch = epoch;
+  record.step = step;
+  record.global_step = global_step;
+  record.warmup = global_step <= config_.timed_warmup_steps;
+  record.lr = linear_schedule_lr(config_.lr, global_step - 1, config_.lr_warmup_steps, plan_.total_steps);
+  return record;
+}
+
+void Trainer::report(const std::vector<IterationRecord>& finished, const std::vector<TrainObserver*>& observers,
+                     EpochTotals& totals, TrainRun& run) const {
+  for (const auto& record : finished) {
+    for (auto* o : observers) o->on_iteration(record);
+    run.records.iterations.push_back(record);
+    totals.record.steps += 1;
+    totals.record.samples += record.samples;
+    totals.record.tokens += record.tokens;
+    totals.record.step_seconds += record.seconds;
+    totals.loss_sum += record.loss;
+    if (!std::isfinite(record.loss) && !record.skipped && run.outcome.status == RunStatus::completed) {
+      run.outcome.status = RunStatus::failed;
+      run.outcome.error = "training loss became " + std::to_string(record.loss) + " at epoch " +
                           std::to_string(record.epoch) + " step " + std::to_string(record.step) +
                           " (try a lower train.lr, or bf16/fp32)";
-        }
-      }
-    };
-    reset_memory_peaks(device_);
-    const auto epoch_start = Clock::now();
-    for (int64_t step = 1; step <= steps && outcome.status == RunStatus::completed; ++step) {
-      // Data-parallel ranks stop together, after the step in which any of them asked to.
-      if (sync_ ? sync_->stop_agreed() : stop_requested.load()) {
-        outcome.status = RunStatus::interrupted;
-        break;
-      }
-      IterationRecord record;
-      record.epoch = epoch;
-      record.step = step;
-      record.global_step = ++global_step;
-      record.warmup = global_step <= spec_.timing.warmup_steps;
-      record.lr = linear_schedule_lr(spec_.train.lr, global_step - 1, spec_.train.warmup_steps, plan_.total_steps);
-      try {
-        pending.begin_step();
-        const StepOutputs outputs = run_step(epoch_steps[static_cast<std::size_t>(step - 1)], record);
-        pending.end_step(std::move(record), outputs);
-        report(pending.take_finished(/*wait_for_all=*/false));
-      } catch (const CommFailure& e) {
-        outcome.status = RunStatus::failed;
-        outcome.error = "epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": " + e.what();
-      } catch (const c10::Error& e) {
-        outcome.status = RunStatus::failed;
-        outcome.error = "epoch " + std::to_string(epoch) + " step " + std::to_string(step) + ": " +
-                        describe_step_error(e.what_without_backtrace(), spec_.train.batch_size);
-      }
-    }
-    // The epoch ends when its last step has run on the device: one wait, here.
-    try {
-      report(pending.take_finished(/*wait_for_all=*/true));
-    } catch (const c10::Error& e) {  // a device error surfacing late; the first error is kept
-      if (outcome.status != RunStatus::failed) {
-        outcome.status = RunStatus::failed;
-        outcome.error = "epoch " + std::to_string(epoch) + ": " +
-                        describe_step_error(e.what_without_backtrace(), spec_.train.batch_size);
-      }
-    }
-    summary.seconds = seconds_between(epoch_start, Clock::now());
-    const MemoryPeaks memory = memory_peaks(device_);
-    summary.peak_allocated_bytes = memory.allocated_bytes;
-    summary.peak_reserved_bytes = memory.reserved_bytes;
-    summary.peak_rss_bytes = memory.rss_bytes;
-    // An epoch cut short by max_steps or a stop is not a whole epoch: its time is not an epoch time.
-    summary.complete = summary.steps == plan_.steps_per_epoch && outcome.status == RunStatus::completed;
-    if (summary.seconds > 0) {
-      summary.samples_per_s = static_cast<double>(summary.samples) / summary.seconds;
-      summary.tokens_per_s = static_cast<double>(summary.tokens) / summary.seconds;
-      summary.it_per_s = static_cast<double>(summary.steps) / summary.seconds;
-    }
-    summary.loss = summary.steps > 0 ? loss_sum / static_cast<double>(summary.steps) : 0.0;
-    if (data_.eval.size() > 0 && summary.steps > 0 && outcome.status == RunStatus::completed) {
-      const EvalResult eval = evaluate();
-      summary.eval_loss = eval.loss;
-      summary.eval_accuracy = eval.accuracy;
-      summary.eval_samples = eval.samples;
-      summary.eval_seconds = eval.seconds;
-    }
-    if (summary.steps > 0) {
-      for (auto* o : observers) o->on_epoch_end(summary);
     }
   }
-  return outcome;
+}
+
+EpochRecord Trainer::finish_epoch_record(const EpochTotals& totals, double seconds, const TrainOutcome& outcome) const {
+  EpochRecord e = totals.record;
+  e.seconds = seconds;
+  const MemoryPeaks memory = memory_peaks(device_);
+  e.peak_allocated_bytes = memory.allocated_bytes;
+  e.peak_reserved_bytes = memory.reserved_bytes;
+  e.peak_rss_bytes = memory.rss_bytes;
+  // An epoch cut short by max_steps or a stop is not a whole epoch: its time is not an epoch time.
+  e.complete = e.steps == plan_.steps_per_epoch && outcome.status == RunStatus::completed;
+  if (e.seconds > 0) {
+    e.samples_per_s = static_cast<double>(e.samples) / e.seconds;
+    e.tokens_per_s = static_cast<double>(e.tokens) / e.seconds;
+    e.it_per_s = static_cast<double>(e.steps) / e.seconds;
+  }
+  e.loss = e.steps > 0 ? totals.loss_sum / static_cast<double>(e.steps) : 0.0;
+  return e;
 }
 
 EvalResult Trainer::evaluate() {
@@ -337,8 +347,8 @@ EvalResult Trainer::evaluate() {
   const auto& samples = data_.eval;
   torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
   torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
-  for (int64_t first = 0; first < samples.size(); first += spec_.train.batch_size) {
-    std::vector<int64_t> indices(static_cast<std::size_t>(std::min(spec_.train.batch_size, samples.size() - first)));
+  for (int64_t first = 0; first < samples.size(); first += config_.batch_size) {
+    std::vector<int64_t> indices(static_cast<std::size_t>(std::min(config_.batch_size, samples.size() - first)));
     std::iota(indices.begin(), indices.end(), first);
     const Batch batch = collate(samples, indices, data_.collate);
     const ModelInputs inputs{batch.inputs.input_ids.to(device_), batch.inputs.attention_mask.to(device_),
@@ -346,7 +356,7 @@ EvalResult Trainer::evaluate() {
     const auto labels = batch.labels.to(device_);
     torch::Tensor logits;
     {
-      AutocastGuard autocast(spec_.precision, device_);
+      AutocastGuard autocast(config_.precision, device_);
       logits = model_.forward(inputs).to(torch::kFloat);
     }
     loss_sum += torch::nn::functional::cross_entropy(
@@ -357,7 +367,7 @@ EvalResult Trainer::evaluate() {
   result.samples = samples.size();
   result.loss = loss_sum.item<double>() / static_cast<double>(result.samples);
   result.accuracy = static_cast<double>(correct.item<int64_t>()) / static_cast<double>(result.samples);
-  spec_.train.dropout ? model_.train() : model_.eval();
+  set_training_mode();
   synchronize();
   result.seconds = seconds_between(start, Clock::now());
   return result;

@@ -11,7 +11,7 @@
 #include "support/cli.hpp"
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
-#include "tbench/safetensors.hpp"
+#include "tbench/models/safetensors.hpp"
 
 namespace tbench {
 namespace {

@@ -11,13 +11,13 @@
 #include <set>
 #include <thread>
 
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include "tbench/dist/tcp_store.hpp"
 
 #include "support/cli.hpp"
 #include "support/json_schema.hpp"
-#include "tbench/dist.hpp"
+#include "tbench/dist/dist.hpp"
 #include "tbench/embedded.hpp"
-#include "tbench/torch_features.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench {
 namespace {
@@ -239,20 +239,8 @@ TEST(DistLaunch, JoinsTheStoreOfTorchrunsAgent) {
   options.isServer = true;
   options.waitWorkers = false;
   options.timeout = std::chrono::seconds(30);
-  // torchrun's agent hosts the store with torch's default server: libuv from torch 2.4, where the
-  // build has it (Debian's LibTorch has not, and refuses it; the classic server is the same protocol).
-  std::unique_ptr<c10d::TCPStore> agent;
-  try {
-    agent = std::make_unique<c10d::TCPStore>("127.0.0.1", options);
-  } catch (const c10::Error& e) {
-#if TBENCH_HAS_TCPSTORE_LIBUV_OPTION
-    if (std::string(e.what()).find("libuv") == std::string::npos) throw;
-    options.useLibUV = false;
-    agent = std::make_unique<c10d::TCPStore>("127.0.0.1", options);
-#else
-    throw;
-#endif
-  }
+  // torchrun's agent hosts the store with torch's default server, as tbench opens its own.
+  const auto agent = open_tcp_store("127.0.0.1", options);
   auto spec = dp_spec(dir.file("a.json"), 4);
   spec["train"]["epochs"] = 1;
   const std::string path = dir.write("spec.json", spec.dump());

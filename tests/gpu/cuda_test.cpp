@@ -3,15 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <cstdlib>
+#include <cmath>
 
 #include "support/cli.hpp"
-#include "tbench/cuda.hpp"
-#include "tbench/dist.hpp"
+#include "tbench/cuda/cuda.hpp"
+#include "tbench/dist/dist.hpp"
 #include "tbench/models/layers.hpp"
-#include "tbench/optimizer.hpp"
-#include "tbench/step_timer.hpp"
-#include "tbench/torch_features.hpp"
+#include "tbench/train/optimizer.hpp"
+#include "tbench/timing/step_timer.hpp"
+#include "tbench/env/torch_features.hpp"
 
 namespace tbench {
 namespace {

@@ -2,9 +2,11 @@
 #include <gtest/gtest.h>
 
 #include "support/cli.hpp"
-#include "tbench/analysis.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/results.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/results/result_files.hpp"
 
 namespace tbench {
 namespace {
@@ -101,6 +103,66 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_THROW(render_report(r, "pdf"), Error);
   EXPECT_THROW(build_report(results, "host", "S9"), Error);
   EXPECT_THROW(build_report(results, "colour", ""), Error);
+}
+
+TEST_F(Analysis, ReportCsvQuotesNamesWithCommasAndQuotes) {
+  const auto results = load_results({write("q.json", make_result("bert, \"large\"", "S1", 1.0, 1, 10))});
+  const std::string csv = render_report(build_report(results, "host", ""), "csv");
+  EXPECT_NE(csv.find("\n\"bert, \"\"large\"\"\",S1,1,"), std::string::npos) << csv;
+}
+
+// Two columns, the second right-aligned in markdown; a measured number and a missing one.
+Table small_table() {
+  Table table;
+  table.caption = "note";
+  table.columns = {{"name"}, {"value", Align::right}};
+  table.rows = {{"a", Cell::number(1.5, 2)}, {"bb", Cell::number_or_blank(std::nullopt, 2)}};
+  return table;
+}
+
+TEST(Table, TextPadsColumnsUnderAnUnderlinedHeader) {
+  EXPECT_EQ(to_text(small_table()),
+            "note\n"
+            "name  value\n"
+            "----  -----\n"
+            "a     1.50 \n"
+            "bb         \n");
+}
+
+TEST(Table, MarkdownHasItalicCaptionAndAlignmentRow) {
+  EXPECT_EQ(to_markdown(small_table()),
+            "_note_\n\n"
+            "| name | value |\n"
+            "|---|---:|\n"
+            "| a | 1.50 |\n"
+            "| bb |  |\n");
+}
+
+TEST(Table, CsvLeavesTheCaptionOutAndBlanksMissingValues) {
+  EXPECT_EQ(to_csv(small_table()), "name,value\na,1.50\nbb,\n");
+}
+
+TEST(Table, JsonKeepsFullPrecisionAndNull) {
+  Table table = small_table();
+  table.rows.push_back({Cell::text_or_null(""), Cell::integer(7)});
+  table.rows.push_back({"c", Cell::number(2.0 / 3.0, 1)});
+  const json rows = to_json(table);
+  ASSERT_EQ(rows.size(), 4u);
+  EXPECT_EQ(rows[0], json::parse(R"({"name": "a", "value": 1.5})"));
+  EXPECT_EQ(rows[1], json::parse(R"({"name": "bb", "value": null})"));
+  EXPECT_EQ(rows[2], json::parse(R"({"name": null, "value": 7})"));
+  EXPECT_EQ(rows[3]["value"].get<double>(), 2.0 / 3.0);  // text shows "0.7"; JSON is not rounded
+}
+
+TEST(Table, CsvQuotesFieldsWithCommasQuotesAndLineBreaks) {
+  Table table;
+  table.columns = {{"run"}, {"device"}};
+  table.rows = {{"a,b", "NVIDIA \"X\""}, {"two\nlines", "carriage\rreturn"}, {"plain", Cell::boolean(true)}};
+  EXPECT_EQ(to_csv(table),
+            "run,device\n"
+            "\"a,b\",\"NVIDIA \"\"X\"\"\"\n"
+            "\"two\nlines\",\"carriage\rreturn\"\n"
+            "plain,true\n");
 }
 
 TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {

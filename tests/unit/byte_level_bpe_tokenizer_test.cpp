@@ -10,7 +10,7 @@
 
 #include "support/cli.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 
 namespace tbench {
 namespace {

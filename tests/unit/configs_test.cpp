@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "tbench/errors.hpp"
-#include "tbench/runner.hpp"
+#include "tbench/run/runner.hpp"
 
 namespace tbench {
 namespace {

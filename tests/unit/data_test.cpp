@@ -8,7 +8,7 @@
 #include <numeric>
 #include <set>
 
-#include "tbench/data_sources.hpp"
+#include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 
 namespace tbench {
@@ -73,18 +73,19 @@ TEST(SyntheticData, SeededAvoidsPaddingAndLabelsFollowTheSecondToken) {
 TEST(SyntheticData, LengthDistributionsStayInBoundsWithTheRequestedShape) {
   LengthDistribution d;
   d.min_length = 8;
-  for (const std::string kind : {"uniform", "normal", "lognormal"}) {
+  using K = LengthDistributionKind;
+  for (const K kind : {K::uniform, K::normal, K::lognormal}) {
     d.kind = kind;
     d.mean = 100;
     d.stddev = 30;
     const auto lengths = sample_lengths(d, 4000, 256, 3);
-    EXPECT_EQ(lengths, sample_lengths(d, 4000, 256, 3)) << kind;
+    EXPECT_EQ(lengths, sample_lengths(d, 4000, 256, 3)) << to_string(kind);
     const double mean = std::accumulate(lengths.begin(), lengths.end(), 0.0) / 4000.0;
-    for (const int64_t l : lengths) ASSERT_TRUE(l >= 8 && l <= 256) << kind << " " << l;
-    const double expected = kind == "uniform" ? (8 + 256) / 2.0 : 100.0;
-    EXPECT_NEAR(mean, expected, 0.05 * expected) << kind;
+    for (const int64_t l : lengths) ASSERT_TRUE(l >= 8 && l <= 256) << to_string(kind) << " " << l;
+    const double expected = kind == K::uniform ? (8 + 256) / 2.0 : 100.0;
+    EXPECT_NEAR(mean, expected, 0.05 * expected) << to_string(kind);
   }
-  d.kind = "lognormal";  // right-skewed: the median sits below the mean
+  d.kind = LengthDistributionKind::lognormal;  // right-skewed: the median sits below the mean
   auto lengths = sample_lengths(d, 4000, 1000, 3);
   std::sort(lengths.begin(), lengths.end());
   EXPECT_LT(lengths[2000], 100);
@@ -92,7 +93,7 @@ TEST(SyntheticData, LengthDistributionsStayInBoundsWithTheRequestedShape) {
 
 TEST_F(DataFiles, HistogramLengthsComeFromTheFile) {
   LengthDistribution d;
-  d.kind = "histogram";
+  d.kind = LengthDistributionKind::histogram;
   d.histogram = read_length_histogram(write("h.txt", "# length count\n20 3\n\n40,1\n300 5\n"));
   const auto lengths = sample_lengths(d, 2000, 128, 1);
   const std::set<int64_t> seen(lengths.begin(), lengths.end());
@@ -112,7 +113,7 @@ TEST_F(DataFiles, CsvHandlesQuotesCommasNewlinesAndReportsRowLines) {
                           "\"Great film, loved it\",positive\n"
                           "\"He said \"\"wow\"\"\nand left\",negative\r\n"
                           "plain,positive\n");
-  TextFileOptions o{path, "auto", "review", "", "sentiment", 0};
+  TextFileOptions o{path, TextFormat::automatic, "review", "", "sentiment", 0};
   const auto rows = read_text_rows(o);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].text, "Great film, loved it");
@@ -125,11 +126,11 @@ TEST_F(DataFiles, CsvHandlesQuotesCommasNewlinesAndReportsRowLines) {
 
 TEST_F(DataFiles, TsvAndJsonlWithPairs) {
   const auto tsv = write("pairs.tsv", "s1\ts2\tlabel\nA cat.\tA dog.\t1\nx\ty\t0\n");
-  const auto rows = read_text_rows({tsv, "auto", "s1", "s2", "label", 0});
+  const auto rows = read_text_rows({tsv, TextFormat::automatic, "s1", "s2", "label", 0});
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].pair, "A dog.");
   const auto jsonl = write("d.jsonl", "{\"text\": \"caf\\u00e9\", \"label\": 1}\n\n{\"text\": \"b\", \"label\": \"pos\"}\n");
-  const auto j = read_text_rows({jsonl, "auto", "text", "", "label", 0});
+  const auto j = read_text_rows({jsonl, TextFormat::automatic, "text", "", "label", 0});
   ASSERT_EQ(j.size(), 2u);
   EXPECT_EQ(j[0].text, "caf\xC3\xA9");
   EXPECT_EQ(j[0].label, "1");
@@ -137,20 +138,20 @@ TEST_F(DataFiles, TsvAndJsonlWithPairs) {
 }
 
 TEST_F(DataFiles, BadTextFilesNameTheFileAndLine) {
-  expect_input_error([&] { read_text_rows({write("a.csv", "text,label\n\"never closed,1\n"), "auto", "text", "", "label", 0}); },
+  expect_input_error([&] { read_text_rows({write("a.csv", "text,label\n\"never closed,1\n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"a.csv:2:", "never closed"});
-  expect_input_error([&] { read_text_rows({write("b.csv", "text,label\nok,1\ntoo,many,fields\n"), "auto", "text", "", "label", 0}); },
+  expect_input_error([&] { read_text_rows({write("b.csv", "text,label\nok,1\ntoo,many,fields\n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"b.csv:3:", "expected 2 fields"});
-  expect_input_error([&] { read_text_rows({write("c.csv", "review,label\nok,1\n"), "auto", "text", "", "label", 0}); },
+  expect_input_error([&] { read_text_rows({write("c.csv", "review,label\nok,1\n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"c.csv:1:", "data.text_column", "no column 'text'", "review"});
-  expect_input_error([&] { read_text_rows({write("d.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"text\": \n"), "auto", "text", "", "label", 0}); },
+  expect_input_error([&] { read_text_rows({write("d.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"text\": \n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"d.jsonl:2:", "not a JSON object"});
-  expect_input_error([&] { read_text_rows({write("e.jsonl", "{\"txt\": \"a\", \"label\": 1}\n"), "auto", "text", "", "label", 0}); },
+  expect_input_error([&] { read_text_rows({write("e.jsonl", "{\"txt\": \"a\", \"label\": 1}\n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"e.jsonl:1:", "no key 'text'"});
-  expect_input_error([&] { read_text_rows({write("f.csv", "text,label\n"), "auto", "text", "", "label", 0}); }, {"f.csv", "empty"});
-  expect_input_error([&] { read_text_rows({write("g.csv", ""), "auto", "text", "", "label", 0}); }, {"g.csv", "empty"});
-  expect_input_error([&] { read_text_rows({write("h.txt", "x"), "auto", "text", "", "label", 0}); }, {"h.txt", "data.format"});
-  expect_input_error([&] { read_text_rows({(dir_ / "none.csv").string(), "auto", "text", "", "label", 0}); }, {"none.csv", "cannot read"});
+  expect_input_error([&] { read_text_rows({write("f.csv", "text,label\n"), TextFormat::automatic, "text", "", "label", 0}); }, {"f.csv", "empty"});
+  expect_input_error([&] { read_text_rows({write("g.csv", ""), TextFormat::automatic, "text", "", "label", 0}); }, {"g.csv", "empty"});
+  expect_input_error([&] { read_text_rows({write("h.txt", "x"), TextFormat::automatic, "text", "", "label", 0}); }, {"h.txt", "data.format"});
+  expect_input_error([&] { read_text_rows({(dir_ / "none.csv").string(), TextFormat::automatic, "text", "", "label", 0}); }, {"none.csv", "cannot read"});
 }
 
 TEST(Labels, NamesIndicesAndSortedDiscovery) {

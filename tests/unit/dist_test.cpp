@@ -5,11 +5,12 @@
 #include <map>
 
 #include "support/cli.hpp"
-#include "tbench/analysis.hpp"
-#include "tbench/data.hpp"
-#include "tbench/dist.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/data/data.hpp"
+#include "tbench/dist/dist.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/results.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/run/runner.hpp"
 
 namespace tbench {
 namespace {
@@ -138,8 +139,9 @@ TEST(Launch, ChecksAgainstTheSpec) {
                                      "s.json", false);
   const RunSpec spec = resolve_spec(doc);
   const LaunchEnv four = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  EXPECT_NO_THROW(check_launch(spec, four));
   try {
-    check_launch(spec, four);
+    check_samples_fill_a_step(spec, "data.num_samples", 24, 0, four.world_size);
     ADD_FAILURE() << "24 samples cannot make a global batch of 32";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("data.num_samples"), std::string::npos) << e.what();
@@ -147,8 +149,8 @@ TEST(Launch, ChecksAgainstTheSpec) {
   const LaunchEnv two = launch_from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
   EXPECT_NO_THROW(check_launch(spec, two));
   EXPECT_EQ(rank_device(spec, two), torch::Device(torch::kCPU));
-  EXPECT_EQ(plan_steps(spec.train, 24, 2).steps_per_epoch, 1);
-  EXPECT_EQ(plan_steps(spec.train, 24, 1).steps_per_epoch, 3);
+  EXPECT_EQ(plan_steps(trainer_config(spec), 24, 2).steps_per_epoch, 1);
+  EXPECT_EQ(plan_steps(trainer_config(spec), 24, 1).steps_per_epoch, 3);
 }
 
 TEST(Data, ShardsTakeEveryWorldSizethSample) {

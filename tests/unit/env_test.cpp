@@ -2,7 +2,10 @@
 // build configuration, and TF32 switches are recorded.
 #include <gtest/gtest.h>
 
-#include "tbench/env.hpp"
+#include <torch/torch.h>
+
+#include "tbench/env/cpu_peak.hpp"
+#include "tbench/env/env.hpp"
 
 namespace tbench {
 namespace {
@@ -49,6 +52,30 @@ TEST(Tf32, SwitchesAreSetAndRecorded) {
   EXPECT_EQ(collect_env()["cuda"]["tf32"]["matmul"], true);
   set_cuda_tf32(false);
   EXPECT_EQ(tf32_state(), (nlohmann::json{{"matmul", false}, {"cudnn", false}}));
+}
+
+// The probe must not move the global RNG: dropout masks and weights would then depend on it.
+TEST(CpuPeak, TheProbeLeavesTheGlobalRngAlone) {
+  CpuPeakProbe probe;
+  probe.shapes = transformer_gemm_shapes(16, 8, 32);
+  probe.trials = 1;
+  probe.trial_seconds = 0.001;
+  torch::manual_seed(7);
+  const auto expected = torch::rand({4});
+  torch::manual_seed(7);
+  const CpuPeak peak = measure_cpu_peak(probe);
+  EXPECT_TRUE(torch::equal(torch::rand({4}), expected));
+  EXPECT_GT(peak.flops_per_s, 0);
+  EXPECT_NE(peak.how.find("16x8x32"), std::string::npos) << peak.how;
+  EXPECT_NE(peak.how.find("1024x1024x1024"), std::string::npos) << peak.how;
+}
+
+TEST(CpuPeak, ProbesTheLayersOwnGemmsCappedInRows) {
+  const auto shapes = transformer_gemm_shapes(32 * 512, 768, 3072);
+  ASSERT_EQ(shapes.size(), 3u);
+  EXPECT_EQ(shapes[0].text(), "4096x768x3072");  // rows capped: the rate has plateaued by then
+  EXPECT_EQ(shapes[1].text(), "4096x3072x768");
+  EXPECT_EQ(shapes[2].text(), "768x4096x3072");
 }
 
 }  // namespace

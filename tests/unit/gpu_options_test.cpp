@@ -3,14 +3,14 @@
 // kernels, and that the step timer accounts for a CPU run's epochs.
 #include <gtest/gtest.h>
 
-#include "tbench/data_sources.hpp"
+#include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/layers.hpp"
-#include "tbench/results.hpp"
-#include "tbench/runner.hpp"
-#include "tbench/torch_features.hpp"
-#include "tbench/trainer.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/run/runner.hpp"
+#include "tbench/env/torch_features.hpp"
+#include "tbench/train/trainer.hpp"
 
 namespace tbench {
 namespace {
@@ -36,8 +36,8 @@ std::string input_error_of(const std::vector<std::string>& overrides) {
 
 TEST(SpeedOptions, DefaultsAreAutoAndTf32Off) {
   const RunSpec spec = tiny_spec({});
-  EXPECT_EQ(spec.train.optimizer_impl, "auto");
-  EXPECT_EQ(spec.model.attention, "auto");
+  EXPECT_EQ(spec.train.optimizer_impl, OptimizerImpl::automatic);
+  EXPECT_EQ(spec.model.attention, AttentionChoice::automatic);
   EXPECT_FALSE(spec.cuda.tf32);
 }
 
@@ -80,10 +80,10 @@ TEST(SpeedOptions, PrepareRunRecordsWhatAutoResolvedTo) {
 }
 
 TEST(Attention, AutoIsEagerWithoutSdpa) {
-  EXPECT_EQ(layers::resolve_attention("auto"), features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
-  EXPECT_EQ(layers::resolve_attention("eager"), AttentionKernel::eager);
+  EXPECT_EQ(layers::resolve_attention(AttentionChoice::automatic), features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
+  EXPECT_EQ(layers::resolve_attention(AttentionChoice::eager), AttentionKernel::eager);
   if (!features::kSdpa) {
-    EXPECT_THROW(layers::resolve_attention("sdpa"), std::invalid_argument);
+    EXPECT_THROW(layers::resolve_attention(AttentionChoice::sdpa), std::invalid_argument);
   }
 }
 
@@ -139,21 +139,16 @@ TEST(Attention, WholeModelsAgreeAcrossKernels) {
 }
 #endif
 
-struct OptimizerRun {
-  Recorder recorder;
-  TrainOutcome outcome;
-};
+using OptimizerRun = TrainRun;
 
 OptimizerRun train(const RunSpec& spec) {
   torch::set_num_threads(1);
   torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
   const RunPlan plan = prepare_run(spec);
   auto model = build_classifier(plan.model, spec.num_labels);
-  Trainer trainer(spec, *model, *plan.data, torch::kCPU);
+  Trainer trainer(plan.trainer, *model, *plan.data, torch::kCPU);
   std::atomic<bool> stop{false};
-  OptimizerRun run;
-  run.outcome = trainer.run({&run.recorder}, stop);
-  return run;
+  return trainer.run({}, stop);
 }
 
 // Every implementation trains to the same losses as LibTorch's AdamW (to float rounding).
@@ -162,16 +157,16 @@ TEST(SpeedOptions, OptimizerImplementationsTrainAlike) {
   const OptimizerRun foreach = train(tiny_spec({"train.optimizer_impl=foreach", "train.weight_decay=0.01", "train.dropout=false"}));
   ASSERT_EQ(loop.outcome.status, RunStatus::completed) << loop.outcome.error;
   ASSERT_EQ(foreach.outcome.status, RunStatus::completed) << foreach.outcome.error;
-  ASSERT_EQ(loop.recorder.iterations.size(), foreach.recorder.iterations.size());
-  for (std::size_t i = 0; i < loop.recorder.iterations.size(); ++i) {
-    EXPECT_NEAR(loop.recorder.iterations[i].loss, foreach.recorder.iterations[i].loss, 1e-5) << "step " << i;
+  ASSERT_EQ(loop.records.iterations.size(), foreach.records.iterations.size());
+  for (std::size_t i = 0; i < loop.records.iterations.size(); ++i) {
+    EXPECT_NEAR(loop.records.iterations[i].loss, foreach.records.iterations[i].loss, 1e-5) << "step " << i;
   }
   if (!features::fused_adamw(false)) return;  // the CPU kernel needs torch >= 2.4
   const OptimizerRun fused = train(tiny_spec({"train.optimizer_impl=fused", "train.weight_decay=0.01", "train.dropout=false"}));
   ASSERT_EQ(fused.outcome.status, RunStatus::completed) << fused.outcome.error;
-  ASSERT_EQ(loop.recorder.iterations.size(), fused.recorder.iterations.size());
-  for (std::size_t i = 0; i < loop.recorder.iterations.size(); ++i) {
-    EXPECT_NEAR(loop.recorder.iterations[i].loss, fused.recorder.iterations[i].loss, 1e-5) << "fused, step " << i;
+  ASSERT_EQ(loop.records.iterations.size(), fused.records.iterations.size());
+  for (std::size_t i = 0; i < loop.records.iterations.size(); ++i) {
+    EXPECT_NEAR(loop.records.iterations[i].loss, fused.records.iterations[i].loss, 1e-5) << "fused, step " << i;
   }
 }
 
@@ -181,17 +176,17 @@ TEST(SpeedOptions, CpuStepTimesAccountForTheEpoch) {
   ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
   EXPECT_EQ(run.outcome.timing_method, "steady_clock");
   double steps = 0;
-  for (const auto& it : run.recorder.iterations) steps += it.seconds;
+  for (const auto& it : run.records.iterations) steps += it.seconds;
   double epoch_steps = 0;
-  for (const auto& e : run.recorder.epochs) {
+  for (const auto& e : run.records.epochs) {
     epoch_steps += e.step_seconds;
     EXPECT_EQ(e.peak_allocated_bytes, -1);  // no allocator statistics on CPU
     EXPECT_GT(e.peak_rss_bytes, 0);
   }
   EXPECT_NEAR(steps, epoch_steps, 1e-9);
   SummaryInputs in;
-  in.timing_method = run.outcome.timing_method;
-  const auto check = summarize(run.recorder, in)["timing_check"];
+  in.outcome = run.outcome;
+  const auto check = to_json(summarize(run.records, in))["timing_check"];
   EXPECT_LT(check["gap_fraction"].get<double>(), 0.05) << check.dump();
   EXPECT_GE(check["gap_fraction"].get<double>(), 0.0) << check.dump();
 }

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "tbench/errors.hpp"
-#include "tbench/model_config.hpp"
+#include "tbench/models/model_config.hpp"
 
 namespace tbench {
 namespace {

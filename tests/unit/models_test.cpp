@@ -6,7 +6,8 @@
 #include <set>
 
 #include "tbench/errors.hpp"
-#include "tbench/model_cost.hpp"
+#include "tbench/models/model_cost.hpp"
+#include "tbench/models/bert.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/xlnet.hpp"
 
@@ -73,6 +74,39 @@ TEST(Models, ParameterNamesFollowHuggingFaceKeys) {
     EXPECT_TRUE(roberta.count(key)) << key;
   }
   EXPECT_FALSE(roberta.count("roberta.pooler.dense.weight"));
+}
+
+// DistilBERT uses BERT's embeddings without the token-type table, which its checkpoints lack:
+// the output is LayerNorm(word + position) alone.
+TEST(Models, DistilBertEmbeddingsAreWordPlusPositionThroughLayerNorm) {
+  const ModelConfig c = shipped_model_config("tiny-distilbert");
+  torch::manual_seed(6);
+  const auto model = build_classifier(c, 2);
+  for (const auto& name : parameter_names(*model)) EXPECT_EQ(name.find("token_type"), std::string::npos) << name;
+
+  std::map<std::string, torch::Tensor> p;
+  for (const auto& item : model->named_parameters()) p[item.key()] = item.value();
+  const auto& norm_weight = p.at("distilbert.embeddings.LayerNorm.weight");
+  const auto& norm_bias = p.at("distilbert.embeddings.LayerNorm.bias");
+  torch::NoGradGuard no_grad;
+  // Away from HF's init (1, 0), so a LayerNorm that skipped its weight or bias would be told apart.
+  norm_weight.normal_(1.0, 0.3);
+  norm_bias.normal_(0.0, 0.3);
+  model->eval();
+
+  const ModelInputs in = random_inputs(c, 2, 7);
+  const auto positions = torch::arange(7, torch::kLong).unsqueeze(0).expand_as(in.input_ids);
+  const auto modules = model->named_modules();
+  const auto* embeddings = modules.find("distilbert.embeddings");
+  ASSERT_NE(embeddings, nullptr);
+  auto* bert_embeddings = (*embeddings)->as<bert::Embeddings>();
+  ASSERT_NE(bert_embeddings, nullptr);
+  const auto out = bert_embeddings->forward(in.input_ids, /*token_type_ids=*/torch::Tensor(), positions);
+
+  const auto word = torch::embedding(p.at("distilbert.embeddings.word_embeddings.weight"), in.input_ids);
+  const auto position = torch::embedding(p.at("distilbert.embeddings.position_embeddings.weight"), positions);
+  const auto expected = torch::layer_norm(word + position, {c.hidden_size}, norm_weight, norm_bias, c.layer_norm_eps);
+  EXPECT_TRUE(torch::equal(out, expected)) << out << "\n" << expected;
 }
 
 // XLNet's names are HF's exactly, nothing more: the attention tensors are bare parameters.

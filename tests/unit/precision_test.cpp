@@ -2,7 +2,7 @@
 // device-generic one (torch >= 2.4), whichever this build compiled.
 #include <gtest/gtest.h>
 
-#include "tbench/precision.hpp"
+#include "tbench/train/precision.hpp"
 
 namespace tbench {
 namespace {

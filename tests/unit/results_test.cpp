@@ -6,8 +6,9 @@
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/progress.hpp"
-#include "tbench/results.hpp"
+#include "tbench/progress/progress.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/results/result_files.hpp"
 
 namespace tbench {
 namespace {
@@ -28,7 +29,7 @@ IterationRecord step(int64_t epoch, int64_t n, double seconds, bool warmup) {
 }
 
 TEST(Summary, ExcludesWarmupAndReportsSpread) {
-  Recorder rec;
+  RunRecords rec;
   rec.iterations = {step(1, 1, 5.0, true), step(1, 2, 1.0, false), step(1, 3, 2.0, false), step(1, 4, 3.0, false)};
   EpochRecord e;
   e.epoch = 1;
@@ -38,7 +39,7 @@ TEST(Summary, ExcludesWarmupAndReportsSpread) {
   in.warmup_steps = 1;
   in.steps_per_epoch = 4;
   in.train_flops_per_sample = 100;
-  const auto s = summarize(rec, in);
+  const auto s = to_json(summarize(rec, in));
   EXPECT_EQ(s["warmup_steps"], 1);
   EXPECT_EQ(s["timed_steps"], 3);
   EXPECT_DOUBLE_EQ(s["step_ms"]["median"].get<double>(), 2000.0);
@@ -52,14 +53,94 @@ TEST(Summary, ExcludesWarmupAndReportsSpread) {
 }
 
 TEST(Summary, NoCompleteEpochMeansNoEpochTime) {
-  Recorder rec;
+  RunRecords rec;
   rec.iterations = {step(1, 1, 1.0, false)};
   EpochRecord e;
   e.complete = false;
   rec.epochs = {e};
-  const auto s = summarize(rec, {});
+  const auto s = to_json(summarize(rec, {}));
   EXPECT_TRUE(s["epoch_seconds"].is_null());
   EXPECT_TRUE(s["epoch_time"].is_null());
+}
+
+// A bert-base-cased fp32 run on 2 cores ran at 117 GFLOP/s against a probe that measured 87:
+// an MFU of 1.35 is not a fact. Above the peak there is no MFU, and the result says why.
+TEST(Utilisation, ARateAboveThePeakGivesNoMfuButAReason) {
+  Summary s;
+  s.train_flops_per_s = 117e9;
+  set_utilisation(s, {87e9, 0, "measured: 1024^3"}, 1);
+  EXPECT_FALSE(s.mfu.has_value());
+  EXPECT_NE(s.mfu_error.find("117.0 GFLOP/s"), std::string::npos) << s.mfu_error;
+  EXPECT_NE(s.mfu_error.find("not an upper bound"), std::string::npos) << s.mfu_error;
+  const auto j = to_json(s);
+  EXPECT_TRUE(j["mfu"].is_null());
+  EXPECT_EQ(j["mfu_error"], s.mfu_error);
+
+  set_utilisation(s, {200e9, 0, "measured"}, 1);
+  ASSERT_TRUE(s.mfu.has_value());
+  EXPECT_DOUBLE_EQ(*s.mfu, 117.0 / 200.0);
+  EXPECT_TRUE(s.mfu_error.empty());
+  EXPECT_TRUE(to_json(s)["mfu_error"].is_null());
+}
+
+// Data-parallel: the global FLOP rate is over every device's peak, not one device's.
+TEST(Utilisation, DataParallelMfuIsOverEveryDevicesPeak) {
+  Summary s;
+  s.samples_per_s = 10.0;
+  s.train_flops_per_s = 60e9;  // rank 0's own rate
+  DistSection dist;
+  dist.world_size = 2;
+  RankReport r0, r1;
+  r1.rank = 1;
+  r0.step_ms.count = r1.step_ms.count = 4;
+  r0.step_ms.median = 100;
+  r1.step_ms.median = 110;
+  dist.ranks = {r0, r1};
+  make_global(s, dist);
+  set_utilisation(s, {100e9, 0, "datasheet"}, dist.world_size);
+  EXPECT_EQ(s.scope, "global");
+  EXPECT_DOUBLE_EQ(*s.train_flops_per_s, 120e9);
+  EXPECT_DOUBLE_EQ(*s.per_device_train_flops_per_s, 60e9);
+  EXPECT_DOUBLE_EQ(*s.samples_per_s, 20.0);
+  EXPECT_DOUBLE_EQ(*s.mfu, 0.6);  // not 1.2: the peak of two devices is twice one's
+  EXPECT_DOUBLE_EQ(*s.rank_step_spread, 0.1);
+  const auto j = to_json(s);
+  EXPECT_DOUBLE_EQ(j["mfu"].get<double>(),
+                   j["train_flops_per_s"].get<double>() / (j["peak_flops_per_s"].get<double>() * j["world_size"].get<double>()));
+}
+
+TEST(Utilisation, AFailedPeerFailsTheGlobalSummary) {
+  Summary s;
+  DistSection dist;
+  dist.world_size = 2;
+  RankReport r0, r1;
+  r1.rank = 1;
+  r1.status = RunStatus::failed;
+  r1.error = "out of memory";
+  dist.ranks = {r0, r1};
+  make_global(s, dist);
+  EXPECT_EQ(s.status, RunStatus::failed);
+  EXPECT_EQ(s.error, "rank 1: out of memory");
+}
+
+TEST(RankReports, RoundTripThroughTheStoreText) {
+  RankReport r;
+  r.rank = 3;
+  r.host = "node7";
+  r.device = "cuda:1";
+  r.status = RunStatus::interrupted;
+  r.step_ms.count = 5;
+  r.step_ms.median = 12.5;
+  r.comm_share = 0.25;
+  const auto back = parse_rank_report(to_json(r).dump());
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->rank, 3);
+  EXPECT_EQ(back->host, "node7");
+  EXPECT_EQ(back->status, RunStatus::interrupted);
+  EXPECT_DOUBLE_EQ(back->step_ms.median, 12.5);
+  EXPECT_DOUBLE_EQ(*back->comm_share, 0.25);
+  EXPECT_FALSE(back->samples_per_s.has_value());
+  EXPECT_FALSE(parse_rank_report("{\"rank\": 1").has_value());  // cut off mid-write
 }
 
 TEST(ResultFiles, IterationsFileSitsBesideTheResult) {

@@ -7,7 +7,7 @@
 #include "support/cli.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/models/classifier.hpp"
-#include "tbench/safetensors.hpp"
+#include "tbench/models/safetensors.hpp"
 
 namespace tbench {
 namespace {

@@ -11,7 +11,7 @@
 
 #include "support/cli.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 
 namespace tbench {
 namespace {
@@ -183,7 +183,7 @@ TEST(SentencePieceTokenizer, AHandMadeModelLoads) {
 
 TEST(SentencePieceTokenizer, BadModelsAreBadInputErrorsNamingTheFile) {
   testing::ScratchDir dir;
-  expect_bad_input(dir.file("missing.model"), "cannot be read");
+  expect_bad_input(dir.file("missing.model"), "cannot open the sentencepiece model");
   expect_bad_input(dir.write("garbage.model", "this is not a protobuf"), "not a valid SentencePiece model");
   expect_bad_input(dir.write("no_cls.model", model_proto({"<sep>", "<pad>", "<mask>"}, 1)), "has no <cls> piece");
   expect_bad_input(dir.write("bpe.model", model_proto({"<cls>", "<sep>", "<pad>", "<mask>"}, 2)), "needs a unigram");

@@ -4,7 +4,7 @@
 
 #include "support/cli.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/spec.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench {
 namespace {
@@ -44,7 +44,7 @@ TEST(Spec, DefaultsAreFilledAndRecorded) {
   EXPECT_EQ(spec.train.batch_size, 32);
   EXPECT_DOUBLE_EQ(spec.train.lr, 5e-5);
   EXPECT_EQ(spec.precision, Precision::fp32);
-  EXPECT_EQ(spec.device, "cpu");
+  EXPECT_EQ(spec.device.text(), "cpu");
   EXPECT_EQ(spec.timing.warmup_steps, 5);
   EXPECT_EQ(spec.resolved["train"]["grad_accum_steps"], 1);
   EXPECT_EQ(spec.resolved["model"]["name"], "tiny-bert");
@@ -139,6 +139,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"section_not_mapping", R"({"model": "tiny-bert", "train": 5})", false, {"train", "section"}},
         BadSpec{"too_few_samples", R"({"model": "tiny-bert", "data": {"num_samples": 4}, "train": {"batch_size": 8}})",
                 false, {"data.num_samples", "fewer than one optimizer step"}},
+        BadSpec{"cuda_graph_capture_would_be_timed",
+                R"({"model": "tiny-bert", "device": "cuda", "train": {"cuda_graph": true}, "timing": {"warmup_steps": 1}})", false,
+                {"timing.warmup_steps", "at least 2 with train.cuda_graph"}},
         BadSpec{"unknown_placeholder", R"({"model": "tiny-bert", "output": "results/{nme}.json"})", false,
                 {"output", "{nme}", "did you mean 'name'"}},
         BadSpec{"json_syntax", "{\"model\": \"tiny-bert\",\n  \"train\": {\"epochs\": }\n}", false,
@@ -150,6 +153,64 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"yaml_duplicate_key", "model: tiny-bert\nthreads: 1\nthreads: 2\n", true,
                 {"spec.yaml:3", "duplicate key"}}),
     [](const auto& info) { return info.param.name; });
+
+// Members are assigned by name from the field table: distinct values in neighbouring fields of
+// the same type must each land in their own member (an aggregate filled by position would swap
+// two of them silently).
+TEST(Spec, EveryFieldLandsInItsOwnMember) {
+  SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert"})", "spec.json", false);
+  apply_overrides(doc, {"train.epochs=3", "train.batch_size=4", "train.warmup_steps=5", "train.grad_accum_steps=6",
+                        "train.max_steps=7", "train.seed=8", "train.lr=0.25", "train.weight_decay=0.5",
+                        "train.max_grad_norm=0.75", "data.seq_len=9", "data.seed=10", "data.prefetch=11",
+                        "data.num_samples=240", "timing.warmup_steps=12", "threads=13", "num_labels=14",
+                        "dist.timeout_s=15", "dist.bucket_mb=1.5", "data.padding=longest", "device=cuda:2",
+                        "precision=bf16", "model.attention=eager", "train.optimizer_impl=loop",
+                        "data.lengths.distribution=uniform", "data.lengths.min=3"});
+  const RunSpec s = resolve_spec(doc);
+  EXPECT_EQ(s.train.epochs, 3);
+  EXPECT_EQ(s.train.batch_size, 4);
+  EXPECT_EQ(s.train.warmup_steps, 5);
+  EXPECT_EQ(s.train.grad_accum_steps, 6);
+  EXPECT_EQ(s.train.max_steps, 7);
+  EXPECT_EQ(s.train.seed, 8);
+  EXPECT_DOUBLE_EQ(s.train.lr, 0.25);
+  EXPECT_DOUBLE_EQ(s.train.weight_decay, 0.5);
+  EXPECT_DOUBLE_EQ(s.train.max_grad_norm, 0.75);
+  EXPECT_EQ(s.data.seq_len, 9);
+  EXPECT_EQ(s.data.seed, 10);
+  EXPECT_EQ(s.data.prefetch, 11);
+  EXPECT_EQ(s.data.num_samples, 240);
+  EXPECT_EQ(s.timing.warmup_steps, 12);
+  EXPECT_EQ(s.threads, 13);
+  EXPECT_EQ(s.num_labels, 14);
+  EXPECT_EQ(s.dist.timeout_s, 15);
+  EXPECT_DOUBLE_EQ(s.dist.bucket_mb, 1.5);
+  EXPECT_EQ(s.data.padding, Padding::longest);
+  EXPECT_TRUE(s.device.is_cuda());
+  EXPECT_EQ(s.device.index, 2);
+  EXPECT_EQ(s.precision, Precision::bf16);
+  EXPECT_EQ(s.model.attention, AttentionChoice::eager);
+  EXPECT_EQ(s.train.optimizer_impl, OptimizerImpl::loop);
+  EXPECT_EQ(s.data.lengths.distribution, LengthDistributionKind::uniform);
+  EXPECT_EQ(s.data.lengths.min, 3);
+  EXPECT_EQ(s.data.source, DataSource::synthetic);
+}
+
+TEST(Spec, ChoicesAreSpelledOnceAndRoundTrip) {
+  for (const auto& name : choice_list<Padding>()) EXPECT_EQ(to_string(*parse_choice<Padding>(name)), name);
+  EXPECT_EQ(choice_list<OptimizerImpl>(), (std::vector<std::string>{"auto", "loop", "foreach", "fused"}));
+  EXPECT_FALSE(parse_choice<Precision>("fp8").has_value());
+  EXPECT_EQ(parse_device("cuda")->text(), "cuda");
+  EXPECT_EQ(parse_device("cuda:3")->index, 3);
+  EXPECT_FALSE(parse_device("cpu:0").has_value());
+  EXPECT_FALSE(parse_device("gpu").has_value());
+  // validate --fields lists the same spellings the enums use
+  for (const auto& field : spec_field_reference()) {
+    if (field["field"] == "data.padding") {
+      EXPECT_EQ(field["choices"], nlohmann::json(choice_list<Padding>()));
+    }
+  }
+}
 
 TEST(Spec, QuotedYamlNumbersStayStrings) {
   const auto message = input_error_of([] { resolve_yaml("model: tiny-bert\ntrain:\n  batch_size: \"8\"\n"); });
@@ -167,7 +228,7 @@ TEST(Spec, FileErrorsNameTheFile) {
 TEST(Spec, EmbeddedDefaultIsValid) {
   const RunSpec spec = load_spec("", {});
   EXPECT_EQ(spec.name, "smoke_cpu");
-  EXPECT_EQ(spec.device, "cpu");
+  EXPECT_EQ(spec.device.text(), "cpu");
 }
 
 TEST(Spec, FieldReferenceListsEveryField) {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "tbench/stats.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 

@@ -4,9 +4,9 @@
 
 #include <thread>
 
-#include "tbench/pending_steps.hpp"
-#include "tbench/results.hpp"
-#include "tbench/step_timer.hpp"
+#include "tbench/train/pending_steps.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/timing/step_timer.hpp"
 
 namespace tbench {
 namespace {
@@ -112,21 +112,21 @@ TEST(PendingSteps, RecordsWaitForTheirStepAndLeaveInOrder) {
 }
 
 TEST(TimingCheck, ComparesStepTimesWithEpochWallTime) {
-  Recorder recorder;
+  RunRecords recorder;
   EpochRecord e;
   e.seconds = 10.0;
   e.step_seconds = 9.9;
   recorder.epochs = {e, e};
   SummaryInputs in;
-  in.timing_method = "steady_clock";
-  const auto check = summarize(recorder, in)["timing_check"];
+  in.outcome.timing_method = "steady_clock";
+  const auto check = to_json(summarize(recorder, in))["timing_check"];
   EXPECT_EQ(check["method"], "steady_clock");
   EXPECT_DOUBLE_EQ(check["epoch_seconds"].get<double>(), 20.0);
   EXPECT_NEAR(check["gap_fraction"].get<double>(), 0.01, 1e-12);
   EXPECT_DOUBLE_EQ(check["margin"].get<double>(), kTimingGapMargin);
   EXPECT_TRUE(check["within_margin"].get<bool>());
   recorder.epochs[1].step_seconds = 8.0;
-  EXPECT_FALSE(summarize(recorder, in)["timing_check"]["within_margin"].get<bool>());
+  EXPECT_FALSE(to_json(summarize(recorder, in))["timing_check"]["within_margin"].get<bool>());
 }
 
 }  // namespace

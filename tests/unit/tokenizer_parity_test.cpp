@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tbench/tokenizer.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 
 namespace tbench {
 namespace {

@@ -1,15 +1,18 @@
-// The shared tokenizer layer: kind names, HF's longest_first truncation and Tokenizer::encode's
-// budget (template tokens, the per-text cut), on a stand-in tokenizer with one id per word.
+// The shared tokenizer layer: kind names, padding conventions, HF's longest_first truncation and
+// Tokenizer::encode's budget (template tokens, the per-text cut), on a stand-in tokenizer with one
+// id per word; and encode_text against encode_text_until on one small tokenizer of each kind.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <tuple>
 
+#include "support/cli.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 
 namespace tbench {
 namespace {
@@ -101,6 +104,7 @@ TEST(TruncateLongestFirst, ZeroBudgetEmptiesBoth) {
 // ---- Tokenizer::encode ----
 
 // One id per space-separated word (its length), and a BERT-like template: 101 a 102 (b 102).
+// With one id per word, HF's stop after the word that reaches max_length cuts at max_length.
 class WordLengthTokenizer final : public Tokenizer {
  public:
   TokenizerKind kind() const override { return TokenizerKind::wordpiece; }
@@ -110,9 +114,12 @@ class WordLengthTokenizer final : public Tokenizer {
     for (std::string word; in >> word;) words.push_back(word);
     return words;
   }
-  std::vector<int64_t> encode_text(const std::string& text) const override {
+  std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const override {
     std::vector<int64_t> out;
-    for (const std::string& word : tokenize(text)) out.push_back(static_cast<int64_t>(word.size()));
+    for (const std::string& word : tokenize(text)) {
+      if (out.size() >= max_length) break;
+      out.push_back(static_cast<int64_t>(word.size()));
+    }
     return out;
   }
   int64_t vocab_size() const override { return 200; }
@@ -186,7 +193,7 @@ TEST(TokenizerEncode, SaysWhetherItTruncated) {
   EXPECT_TRUE(tokenizer.encode(words(5), &pair, 10).truncated);
 }
 
-TEST(TokenizerEncode, DefaultEncodeTextUntilCutsAtMaxLength) {
+TEST(TokenizerEncode, EncodeTextUntilCutsAtMaxLength) {
   const WordLengthTokenizer tokenizer;
   EXPECT_EQ(tokenizer.encode_text_until(words(5), 3), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(tokenizer.encode_text_until(words(2), 3), (std::vector<int64_t>{1, 2}));
@@ -206,6 +213,103 @@ TEST(TokenizerEncode, EmptyTextsGiveTheTemplate) {
   const Encoding e = tokenizer.encode(empty, &empty, 8);
   EXPECT_EQ(e.input_ids, (std::vector<int64_t>{101, 102, 102}));
   EXPECT_EQ(e.token_type_ids, (std::vector<int64_t>{0, 0, 1}));
+}
+
+TEST(TokenizerEncode, EncodeTextIsEncodeTextUntilWithNoLimit) {
+  const WordLengthTokenizer tokenizer;
+  EXPECT_EQ(tokenizer.encode_text(words(7)), ids(7));
+}
+
+// ---- padding conventions ----
+
+TEST(PaddingConvention, XlnetPadsLeftWithTypeThreeTheOthersRightWithZero) {
+  const PaddingConvention xlnet = padding_convention(TokenizerKind::sentencepiece);
+  EXPECT_TRUE(xlnet.pads_left);
+  EXPECT_EQ(xlnet.pad_token_type_id, 3);
+  for (const TokenizerKind kind : {TokenizerKind::wordpiece, TokenizerKind::byte_level_bpe}) {
+    EXPECT_FALSE(padding_convention(kind).pads_left) << to_string(kind);
+    EXPECT_EQ(padding_convention(kind).pad_token_type_id, 0) << to_string(kind);
+  }
+}
+
+// ---- one small tokenizer of each kind ----
+
+namespace small_tokenizers {
+
+// A loaded tokenizer and a text that has words, special tokens and (but for BPE, which has no
+// unknown token) a word outside the vocabulary.
+struct Case {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::string text;
+};
+
+// Uncased BERT: "[CLS] [SEP] ..." ids 0-4, then hello 5, world 6, ##s 7, ! 8.
+Case wordpiece(const testing::ScratchDir& dir) {
+  TokenizerOptions options;
+  options.kind = TokenizerKind::wordpiece;
+  options.vocab_file = dir.write("vocab.txt", "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld\n##s\n!\n");
+  return {load_tokenizer(options), "Hello worlds! [SEP] hello [MASK] xyz"};
+}
+
+// RoBERTa's specials 0-4, then h 5, i 6, "Ġ" (the byte-level space) 7, hi 8, Ġhi 9, ! 10.
+Case bpe(const testing::ScratchDir& dir) {
+  TokenizerOptions options;
+  options.kind = TokenizerKind::byte_level_bpe;
+  options.vocab_file = dir.write("vocab.json",
+                                 R"({"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "<mask>": 4, "h": 5, "i": 6,)"
+                                 "\"\xC4\xA0\": 7, \"hi\": 8, \"\xC4\xA0hi\": 9, \"!\": 10}");
+  options.merges_file = dir.write("merges.txt", "#version: 0.2\nh i\n\xC4\xA0 hi\n");
+  return {load_tokenizer(options), "hi hi! <mask> hi</s>"};
+}
+
+// XLNet: the fixture's model (<unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop> are ids 0-8).
+Case sentencepiece() {
+  TokenizerOptions options;
+  options.kind = TokenizerKind::sentencepiece;
+  options.vocab_file = std::string(TBENCH_TEST_DATA) + "/tokenizers/sentencepiece/spiece.model";
+  options.lowercase = false;
+  return {load_tokenizer(options), "Hello world, <sep> a <mask> b\u16A0<cls>"};
+}
+
+std::vector<Case> all(const testing::ScratchDir& dir) {
+  std::vector<Case> cases;
+  cases.push_back(wordpiece(dir));
+  cases.push_back(bpe(dir));
+  cases.push_back(sentencepiece());
+  return cases;
+}
+
+}  // namespace small_tokenizers
+
+TEST(SmallTokenizers, EncodeTheirTexts) {
+  const testing::ScratchDir dir;
+  EXPECT_EQ(small_tokenizers::wordpiece(dir).tokenizer->encode_text("Hello worlds! [SEP] hello [MASK] xyz"),
+            (std::vector<int64_t>{5, 6, 7, 8, 3, 5, 4, 1}));
+  EXPECT_EQ(small_tokenizers::bpe(dir).tokenizer->encode_text("hi hi! <mask> hi</s>"),
+            (std::vector<int64_t>{8, 9, 10, 4, 9, 2}));
+}
+
+TEST(SmallTokenizers, EncodeTextIsEncodeTextUntilWithNoLimit) {
+  const testing::ScratchDir dir;
+  for (const small_tokenizers::Case& c : small_tokenizers::all(dir)) {
+    const Tokenizer& tokenizer = *c.tokenizer;
+    const std::vector<int64_t> encoded = tokenizer.encode_text(c.text);
+    EXPECT_GE(encoded.size(), 6U) << to_string(tokenizer.kind());
+    EXPECT_EQ(encoded, tokenizer.encode_text_until(c.text, std::numeric_limits<std::size_t>::max()))
+        << to_string(tokenizer.kind());
+    // A limit the text never reaches does not stop it either (at encoded.size() it may: a special
+    // token after the last word is left out once that word reaches the limit).
+    EXPECT_EQ(encoded, tokenizer.encode_text_until(c.text, encoded.size() + 1)) << to_string(tokenizer.kind());
+  }
+}
+
+TEST(SmallTokenizers, PadAsTheirKindsConventionSays) {
+  const testing::ScratchDir dir;
+  for (const small_tokenizers::Case& c : small_tokenizers::all(dir)) {
+    const bool xlnet = c.tokenizer->kind() == TokenizerKind::sentencepiece;
+    EXPECT_EQ(c.tokenizer->pads_left(), xlnet) << to_string(c.tokenizer->kind());
+    EXPECT_EQ(c.tokenizer->pad_token_type_id(), xlnet ? 3 : 0) << to_string(c.tokenizer->kind());
+  }
 }
 
 // ---- load_tokenizer ----

@@ -1,9 +1,9 @@
 // The training loop: the loss falls, seeds reproduce, accumulation is exact, the schedule is HF's.
 #include <gtest/gtest.h>
 
-#include "tbench/data_sources.hpp"
-#include "tbench/results.hpp"
-#include "tbench/trainer.hpp"
+#include "tbench/data/data_sources.hpp"
+#include "tbench/run/runner.hpp"
+#include "tbench/train/trainer.hpp"
 
 namespace tbench {
 namespace {
@@ -19,7 +19,7 @@ RunSpec tiny_run(int64_t epochs, int64_t batch, int64_t accum, bool dropout = tr
 
 struct TrainedRun {
   std::shared_ptr<SequenceClassifier> model;
-  Recorder recorder;
+  RunRecords records;
   TrainOutcome outcome;
 };
 
@@ -30,50 +30,52 @@ TrainedRun train(const RunSpec& spec) {
   run.model = build_classifier(shipped_model_config(spec.model.name), spec.num_labels);
   const ModelConfig c = shipped_model_config(spec.model.name);
   const PreparedData data = prepare_data(spec, c);
-  Trainer trainer(spec, *run.model, data, torch::kCPU);
+  Trainer trainer(trainer_config(spec), *run.model, data, torch::kCPU);
   std::atomic<bool> stop{false};
-  run.outcome = trainer.run({&run.recorder}, stop);
+  TrainRun result = trainer.run({}, stop);
+  run.records = std::move(result.records);
+  run.outcome = result.outcome;
   return run;
 }
 
 TEST(Trainer, LossGoesDownOnATinyModel) {
   const TrainedRun run = train(tiny_run(/*epochs=*/12, 8, 1));
   ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
-  ASSERT_EQ(run.recorder.epochs.size(), 12u);
-  EXPECT_LT(run.recorder.epochs.back().loss, 0.7 * run.recorder.epochs.front().loss)
-      << run.recorder.epochs.front().loss << " -> " << run.recorder.epochs.back().loss;
+  ASSERT_EQ(run.records.epochs.size(), 12u);
+  EXPECT_LT(run.records.epochs.back().loss, 0.7 * run.records.epochs.front().loss)
+      << run.records.epochs.front().loss << " -> " << run.records.epochs.back().loss;
 }
 
 TEST(Trainer, SameSpecSameLosses) {
   const TrainedRun a = train(tiny_run(2, 8, 1));
   const TrainedRun b = train(tiny_run(2, 8, 1));
-  ASSERT_EQ(a.recorder.iterations.size(), b.recorder.iterations.size());
-  for (std::size_t i = 0; i < a.recorder.iterations.size(); ++i) {
-    EXPECT_EQ(a.recorder.iterations[i].loss, b.recorder.iterations[i].loss) << "step " << i;
+  ASSERT_EQ(a.records.iterations.size(), b.records.iterations.size());
+  for (std::size_t i = 0; i < a.records.iterations.size(); ++i) {
+    EXPECT_EQ(a.records.iterations[i].loss, b.records.iterations[i].loss) << "step " << i;
   }
   RunSpec other_seed = tiny_run(2, 8, 1);
   other_seed.train.seed = 99;
   other_seed.data.seed = 99;
-  EXPECT_NE(train(other_seed).recorder.iterations.front().loss, a.recorder.iterations.front().loss);
+  EXPECT_NE(train(other_seed).records.iterations.front().loss, a.records.iterations.front().loss);
 }
 
 // Without dropout, 2 micro-batches of 4 accumulate exactly the gradient of one batch of 8.
 TEST(Trainer, GradientAccumulationMatchesTheFullBatch) {
   const TrainedRun full = train(tiny_run(1, 8, 1, /*dropout=*/false));
   const TrainedRun accumulated = train(tiny_run(1, 4, 2, /*dropout=*/false));
-  ASSERT_EQ(full.recorder.iterations.size(), accumulated.recorder.iterations.size());
+  ASSERT_EQ(full.records.iterations.size(), accumulated.records.iterations.size());
   const auto a = full.model->parameters(), b = accumulated.model->parameters();
   for (std::size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(torch::allclose(a[i], b[i], 1e-4, 1e-5)) << i;
-  EXPECT_EQ(accumulated.recorder.iterations.front().samples, 8);
+  EXPECT_EQ(accumulated.records.iterations.front().samples, 8);
 }
 
 TEST(Trainer, RecordsAreConsistent) {
   const TrainedRun run = train(tiny_run(2, 8, 1));
-  ASSERT_EQ(run.recorder.epochs.size(), 2u);
-  for (const auto& epoch : run.recorder.epochs) {
+  ASSERT_EQ(run.records.epochs.size(), 2u);
+  for (const auto& epoch : run.records.epochs) {
     double step_seconds = 0;
     int64_t samples = 0, steps = 0;
-    for (const auto& it : run.recorder.iterations) {
+    for (const auto& it : run.records.iterations) {
       if (it.epoch != epoch.epoch) continue;
       step_seconds += it.seconds;
       samples += it.samples;
@@ -86,8 +88,8 @@ TEST(Trainer, RecordsAreConsistent) {
     EXPECT_EQ(steps, epoch.steps);
     EXPECT_EQ(epoch.samples, 64);
   }
-  EXPECT_TRUE(run.recorder.iterations.front().warmup);
-  EXPECT_FALSE(run.recorder.iterations.at(1).warmup);
+  EXPECT_TRUE(run.records.iterations.front().warmup);
+  EXPECT_FALSE(run.records.iterations.at(1).warmup);
 }
 
 TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
@@ -95,7 +97,7 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
   const ModelConfig c = shipped_model_config(spec.model.name);
   auto model = build_classifier(c, 2);
   const PreparedData data = prepare_data(spec, c);
-  Trainer trainer(spec, *model, data, torch::kCPU);
+  Trainer trainer(trainer_config(spec), *model, data, torch::kCPU);
   struct StopAfter : TrainObserver {
     std::atomic<bool> stop{false};
     int seen = 0;
@@ -103,29 +105,49 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
       if (++seen == 3) stop = true;
     }
   } observer;
-  const auto outcome = trainer.run({&observer}, observer.stop);
-  EXPECT_EQ(outcome.status, RunStatus::interrupted);
+  const auto run = trainer.run({&observer}, observer.stop);
+  EXPECT_EQ(run.outcome.status, RunStatus::interrupted);
+  EXPECT_EQ(run.records.iterations.size(), 3u);
   EXPECT_EQ(observer.seen, 3);
 }
 
 TEST(Trainer, MaxStepsCapsTheRun) {
   RunSpec spec = tiny_run(5, 8, 1);
   spec.train.max_steps = 11;
-  const StepPlan plan = plan_steps(spec.train, 64);
+  const StepPlan plan = plan_steps(trainer_config(spec), 64);
   EXPECT_EQ(plan.steps_per_epoch, 8);
   EXPECT_EQ(plan.total_steps, 11);
   EXPECT_EQ(plan.epochs, 2);
-  EXPECT_EQ(train(spec).recorder.iterations.size(), 11u);
+  EXPECT_EQ(train(spec).records.iterations.size(), 11u);
 }
 
 TEST(Trainer, PlanDropsTheLastPartialStep) {
-  TrainSpec t{};
+  TrainerConfig t;
   t.epochs = 2;
   t.batch_size = 8;
   t.grad_accum_steps = 2;
   const StepPlan plan = plan_steps(t, 70);
   EXPECT_EQ(plan.steps_per_epoch, 4);
   EXPECT_EQ(plan.total_steps, 8);
+}
+
+// An exception on the loader's thread (here: a batch that cannot be collated) is a failed run
+// with its records and a message, not an exception that escapes and loses the result.
+TEST(Trainer, LoaderThreadFailureEndsTheRunAsFailed) {
+  const RunSpec spec = tiny_run(1, 8, 1);
+  const ModelConfig c = shipped_model_config(spec.model.name);
+  auto model = build_classifier(c, 2);
+  PreparedData data = prepare_data(spec, c);
+  data.collate.seq_len = 4;  // shorter than the samples: collate throws std::length_error
+  TrainerConfig config = trainer_config(spec);
+  config.prefetch = 2;  // collated on the loader's thread
+  Trainer trainer(config, *model, data, torch::kCPU);
+  std::atomic<bool> stop{false};
+  TrainRun run;
+  ASSERT_NO_THROW(run = trainer.run({}, stop));
+  EXPECT_EQ(run.outcome.status, RunStatus::failed);
+  EXPECT_NE(run.outcome.error.find("epoch 1 step 1"), std::string::npos) << run.outcome.error;
+  EXPECT_NE(run.outcome.error.find("does not fit the padded length 4"), std::string::npos) << run.outcome.error;
 }
 
 TEST(Schedule, LinearWarmupThenLinearDecay) {

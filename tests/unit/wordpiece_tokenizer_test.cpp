@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "tbench/errors.hpp"
-#include "tbench/tokenizer.hpp"
-#include "tbench/unicode_text.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
 
 namespace tbench {
 namespace {

@@ -1,12 +1,14 @@
 #pragma once
 // BERT's embeddings and encoder, shared with RoBERTa (which differs only in its position ids,
-// its missing pooler and its classification head).
+// its missing pooler and its classification head). DistilBERT uses the embeddings alone.
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/layers.hpp"
 
 namespace tbench::bert {
 
-// word + position (+ token type) embeddings -> LayerNorm -> dropout.
+// word + position (+ token type) embeddings -> LayerNorm -> dropout. A config with
+// type_vocab_size 0 (DistilBERT) has no token-type table, so no token_type_embeddings parameter,
+// and forward ignores token_type_ids (which may then be undefined).
 class EmbeddingsImpl : public torch::nn::Module {
  public:
   explicit EmbeddingsImpl(const ModelConfig& c);

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "tbench/model_config.hpp"
+#include "tbench/models/model_config.hpp"
 
 namespace tbench {
 

@@ -6,7 +6,8 @@
 
 #include <torch/torch.h>
 
-#include "tbench/model_config.hpp"
+#include "tbench/models/model_config.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench::layers {
 
@@ -28,9 +29,9 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
                         const torch::Tensor& bias, double dropout_p, bool training,
                         AttentionKernel kernel = AttentionKernel::eager);
 
-// The spec's model.attention ("auto" | "eager" | "sdpa") in this build: auto is sdpa where the
+// The spec's model.attention in this build: auto is sdpa where the
 // torch version has it. "sdpa" without it is refused by the spec before this is called.
-AttentionKernel resolve_attention(const std::string& requested);
+AttentionKernel resolve_attention(AttentionChoice requested);
 
 // HF's _init_weights: Linear and Embedding weights ~ N(0, std), biases 0, the padding row of an
 // embedding 0, LayerNorm weight 1 and bias 0.

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tbench/hardware.hpp"
+#include "tbench/env/hardware.hpp"
 
 namespace tbench {
 
@@ -59,8 +59,6 @@ struct Report {
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
 std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
 nlohmann::json report_json(const Report& report);
-// Rows as left-aligned columns, the first row a header underlined with dashes.
-std::string aligned_table(const std::vector<std::vector<std::string>>& rows);
 
 // ---- report --scaling ------------------------------------------------------------------------------
 // Data-parallel scaling against the single-process run of the same spec (model, device kind,

@@ -17,7 +17,8 @@ class LossScaler {
   torch::Tensor scale(const torch::Tensor& loss) const;
   // Unscales gradients in place; returns a device tensor holding 1 if any was non-finite.
   torch::Tensor unscale(const std::vector<torch::Tensor>& params);
-  // Updates the scale from `found_inf`; returns the scale that this step used.
+  // Updates the scale in place from `found_inf` (halved after an overflow, doubled after 2000
+  // clean steps), on the device: nothing is read back. current_scale() is the new scale.
   void update(const torch::Tensor& found_inf);
   torch::Tensor current_scale() const { return scale_; }
 

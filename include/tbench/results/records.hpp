@@ -1,6 +1,6 @@
 #pragma once
 // What a run measures: one record per optimizer step, one per epoch. Plain data; the trainer
-// fills them, the recorder streams and summarises them.
+// fills them, observers stream them, and the summary is computed from them.
 #include <cstdint>
 #include <string>
 
@@ -17,14 +17,18 @@ struct IterationRecord {
   int64_t real_tokens = 0;  // tokens that are not padding
   double train_flops = 0;   // analytic training FLOPs of the step at its padded lengths (0: unknown)
   double seconds = 0;       // wall time of the whole step: data, forward, backward, optimizer
-  double data_seconds = 0;  // part of `seconds` spent assembling and moving batches
+  // Part of `seconds` the step waited for its batches and spent issuing their host-to-device
+  // copies; collation itself runs ahead on the loader's thread and is not in it.
+  double data_seconds = 0;
   double comm_wait_seconds = 0;  // part of `seconds` spent waiting for gradient all-reduces (0 single-process)
   double loss = 0;          // mean training loss over the step's micro-batches
   double lr = 0;            // learning rate this step used
   double loss_scale = 1;    // fp16 dynamic loss scale (1 otherwise)
   bool skipped = false;     // fp16: step skipped for non-finite gradients
   bool warmup = false;      // excluded from the summary statistics
-  double ended_at = 0;      // seconds since the run's start when the step finished
+  // When the step finished on its device, in seconds since the training loop began (not since
+  // the process or the run started: model building and data preparation come before it).
+  double ended_at = 0;
 };
 
 struct EpochRecord {

@@ -1,44 +1,55 @@
 #pragma once
 // The training loop: epochs x optimizer steps x accumulation micro-steps, timed per step.
-// It knows nothing of files or terminals; observers receive each record as it is made.
+// It knows nothing of files or terminals; observers receive each record as it is made, and the
+// loop hands back every record with how it ended (train_run.hpp).
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
-#include "tbench/cuda.hpp"
-#include "tbench/data.hpp"
-#include "tbench/data_sources.hpp"
+#include "tbench/data/data.hpp"
+#include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/loss_scaler.hpp"
 #include "tbench/models/classifier.hpp"
-#include "tbench/optimizer.hpp"
-#include "tbench/records.hpp"
-#include "tbench/spec.hpp"
+#include "tbench/spec/spec.hpp"
+#include "tbench/train/optimizer.hpp"
+#include "tbench/train/train_run.hpp"
 
 namespace tbench {
 
-class TrainObserver {
- public:
-  virtual ~TrainObserver() = default;
-  virtual void on_epoch_start(int64_t epoch, int64_t epochs, int64_t steps_in_epoch) {}
-  virtual void on_iteration(const IterationRecord& record) {}
-  virtual void on_epoch_end(const EpochRecord& record) {}
-};
+class LossScaler;
+class PendingSteps;
+struct StepOutputs;
+namespace cuda {
+class CapturedStep;
+}
 
-enum class RunStatus { completed, interrupted, failed };
-const char* to_string(RunStatus s);
-
-struct TrainOutcome {
-  RunStatus status = RunStatus::completed;
-  std::string error;  // why it failed
-  std::string timing_method;  // how steps were timed: "steady_clock" (CPU) or "cuda_events"
+// What the loop needs to know, and nothing else (the runner builds it from the spec).
+struct TrainerConfig {
+  int64_t epochs = 1;
+  int64_t max_steps = 0;  // 0: no limit; else this many optimizer steps in all
+  int64_t batch_size = 1;  // samples per micro-step, per rank
+  int64_t grad_accum_steps = 1;
+  bool drop_last = true;  // false: a last, partial step takes the remainder
+  bool bucket_by_length = false;
+  int64_t data_seed = 0;
+  int64_t prefetch = 2;  // batches collated ahead on the loader's thread
+  double lr = 5e-5;      // peak of the linear warm-up and decay schedule
+  int64_t lr_warmup_steps = 0;
+  double weight_decay = 0;
+  double max_grad_norm = 1.0;  // 0: no clipping
+  OptimizerImpl optimizer = OptimizerImpl::automatic;
+  bool dropout = true;
+  bool cuda_graph = false;  // capture the step at kCudaGraphCaptureStep, replay it after
+  Precision precision = Precision::fp32;
+  int64_t timed_warmup_steps = 0;  // first steps marked warm-up, left out of the summary
 };
 
 // Data-parallel gradient synchronisation, as the trainer sees it (the implementation, on c10d, is
-// in src/dist/). A single-process run has none: the trainer then does exactly what it did before.
+// in src/dist/). A single-process run has none.
 class GradientSync {
  public:
   virtual ~GradientSync() = default;
@@ -61,15 +72,14 @@ class CommFailure : public Error {
   explicit CommFailure(const std::string& message) : Error(ExitCode::run_failed, message) {}
 };
 
-// How many steps a spec asks for, from the dataset size.
+// How many steps a run takes, from the dataset size.
 struct StepPlan {
   int64_t steps_per_epoch = 0;  // optimizer steps (drop_last: partial steps are not taken)
   int64_t total_steps = 0;      // min(epochs x steps_per_epoch, max_steps if set)
   int64_t epochs = 0;           // epochs that will start
 };
 // With `world_size` processes, one optimizer step consumes batch x accumulation x world_size samples.
-// drop_last false: a last, partial step takes the remainder.
-StepPlan plan_steps(const TrainSpec& train, int64_t dataset_size, int64_t world_size = 1, bool drop_last = true);
+StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t world_size = 1);
 
 // Held-out loss and accuracy, measured after an epoch (not part of its time).
 struct EvalResult {
@@ -87,9 +97,12 @@ class Trainer {
  public:
   // `sync`: data-parallel gradient synchronisation; null for a single process. With it, this
   // rank reads its share of each step's samples (every world_size-th from its rank on).
-  Trainer(const RunSpec& spec, SequenceClassifier& model, const PreparedData& data, torch::Device device,
+  Trainer(const TrainerConfig& config, SequenceClassifier& model, const PreparedData& data, torch::Device device,
           GradientSync* sync = nullptr);
-  TrainOutcome run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested);
+  ~Trainer();
+  // Trains until the plan is done, a stop is requested (interrupted) or a step fails (failed):
+  // every outcome returns the records made so far, and no exception escapes.
+  TrainRun run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested);
   // Loss and accuracy on the held-out samples, in eval mode, without gradients.
   EvalResult evaluate();
   // Training FLOPs of one sample padded to a length: each step's FLOPs are recorded from it.
@@ -98,29 +111,44 @@ class Trainer {
   }
 
  private:
+  struct EpochTotals;
   void build_optimizer();
   SamplerOptions sampler_options() const;
+  void set_training_mode();
+  // One epoch: its steps, then one wait for the device. Returns its record (steps 0: none ran).
+  EpochRecord run_epoch(int64_t epoch, int64_t& global_step, PendingSteps& pending,
+                        const std::vector<TrainObserver*>& observers, TrainRun& run);
+  IterationRecord start_record(int64_t epoch, int64_t step, int64_t global_step) const;
+  // Runs `work`; an exception from it (a device error, the loader's thread, a lost peer) fails
+  // the run with its message and `where`, keeping the first error if there was one already.
+  template <typename Work>
+  void fail_on_exception(TrainOutcome& outcome, const std::string& where, Work&& work) const;
+  // Hands finished steps to the observers, the run and the epoch's totals; fails the run on a
+  // non-finite loss.
+  void report(const std::vector<IterationRecord>& finished, const std::vector<TrainObserver*>& observers,
+              EpochTotals& totals, TrainRun& run) const;
+  EpochRecord finish_epoch_record(const EpochTotals& totals, double seconds, const TrainOutcome& outcome) const;
   StepOutputs run_step(const StepBatches& micro_batches, IterationRecord& record);
   // One micro-batch's forward and backward; returns its loss times `weight` (a device scalar).
   torch::Tensor micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight, bool last_micro_step,
                            IterationRecord& record);
   // After the micro-batches: unscale, clip, update, zero the gradients, update the loss scale.
   StepOutputs finish_step(const torch::Tensor& loss, IterationRecord& record);
-  // train.cuda_graph: eager at step 1, captured at step 2 (and run once for real), replayed after.
+  // train.cuda_graph: eager before kCudaGraphCaptureStep, captured at it, replayed after.
   StepOutputs graphed_step(const ModelInputs& inputs, const torch::Tensor& labels, IterationRecord& record);
   void synchronize() const;
 
-  const RunSpec& spec_;
+  const TrainerConfig config_;
   SequenceClassifier& model_;
   const PreparedData& data_;
   torch::Device device_;
+  GradientSync* sync_ = nullptr;
   StepPlan plan_;
   BatchLoader loader_;
   std::function<double(int64_t)> flops_per_sample_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<torch::Tensor> trainable_;
   std::unique_ptr<LossScaler> scaler_;
-  GradientSync* sync_ = nullptr;
   const std::atomic<bool>* stop_requested_ = nullptr;
   std::unique_ptr<cuda::CapturedStep> graph_;  // train.cuda_graph, once captured
 };

@@ -4,7 +4,7 @@
 // and prediction; tests check the parameter formulas against the built modules.
 #include <cstdint>
 
-#include "tbench/model_config.hpp"
+#include "tbench/models/model_config.hpp"
 
 namespace tbench {
 

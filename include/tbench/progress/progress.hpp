@@ -2,7 +2,7 @@
 // Progress while training: a tqdm-like bar on a terminal, periodic log lines otherwise.
 #include <memory>
 
-#include "tbench/trainer.hpp"
+#include "tbench/train/train_run.hpp"
 
 namespace tbench {
 

@@ -9,8 +9,8 @@
 #include <torch/torch.h>
 
 #include "tbench/models/classifier.hpp"
-#include "tbench/pending_steps.hpp"
-#include "tbench/step_timer.hpp"
+#include "tbench/train/pending_steps.hpp"
+#include "tbench/timing/step_timer.hpp"
 
 namespace tbench::cuda {
 

@@ -2,7 +2,7 @@
 // Mixed precision: autocast regions for bf16/fp16 on LibTorch 1.13 and 2.x alike.
 #include <torch/torch.h>
 
-#include "tbench/spec.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench {
 

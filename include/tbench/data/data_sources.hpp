@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tbench/data.hpp"
-#include "tbench/model_config.hpp"
-#include "tbench/spec.hpp"
-#include "tbench/tokenizer.hpp"
+#include "tbench/data/data.hpp"
+#include "tbench/models/model_config.hpp"
+#include "tbench/spec/spec.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 
 namespace tbench {
 
@@ -27,15 +27,15 @@ struct TextRow {
 
 struct TextFileOptions {
   std::string path;
-  std::string format = "auto";  // auto | csv | tsv | jsonl
+  TextFormat format = TextFormat::automatic;
   std::string text_column = "text";
   std::string text_pair_column;  // empty: single texts
   std::string label_column = "label";
   int64_t max_rows = 0;  // 0: all
 };
 
-// "csv", "tsv" or "jsonl" for `format`, or from the path's extension when it is "auto".
-std::string text_file_format(const TextFileOptions& options);
+// The file's format: `format`, or from the path's extension when it is auto.
+TextFormat text_file_format(const TextFileOptions& options);
 
 // Reads the rows. CSV as RFC 4180 (quoted fields may hold commas, quotes and newlines), TSV as
 // tab-separated without quoting (GLUE's files), JSONL one object per line; CSV and TSV need a

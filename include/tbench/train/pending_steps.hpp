@@ -6,7 +6,7 @@
 // pinned host memory at its end (asynchronously, before its end event), so once the end event
 // has passed they can be read with no synchronisation at all. Records leave in step order, so
 // observers (the JSONL stream) still see every step, in order, just a step or two later. On CPU
-// every step is finished when it returns, and each record leaves at once, as before.
+// every step is finished when it returns, and each record leaves at once.
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -14,8 +14,8 @@
 
 #include <torch/torch.h>
 
-#include "tbench/records.hpp"
-#include "tbench/step_timer.hpp"
+#include "tbench/results/records.hpp"
+#include "tbench/timing/step_timer.hpp"
 
 namespace tbench {
 

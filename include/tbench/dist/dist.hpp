@@ -14,10 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include "tbench/records.hpp"
-#include "tbench/results.hpp"
-#include "tbench/spec.hpp"
-#include "tbench/trainer.hpp"
+#include "tbench/results/result.hpp"
+#include "tbench/spec/spec.hpp"
+#include "tbench/train/trainer.hpp"
 
 namespace tbench {
 
@@ -122,27 +121,22 @@ std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::
 
 // ---- results ----------------------------------------------------------------------------------
 
-// What a rank reports to rank 0 at the end: host, status and its steady-state step and
+// What this rank reports to rank 0 at the end: host, device, status and its steady-state step and
 // communication-wait spreads.
-nlohmann::json rank_report(const Communicator& comm, const torch::Device& device, const Recorder& recorder,
-                           const TrainOutcome& outcome, const GradientSync* sync);
+RankReport rank_report(const Communicator& comm, const torch::Device& device, const TrainRun& run,
+                       const GradientSync* sync);
 
-// Ranks other than 0: hands the report to rank 0 through the store (a failure to do so is logged,
-// not thrown: rank 0 may be gone).
-void send_rank_report(Communicator& comm, const nlohmann::json& report);
-
-// How a rank other than 0 ends: sends its report, logs its outcome, returns its exit code. It
+// How a rank other than 0 ends: hands its report to rank 0 through the store (a failure to do so
+// is logged, not thrown: rank 0 may be gone), logs its outcome and returns its exit code. It
 // writes no file.
-ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const Recorder& recorder,
-                          const TrainOutcome& outcome, const GradientSync* sync);
+ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const TrainRun& run,
+                          const GradientSync* sync);
 
-// Rank 0: gathers the other ranks' reports (waiting up to dist.timeout_s when this rank completed,
-// a few seconds when it failed), adds the result's `dist` section and turns `summary` into the
-// global view (scope "global", global samples/s, per-device samples/s, communication share, rank
-// spread). A peer's failure fails the run and its error is appended to summary.error; the
-// returned outcome is the run's as a whole.
-TrainOutcome merge_rank_reports(nlohmann::json& result, Communicator& comm, const RunSpec& spec,
-                                nlohmann::json own_report, const GradientSync* sync, TrainOutcome outcome);
+// Rank 0: gathers the other ranks' reports (waiting up to dist.timeout_s when this rank
+// completed, a few seconds when it failed, since the rank that broke the run may never report)
+// into the result's `dist` section, rank 0's own first. make_global() then turns the summary
+// into the run's global view.
+DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync);
 
 // Test and debugging aid: the trainable parameters, in named_parameters() order, as raw
 // little-endian float32 (written atomically). Ranks that trained in lockstep write identical files.

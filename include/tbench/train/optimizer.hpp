@@ -9,12 +9,9 @@
 
 #include <torch/torch.h>
 
-namespace tbench {
+#include "tbench/spec/spec.hpp"
 
-enum class OptimizerImpl { automatic, loop, foreach, fused };
-const char* to_string(OptimizerImpl impl);
-// "auto" | "loop" | "foreach" | "fused"; throws std::invalid_argument otherwise.
-OptimizerImpl parse_optimizer_impl(const std::string& text);
+namespace tbench {
 
 // What `auto` means on this device in this build: fused on CUDA where the kernel exists, else
 // foreach. Returns `requested` unchanged otherwise (an unavailable fused is the caller's error).

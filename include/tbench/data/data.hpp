@@ -18,6 +18,7 @@
 #include <torch/torch.h>
 
 #include "tbench/models/classifier.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench {
 
@@ -51,7 +52,7 @@ struct TokenizedSamples {
 // drawn per sample, rounded and clipped to [min_length, seq_len]. histogram: drawn from a measured
 // length histogram (e.g. of the user's own data), read from a file of "length count" lines.
 struct LengthDistribution {
-  std::string kind = "fixed";  // fixed | uniform | normal | lognormal | histogram
+  LengthDistributionKind kind = LengthDistributionKind::fixed;
   int64_t min_length = 2;
   double mean = 0;    // normal: mean length; lognormal: mean of the length (not of its log)
   double stddev = 0;  // normal, lognormal: standard deviation of the length
@@ -78,8 +79,6 @@ struct SyntheticOptions {
 TokenizedSamples make_synthetic_samples(const SyntheticOptions& options);
 
 // --- batches ------------------------------------------------------------------------------------
-
-enum class Padding { max_length, longest };
 
 struct CollateOptions {
   int64_t seq_len = 0;  // max_length padding pads to this

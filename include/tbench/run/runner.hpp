@@ -1,14 +1,17 @@
 #pragma once
-// One benchmark run, end to end: spec -> model + data -> trainer -> result files.
+// One benchmark run, end to end, as a chain of values:
+//   RunSpec -> RunPlan (every check that can fail on bad input, data prepared)
+//           -> TrainRun (records and outcome, from the trainer)
+//           -> Result (summary, peak, MFU, data-parallel merge) -> the result file.
 #include <memory>
 #include <string>
 
-#include "tbench/dist.hpp"
+#include "tbench/dist/dist.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/model_config.hpp"
-#include "tbench/model_cost.hpp"
-#include "tbench/spec.hpp"
-#include "tbench/trainer.hpp"
+#include "tbench/models/model_config.hpp"
+#include "tbench/models/model_cost.hpp"
+#include "tbench/spec/spec.hpp"
+#include "tbench/train/trainer.hpp"
 
 namespace tbench {
 
@@ -24,6 +27,7 @@ struct RunPlan {
   RunSpec spec;
   ModelConfig model;
   ModelCost cost;
+  TrainerConfig trainer;
   StepPlan steps;
   int threads = 1;          // CPU intra-op threads the run will use
   std::string output_path;  // placeholders expanded
@@ -39,5 +43,8 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options);
 
 // The model config a spec names (shipped or from a file); errors name the spec and the field.
 ModelConfig model_config_for(const RunSpec& spec);
+
+// What the training loop takes from a spec.
+TrainerConfig trainer_config(const RunSpec& spec);
 
 }  // namespace tbench

@@ -10,6 +10,9 @@ namespace tbench {
 // Everything `tbench env` prints and a result's "env" records. Cheap (reads /proc, no benchmarks).
 nlohmann::json collect_env();
 
+// This machine's host name, as recorded in results and placed in output paths ({host}).
+std::string host_name();
+
 // Peak resident set size of this process so far, in bytes (VmHWM).
 int64_t peak_rss_bytes();
 

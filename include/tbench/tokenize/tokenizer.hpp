@@ -1,8 +1,10 @@
 #pragma once
 // Tokenizers that give HuggingFace's output on the same vocabulary files: WordPiece (BERT,
 // DistilBERT: vocab.txt), byte-level BPE (RoBERTa: vocab.json + merges.txt) and SentencePiece
-// (XLNet: spiece.model, through Debian's libsentencepiece). Each kind lives in its own file in
-// src/tokenize/; what they share (truncation, the pair template, loading) is in tokenizer.cpp.
+// (XLNet: spiece.model, read by tbench's own unigram implementation). Each kind lives in its own
+// file in src/tokenize/; what they share (truncation, encode(), padding, loading) is in
+// tokenizer.cpp, and the pieces of their pipelines they share in tokenizer_support.hpp.
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -29,6 +31,15 @@ struct TokenizerOptions {
   bool add_prefix_space = false;       // bpe (RoBERTa's default)
 };
 
+// HF's padding side and pad token type for a kind: XLNet pads on the left with token type 3 (one
+// apart from both texts' types and <cls>'s 2), BERT and RoBERTa on the right with 0. The one place
+// that says so: the tokenizers and prepare_data (for data that loads no tokenizer) both ask it.
+struct PaddingConvention {
+  bool pads_left = false;
+  int64_t pad_token_type_id = 0;
+};
+PaddingConvention padding_convention(TokenizerKind kind);
+
 // One encoded sample with its special tokens, not padded.
 struct Encoding {
   std::vector<int64_t> input_ids;
@@ -50,14 +61,13 @@ class Tokenizer {
 
   // HF's tokenizer.tokenize(text): the pieces, no special tokens.
   virtual std::vector<std::string> tokenize(const std::string& text) const = 0;
-  // HF's tokenizer(text, add_special_tokens=False).input_ids.
-  virtual std::vector<int64_t> encode_text(const std::string& text) const = 0;
+  // HF's tokenizer(text, add_special_tokens=False).input_ids: encode_text_until with no limit.
+  std::vector<int64_t> encode_text(const std::string& text) const;
   // encode_text as HF's tokenizers (0.23) run it when truncating to max_length: they stop after
   // the first word of text (a pre-tokenizer split; special tokens in the text count, but never
   // end it) that leaves max_length ids or more. That decides which text of a long pair keeps the
-  // odd token in encode(). The default cuts encode_text's ids at max_length, the same wherever
-  // every word is one id and the text holds no special token.
-  virtual std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const;
+  // odd token in encode(). The one encoding each kind implements.
+  virtual std::vector<int64_t> encode_text_until(const std::string& text, std::size_t max_length) const = 0;
 
   virtual int64_t vocab_size() const = 0;  // ids are in [0, vocab_size)
   virtual std::optional<int64_t> token_to_id(const std::string& token) const = 0;
@@ -67,9 +77,9 @@ class Tokenizer {
   // <s> a </s></s> b </s>; XLNet: a <sep> b <sep> <cls>) and its token type ids.
   virtual Encoding add_special_tokens(const std::vector<int64_t>& a, const std::vector<int64_t>* b) const = 0;
   virtual int64_t num_special_tokens(bool pair) const = 0;
-  // HF's padding side and pad token type: XLNet pads on the left with token type 3.
-  virtual bool pads_left() const { return false; }
-  virtual int64_t pad_token_type_id() const { return 0; }
+  // padding_convention(kind()): not virtual, so no kind can disagree with it.
+  bool pads_left() const;
+  int64_t pad_token_type_id() const;
 
   // Identity of the tokenizer for the token cache: kind, switches and a hash of the file contents.
   virtual std::string fingerprint() const = 0;

@@ -1,6 +1,6 @@
 #pragma once
 // What a device can do at best: dense peak FLOP/s per precision and memory bandwidth, from vendor
-// specs (GPUs) or measured on the spot (CPUs). MFU and cross-device prediction stand on these.
+// datasheets. MFU and cross-device prediction stand on these; CPUs are measured (cpu_peak.hpp).
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,9 +32,5 @@ DeviceSpec read_device_spec(const std::string& path);
 
 // Dense peak TFLOP/s of `device` for a training precision ("fp32", "fp16", "bf16"); 0 if unsupported.
 double peak_tflops(const DeviceSpec& device, const std::string& precision, bool tf32 = false);
-
-// Measures this CPU's sustained matmul rate in FLOP/s with `threads` threads (a ~0.5 s probe of
-// 1024^3 GEMMs in the given dtype): the CPU's practical peak, used as its MFU denominator.
-double measure_cpu_matmul_flops(int threads, const std::string& precision);
 
 }  // namespace tbench

@@ -1,0 +1,87 @@
+#pragma once
+// One run's result: everything the result JSON holds, as one value. It is assembled by the
+// runner (src/run/runner.cpp), merged across data-parallel ranks here, and written by to_json, the
+// one place that knows the file's layout (docs/schema/result.schema.json).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/results/summary.hpp"
+#include "tbench/train/train_run.hpp"
+
+namespace tbench {
+
+inline constexpr const char* kResultSchemaId = "tbench.result/1";
+
+// The model as built: its shape, its size and its FLOPs per sample.
+struct ModelInfo {
+  std::string name, arch, source;
+  int64_t hidden_size = 0, num_layers = 0, num_heads = 0, vocab_size = 0;
+  int64_t params = 0;       // the classifier as built
+  int64_t base_params = 0;  // the pre-trained base, as HF counts it
+  double train_flops_per_sample = 0;
+  std::string weights;  // the checkpoint it started from; empty: random init
+};
+
+// What one data-parallel rank measured, as it hands it to rank 0.
+struct RankReport {
+  int64_t rank = 0, local_rank = 0;
+  std::string host, device;
+  RunStatus status = RunStatus::completed;
+  std::string error;
+  int64_t steps = 0;
+  Spread step_ms, comm_wait_ms;  // over its steady-state steps; step_ms.count: timed steps
+  std::optional<double> comm_share, samples_per_s;
+  int64_t allreduces = 0;
+};
+
+// A rank's report from its own records (steady-state steps only).
+RankReport make_rank_report(const RunRecords& records, const TrainOutcome& outcome);
+nlohmann::json to_json(const RankReport& report);
+// nullopt when `text` is not a report (a rank that died mid-write).
+std::optional<RankReport> parse_rank_report(const std::string& text);
+
+// The data-parallel run as a whole.
+struct DistSection {
+  int64_t world_size = 1;
+  std::string backend, launcher, master;
+  int64_t per_device_batch = 0, global_batch = 0;
+  double bucket_mb = 0;
+  int64_t buckets = 0, allreduces = 0;
+  bool sync_every_micro_step = false;
+  int64_t timeout_s = 0;
+  std::vector<RankReport> ranks;  // rank 0 first
+  std::vector<int64_t> missing_ranks;
+};
+
+// Turns rank 0's per-device summary into the run's global one: rates times the world size
+// (every rank ran the same steps in lockstep), per-device rates kept beside them, the
+// communication share and the spread of the ranks' median step times. A peer that failed fails
+// the run, its error appended.
+void make_global(Summary& summary, const DistSection& dist);
+
+struct ResultFiles {
+  std::string result, iterations;
+  std::string weights;  // empty: not saved
+};
+
+struct Result {
+  std::string tbench_version, git_sha;
+  nlohmann::json spec;  // the resolved spec, every default filled in
+  nlohmann::json env;   // the machine, the libraries, the threads
+  ModelInfo model;
+  nlohmann::json data;  // the data section: source, sizes, lengths, tokenizer, cache
+  RunRecords records;
+  Summary summary;
+  std::optional<DistSection> dist;
+  ResultFiles files;
+};
+
+nlohmann::json to_json(const Result& result);
+// The summary section alone, as to_json(Result) writes it.
+nlohmann::json to_json(const Summary& summary);
+
+}  // namespace tbench

@@ -1,0 +1,79 @@
+#pragma once
+// The summary of a run: step-time spread and throughput over the steady-state steps (warm-up
+// excluded), epoch times, memory peaks, the device's peak and the model FLOP utilisation. A plain
+// value, computed from the records; src/results/result_json.cpp writes it.
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "tbench/timing/stats.hpp"
+#include "tbench/train/train_run.hpp"
+
+namespace tbench {
+
+// The timing check: the sum of step times may fall short of the epochs' wall time only by the
+// work between steps. A gap beyond this fraction means time escapes the step timer.
+inline constexpr double kTimingGapMargin = 0.02;
+
+struct TimingCheck {
+  std::string method;  // TrainOutcome::timing_method; empty: unknown
+  double step_seconds = 0;
+  double epoch_seconds = 0;
+  std::optional<double> gap_fraction;  // (epoch - steps) / epoch; none without epoch time
+  bool within_margin() const { return gap_fraction && std::abs(*gap_fraction) <= kTimingGapMargin; }
+};
+
+// The best the device can do at this precision, the denominator of MFU. Always per device.
+struct DevicePeak {
+  double flops_per_s = 0;  // 0: unknown
+  double bytes_per_s = 0;  // 0: unknown
+  std::string source;      // how it was found: measured (how) or which datasheet
+};
+
+struct Summary {
+  std::string scope = "per-device";  // "global" once a data-parallel run's ranks are merged
+  int64_t warmup_steps = 0;          // steps actually excluded
+  int64_t warmup_steps_requested = 0;
+  int64_t total_steps = 0;
+  Spread step_ms, data_ms;  // step_ms.count: the timed steps
+  std::optional<double> samples_per_s, tokens_per_s, real_tokens_per_s, it_per_s, train_flops_per_s;
+  std::optional<double> padding_efficiency;
+  int64_t skipped_steps = 0;
+  int64_t epochs_completed = 0;
+  std::optional<double> epoch_seconds;  // mean over the complete epochs
+  int64_t steps_per_epoch = 0;
+  std::optional<double> projected_epoch_seconds;  // steps_per_epoch x the steady-state mean step
+  double wall_seconds = 0;
+  std::string started_at, ended_at;
+  RunStatus status = RunStatus::completed;
+  std::string error;
+  TimingCheck timing_check;
+  std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;  // CUDA allocator, over the epochs
+  std::optional<int64_t> peak_rss_bytes;
+  DevicePeak peak;
+  std::optional<double> mfu;  // train_flops_per_s over the peak of every device that ran
+  std::string mfu_error;      // why there is no MFU although both rates are known
+  // Data-parallel only (scope "global").
+  std::optional<int64_t> world_size;
+  std::optional<double> per_device_samples_per_s, per_device_train_flops_per_s, comm_share, rank_step_spread;
+};
+
+struct SummaryInputs {
+  int64_t warmup_steps = 0;  // requested by timing.warmup_steps
+  int64_t steps_per_epoch = 0;
+  double train_flops_per_sample = 0;  // for records without their own FLOPs
+  std::string started_at, ended_at;
+  double wall_seconds = 0;
+  TrainOutcome outcome;
+};
+
+// The per-device summary of one process's records.
+Summary summarize(const RunRecords& records, const SummaryInputs& inputs);
+
+// Model FLOP utilisation: achieved training FLOP/s over the peak of all `devices` that ran.
+// A rate above the peak means the peak was not an upper bound: then there is no MFU, and
+// `mfu_error` says why, rather than a figure above 100%.
+void set_utilisation(Summary& summary, const DevicePeak& per_device_peak, int64_t devices);
+
+}  // namespace tbench

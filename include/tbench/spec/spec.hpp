@@ -1,0 +1,230 @@
+#pragma once
+// The run spec: what to train, on what, for how long, and where the result goes.
+// Read from JSON or YAML (by extension), overridden by `--set key.path=value`, validated strictly
+// against one schema (src/spec/spec_schema.cpp) and resolved: every default filled in.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tbench {
+
+// ---- the choices a spec can make -------------------------------------------------------------
+// Each is an enum, spelled in the spec, in results and in `validate --fields` as choice_names()
+// lists it; the field table takes its choices from there.
+
+enum class Precision { fp32, fp16, bf16 };
+enum class DeviceKind { cpu, cuda };
+enum class DataSource { synthetic, tokenized, text };
+enum class TextFormat { automatic, csv, tsv, jsonl };
+enum class LengthDistributionKind { fixed, uniform, normal, lognormal, histogram };
+enum class Padding { max_length, longest };  // to seq_len, or to the batch's longest sample
+enum class AttentionChoice { automatic, eager, sdpa };
+enum class OptimizerImpl { automatic, loop, foreach, fused };
+
+template <typename E>
+using ChoiceNames = std::vector<std::pair<E, const char*>>;
+const ChoiceNames<Precision>& choice_names(Precision);
+const ChoiceNames<DeviceKind>& choice_names(DeviceKind);
+const ChoiceNames<DataSource>& choice_names(DataSource);
+const ChoiceNames<TextFormat>& choice_names(TextFormat);
+const ChoiceNames<LengthDistributionKind>& choice_names(LengthDistributionKind);
+const ChoiceNames<Padding>& choice_names(Padding);
+const ChoiceNames<AttentionChoice>& choice_names(AttentionChoice);
+const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl);
+
+template <typename E>
+const char* choice_name(E value) {
+  for (const auto& [choice, name] : choice_names(E{})) {
+    if (choice == value) return name;
+  }
+  return "?";
+}
+// The enum spelled `text`; nullopt if it is none of them.
+template <typename E>
+std::optional<E> parse_choice(const std::string& text) {
+  for (const auto& [choice, name] : choice_names(E{})) {
+    if (text == name) return choice;
+  }
+  return std::nullopt;
+}
+template <typename E>
+std::vector<std::string> choice_list() {
+  std::vector<std::string> names;
+  for (const auto& entry : choice_names(E{})) names.emplace_back(entry.second);
+  return names;
+}
+
+inline const char* to_string(Precision p) { return choice_name(p); }
+inline const char* to_string(DataSource s) { return choice_name(s); }
+inline const char* to_string(TextFormat f) { return choice_name(f); }
+inline const char* to_string(Padding p) { return choice_name(p); }
+inline const char* to_string(OptimizerImpl o) { return choice_name(o); }
+inline const char* to_string(LengthDistributionKind d) { return choice_name(d); }
+
+// "cpu", "cuda" (the current CUDA device) or "cuda:N".
+struct DeviceRef {
+  DeviceKind kind = DeviceKind::cpu;
+  int64_t index = -1;  // cuda:N; -1: not given
+
+  bool is_cuda() const { return kind == DeviceKind::cuda; }
+  std::string text() const;  // as written in a spec
+};
+// nullopt unless `text` is cpu, cuda or cuda:N.
+std::optional<DeviceRef> parse_device(const std::string& text);
+
+struct ModelRef {
+  std::string name;          // a shipped model (models/<name>.json), or the config file's stem
+  std::string config;        // path to an HF config.json; empty for shipped models
+  std::string weights;       // HF safetensors weights (file, folder or index); empty = random init
+  std::string save_weights;  // where to save the trained weights; empty = not saved
+  AttentionChoice attention = AttentionChoice::automatic;  // BERT/DistilBERT/RoBERTa self-attention
+};
+
+// The tokenizer for text datasets. Empty paths and unset switches are found from `path` (a
+// folder with vocab.txt, vocab.json + merges.txt or spiece.model, and tokenizer_config.json) and
+// the model's family.
+struct TokenizerSpec {
+  std::string kind = "auto";  // auto | wordpiece | bpe | sentencepiece (tokenize/tokenizer.hpp)
+  std::string path;           // a folder holding the tokenizer files
+  std::string vocab;          // vocab.txt / vocab.json / spiece.model
+  std::string merges;         // bpe: merges.txt
+  std::optional<bool> lowercase;
+  std::optional<bool> strip_accents;
+};
+
+struct LengthSpec {  // synthetic data only
+  LengthDistributionKind distribution = LengthDistributionKind::fixed;
+  int64_t min = 2;
+  double mean = 0;
+  double std = 0;
+  std::string histogram;  // file of "length count" lines
+};
+
+struct DataSpec {
+  DataSource source = DataSource::synthetic;
+  std::string path;  // the data file (tokenized, text)
+  TextFormat format = TextFormat::automatic;
+  std::string text_column, text_pair_column, label_column;  // text: columns (pair: empty = none)
+  std::vector<std::string> labels;  // label names in index order; empty = integers, or names sorted
+  int64_t num_samples = 0;  // synthetic: samples per epoch; files: at most this many (0 = all)
+  int64_t seq_len = 0;      // truncation length, and the padded length with padding max_length
+  int64_t seed = 0;         // data seed; defaults to train.seed
+  LengthSpec lengths;
+  TokenizerSpec tokenizer;
+  Padding padding = Padding::max_length;
+  bool bucket_by_length = false;  // group similar lengths into a batch (with padding longest)
+  bool drop_last = true;          // false: the last, partial step is trained too
+  double eval_fraction = 0;       // held out for eval loss and accuracy after each epoch
+  int64_t prefetch = 0;           // batches collated ahead on a background thread (0: inline)
+  bool cache = true;              // reuse tokenized text from cache_dir
+  std::string cache_dir;          // default $XDG_CACHE_HOME/tbench or ~/.cache/tbench
+};
+
+struct TrainSpec {
+  int64_t epochs = 0;
+  int64_t batch_size = 0;  // per optimizer micro-step
+  double lr = 0;
+  int64_t warmup_steps = 0;  // linear LR warm-up (optimizer steps)
+  double weight_decay = 0;
+  int64_t grad_accum_steps = 0;
+  int64_t max_steps = 0;  // 0 = no limit; else stop after this many optimizer steps in total
+  int64_t seed = 0;
+  double max_grad_norm = 0;  // 0 = no clipping
+  bool dropout = true;       // train-mode dropout, as HF fine-tuning runs it
+  OptimizerImpl optimizer_impl = OptimizerImpl::automatic;  // include/tbench/train/optimizer.hpp
+  bool cuda_graph = false;  // capture the whole step in a CUDA graph (kCudaGraphCaptureStep)
+};
+
+// train.cuda_graph: step 1 runs eagerly, this step is captured (and run once for real), later
+// steps replay the graph. Both must be warm-up steps, so timing.warmup_steps must be at least this.
+inline constexpr int64_t kCudaGraphCaptureStep = 2;
+
+struct CudaSpec {
+  bool tf32 = false;  // TF32 for fp32 matmuls and convolutions
+};
+
+struct TimingSpec {
+  int64_t warmup_steps = 0;  // first optimizer steps excluded from the summary statistics
+};
+
+// Data-parallel training (only used when a launcher starts several processes; see dist.hpp).
+struct DistSpec {
+  double bucket_mb = 25;               // gradient all-reduce bucket size in MiB (0: one per parameter)
+  bool sync_every_micro_step = false;  // false: reduce only on the last accumulation micro-step
+  int64_t timeout_s = 300;             // rendezvous, collective and store timeout
+};
+
+// Where a field's value came from: "configs/x.yaml:7: ", "--set train.lr=1: " or the file.
+std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
+                         const std::string& field);
+
+// Every member is assigned by name from the field table in src/spec/spec_schema.cpp, which also
+// holds its default, its checks and its documentation.
+struct RunSpec {
+  std::string name;
+  ModelRef model;
+  int64_t num_labels = 2;
+  DataSpec data;
+  TrainSpec train;
+  Precision precision = Precision::fp32;
+  DeviceRef device;
+  int64_t threads = 0;  // CPU intra-op threads actually requested (0 in the file = all cores)
+  TimingSpec timing;
+  DistSpec dist;
+  CudaSpec cuda;
+  std::string output;  // result path, placeholders expanded at run time
+  std::string source;  // where the spec came from: a path, or "<embedded default>"
+  nlohmann::json resolved;  // the whole spec with defaults filled: saved into the result
+  std::map<std::string, std::string> origin;  // as in SpecDocument, for errors found later
+
+  // "<where the field was set>: <field>: " — the prefix of an error about `field`.
+  std::string where(const std::string& field) const { return locate_field(source, origin, field) + ": " + field + ": "; }
+};
+
+// A spec document before validation: its JSON form and where each field came from.
+struct SpecDocument {
+  std::string label;  // file path (or "<embedded default>") used in every error message
+  nlohmann::json root;
+  // "train.batch_size" -> "configs/x.yaml:7" (YAML) or "--set train.batch_size=8" (overrides);
+  // fields not listed are reported as "<label>".
+  std::map<std::string, std::string> origin;
+
+  std::string where(const std::string& field) const;
+};
+
+// Parses a JSON or YAML text. Throws a bad-input Error naming `label` and the line on syntax errors.
+SpecDocument parse_spec_text(const std::string& text, const std::string& label, bool yaml);
+// Reads `path`; the extension (.json, .yaml, .yml) picks the parser.
+SpecDocument read_spec_file(const std::string& path);
+SpecDocument default_spec_document();
+
+// Applies `key.path=value` overrides. The value is read as YAML (so 32 is a number, fp16 a string,
+// [1,2] a list); a key that is not in the schema is rejected by validation, with a suggestion.
+void apply_overrides(SpecDocument& doc, const std::vector<std::string>& overrides);
+
+// `model: bert-base-cased` and `model: path/to/config.json` are shorthands for the model section.
+void expand_model_shorthand(nlohmann::json& root);
+
+// Validates and resolves a document. Throws a bad-input Error naming the file, the field and,
+// for YAML, the line.
+RunSpec resolve_spec(const SpecDocument& doc);
+
+// The one rule that the data must fill an optimizer step: with data.drop_last, at least
+// train.batch_size x train.grad_accum_steps x `world_size` training samples. `field` is the
+// setting to blame (data.num_samples, data.path); `held_out` the eval samples split off first.
+// Throws a bad-input Error naming the spec and the field.
+void check_samples_fill_a_step(const RunSpec& spec, const std::string& field, int64_t train_samples, int64_t held_out,
+                               int64_t world_size);
+
+// Convenience: read_spec_file (or the default when path is empty) + overrides + resolve.
+RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides);
+
+// Documentation of every field, for `tbench validate --fields` and the README.
+nlohmann::json spec_field_reference();
+
+}  // namespace tbench

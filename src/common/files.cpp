@@ -1,0 +1,59 @@
+#include "tbench/files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tbench/errors.hpp"
+
+namespace tbench {
+
+std::string read_file(const std::string& path, const std::string& what) {
+  const auto unreadable = [&](const std::string& reason) {
+    return input_error(path + ": cannot open " + what + ": " + reason);
+  };
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) throw unreadable("it is a directory");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw unreadable(std::strerror(errno));
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw unreadable("read error");
+  return bytes.str();
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) throw Error(ExitCode::run_failed, temp + ": cannot create: " + std::strerror(errno));
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string reason = std::strerror(errno);
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw Error(ExitCode::run_failed, temp + ": write failed: " + reason);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    throw Error(ExitCode::run_failed, temp + ": cannot flush to disk: " + std::strerror(errno));
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(temp.c_str());
+    throw Error(ExitCode::run_failed, path + ": cannot move the result into place: " + reason);
+  }
+}
+
+}  // namespace tbench

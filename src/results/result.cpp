@@ -1,0 +1,245 @@
+// The result file's layout, in one place: to_json(Result) writes every section from the Result
+// value; nothing patches the JSON afterwards.
+#include "tbench/results/result.hpp"
+
+#include <algorithm>
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json or_null(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
+
+json or_null(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
+
+json to_json(const TimingCheck& c) {
+  return {{"method", or_null(c.method)},
+          {"step_seconds", c.step_seconds},
+          {"epoch_seconds", c.epoch_seconds},
+          {"gap_fraction", or_null(c.gap_fraction)},
+          {"margin", kTimingGapMargin},
+          {"within_margin", c.gap_fraction ? json(c.within_margin()) : json(nullptr)}};
+}
+
+json duration_or_null(const std::optional<double>& seconds) {
+  return seconds ? json(format_duration(*seconds)) : json(nullptr);
+}
+
+json to_json(const ModelInfo& m) {
+  return {{"name", m.name},
+          {"arch", m.arch},
+          {"hidden_size", m.hidden_size},
+          {"num_layers", m.num_layers},
+          {"num_heads", m.num_heads},
+          {"vocab_size", m.vocab_size},
+          {"source", m.source},
+          {"params", m.params},
+          {"base_params", m.base_params},
+          {"train_flops_per_sample", m.train_flops_per_sample},
+          {"weights", m.weights.empty() ? json("random init") : json(m.weights)}};
+}
+
+json to_json(const DistSection& d) {
+  json ranks = json::array();
+  for (const auto& r : d.ranks) ranks.push_back(to_json(r));
+  return {{"world_size", d.world_size},
+          {"backend", d.backend},
+          {"launcher", d.launcher},
+          {"master", d.master},
+          {"per_device_batch", d.per_device_batch},
+          {"global_batch", d.global_batch},
+          {"bucket_mb", d.bucket_mb},
+          {"buckets", d.buckets},
+          {"sync_every_micro_step", d.sync_every_micro_step},
+          {"allreduces", d.allreduces},
+          {"timeout_s", d.timeout_s},
+          {"ranks", ranks},
+          {"missing_ranks", d.missing_ranks}};
+}
+
+json to_json(const ResultFiles& f) {
+  json j = {{"result", f.result}, {"iterations", f.iterations}};
+  if (!f.weights.empty()) j["weights"] = f.weights;
+  return j;
+}
+
+Spread spread_from_json(const json& j) {
+  Spread s;
+  s.count = j.at("count");
+  for (auto [key, field] : {std::pair{"median", &Spread::median}, {"p10", &Spread::p10}, {"p90", &Spread::p90},
+                            {"mean", &Spread::mean}, {"stdev", &Spread::stdev}, {"min", &Spread::min},
+                            {"max", &Spread::max}}) {
+    s.*field = j.at(key);
+  }
+  return s;
+}
+
+std::optional<double> optional_number(const json& j) {
+  return j.is_number() ? std::optional<double>(j.get<double>()) : std::nullopt;
+}
+
+RunStatus parse_status(const std::string& text) {
+  for (RunStatus s : {RunStatus::completed, RunStatus::interrupted, RunStatus::failed}) {
+    if (text == to_string(s)) return s;
+  }
+  return RunStatus::failed;
+}
+
+}  // namespace
+
+json to_json(const Summary& s) {
+  json j = {{"scope", s.scope},
+            {"warmup_steps", s.warmup_steps},
+            {"warmup_steps_requested", s.warmup_steps_requested},
+            {"timed_steps", s.step_ms.count},
+            {"total_steps", s.total_steps},
+            {"step_ms", s.step_ms},
+            {"data_ms", s.data_ms},
+            {"samples_per_s", or_null(s.samples_per_s)},
+            {"tokens_per_s", or_null(s.tokens_per_s)},
+            {"real_tokens_per_s", or_null(s.real_tokens_per_s)},
+            {"it_per_s", or_null(s.it_per_s)},
+            {"padding_efficiency", or_null(s.padding_efficiency)},
+            {"skipped_steps", s.skipped_steps},
+            {"train_flops_per_s", or_null(s.train_flops_per_s)},
+            {"epochs_completed", s.epochs_completed},
+            {"epoch_seconds", or_null(s.epoch_seconds)},
+            {"epoch_time", duration_or_null(s.epoch_seconds)},
+            {"steps_per_epoch", s.steps_per_epoch},
+            {"projected_epoch_seconds", or_null(s.projected_epoch_seconds)},
+            {"projected_epoch_time", duration_or_null(s.projected_epoch_seconds)},
+            {"wall_seconds", s.wall_seconds},
+            {"started_at", s.started_at},
+            {"ended_at", s.ended_at},
+            {"status", to_string(s.status)},
+            {"error", or_null(s.error)},
+            {"timing_check", to_json(s.timing_check)},
+            {"peak_allocated_bytes", or_null(s.peak_allocated_bytes)},
+            {"peak_reserved_bytes", or_null(s.peak_reserved_bytes)},
+            {"peak_rss_bytes", or_null(s.peak_rss_bytes)},
+            {"peak_flops_per_s", s.peak.flops_per_s > 0 ? json(s.peak.flops_per_s) : json(nullptr)},
+            {"peak_bytes_per_s", s.peak.bytes_per_s > 0 ? json(s.peak.bytes_per_s) : json(nullptr)},
+            {"peak_source", s.peak.source},
+            {"mfu", or_null(s.mfu)},
+            {"mfu_error", or_null(s.mfu_error)}};
+  if (s.world_size) {
+    j["world_size"] = *s.world_size;
+    j["per_device_samples_per_s"] = or_null(s.per_device_samples_per_s);
+    j["per_device_train_flops_per_s"] = or_null(s.per_device_train_flops_per_s);
+    j["comm_share"] = or_null(s.comm_share);
+    j["rank_step_spread"] = or_null(s.rank_step_spread);
+  }
+  return j;
+}
+
+RankReport make_rank_report(const RunRecords& records, const TrainOutcome& outcome) {
+  std::vector<double> step_ms, wait_ms;
+  double seconds = 0, waited = 0;
+  int64_t samples = 0;
+  for (const auto& r : records.iterations) {
+    if (r.warmup) continue;
+    step_ms.push_back(r.seconds * 1e3);
+    wait_ms.push_back(r.comm_wait_seconds * 1e3);
+    seconds += r.seconds;
+    waited += r.comm_wait_seconds;
+    samples += r.samples;
+  }
+  RankReport report;
+  report.status = outcome.status;
+  report.error = outcome.error;
+  report.steps = static_cast<int64_t>(records.iterations.size());
+  report.step_ms = spread(step_ms);
+  report.comm_wait_ms = spread(wait_ms);
+  if (seconds > 0) {
+    report.comm_share = waited / seconds;
+    report.samples_per_s = static_cast<double>(samples) / seconds;
+  }
+  return report;
+}
+
+json to_json(const RankReport& r) {
+  return {{"rank", r.rank},
+          {"local_rank", r.local_rank},
+          {"host", r.host},
+          {"device", r.device},
+          {"status", to_string(r.status)},
+          {"error", or_null(r.error)},
+          {"steps", r.steps},
+          {"timed_steps", r.step_ms.count},
+          {"step_ms", r.step_ms},
+          {"comm_wait_ms", r.comm_wait_ms},
+          {"comm_share", or_null(r.comm_share)},
+          {"samples_per_s", or_null(r.samples_per_s)},
+          {"allreduces", r.allreduces}};
+}
+
+std::optional<RankReport> parse_rank_report(const std::string& text) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  try {
+    RankReport r;
+    r.rank = j.at("rank");
+    r.local_rank = j.at("local_rank");
+    r.host = j.at("host");
+    r.device = j.at("device");
+    r.status = parse_status(j.at("status"));
+    r.error = j.at("error").is_string() ? j["error"].get<std::string>() : "";
+    r.steps = j.at("steps");
+    r.step_ms = spread_from_json(j.at("step_ms"));
+    r.comm_wait_ms = spread_from_json(j.at("comm_wait_ms"));
+    r.comm_share = optional_number(j.at("comm_share"));
+    r.samples_per_s = optional_number(j.at("samples_per_s"));
+    r.allreduces = j.at("allreduces");
+    return r;
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+}
+
+void make_global(Summary& s, const DistSection& dist) {
+  const auto world = static_cast<double>(dist.world_size);
+  s.scope = "global";
+  s.world_size = dist.world_size;
+  s.per_device_samples_per_s = s.samples_per_s;
+  s.per_device_train_flops_per_s = s.train_flops_per_s;
+  for (auto* rate : {&s.samples_per_s, &s.tokens_per_s, &s.real_tokens_per_s, &s.train_flops_per_s}) {
+    if (*rate) **rate *= world;
+  }
+  std::vector<double> shares, medians;
+  for (const auto& r : dist.ranks) {
+    if (r.comm_share) shares.push_back(*r.comm_share);
+    if (r.step_ms.count > 0) medians.push_back(r.step_ms.median);
+    // A peer's own failure explains a lost contact; a peer failing after rank 0 completed (its
+    // last step) fails the run too.
+    if (r.rank == 0 || r.status != RunStatus::failed) continue;
+    const std::string peer = "rank " + std::to_string(r.rank) + ": " + (r.error.empty() ? "failed" : r.error);
+    s.error += (s.error.empty() ? "" : "; ") + peer;
+    s.status = RunStatus::failed;
+  }
+  s.comm_share.reset();
+  if (!shares.empty()) s.comm_share = spread(shares).mean;
+  s.rank_step_spread.reset();
+  const auto [low, high] = std::minmax_element(medians.begin(), medians.end());
+  if (!medians.empty() && *low > 0) s.rank_step_spread = (*high - *low) / *low;
+}
+
+json to_json(const Result& r) {
+  json j = {{"schema", kResultSchemaId},
+            {"tbench", {{"version", r.tbench_version}, {"git", r.git_sha}}},
+            {"spec", r.spec},
+            {"env", r.env},
+            {"model", to_json(r.model)},
+            {"data", r.data},
+            {"iterations", r.records.iterations},
+            {"epochs", r.records.epochs},
+            {"summary", to_json(r.summary)},
+            {"files", to_json(r.files)}};
+  if (r.dist) j["dist"] = to_json(*r.dist);
+  return j;
+}
+
+}  // namespace tbench
