@@ -10,8 +10,12 @@
 namespace tbench {
 namespace {
 
-// Large enough for the BLAS to reach its plateau, small enough that the probe stays short.
+// Large enough for the BLAS to reach its plateau, small enough that the probe stays short: rows
+// are capped, and so is one call's work (a GEMM of 1024 x 768 x 3072, 4.8 GFLOP, already ran at
+// this 2-core VM's FMA limit).
 constexpr int64_t kMaxRows = 4096;
+constexpr int64_t kMinRows = 64;
+constexpr double kMaxFlopsPerCall = 8e9;
 constexpr int64_t kSquareSide = 1024;
 constexpr uint64_t kProbeSeed = 0x7beec;
 
@@ -43,7 +47,9 @@ double best_rate(const GemmShape& shape, torch::ScalarType dtype, const CpuPeakP
 std::string GemmShape::text() const { return std::to_string(m) + "x" + std::to_string(k) + "x" + std::to_string(n); }
 
 std::vector<GemmShape> transformer_gemm_shapes(int64_t rows, int64_t hidden, int64_t intermediate) {
-  const int64_t r = std::clamp<int64_t>(rows, 1, kMaxRows);
+  const auto flops_cap = static_cast<int64_t>(kMaxFlopsPerCall / (2.0 * static_cast<double>(hidden * intermediate)));
+  const int64_t cap = std::max(kMinRows, std::min(kMaxRows, flops_cap / kMinRows * kMinRows));
+  const int64_t r = std::clamp<int64_t>(rows, 1, cap);
   return {{r, hidden, intermediate},   // forward: x W1
           {r, intermediate, hidden},   // backward: dY W1^T (and the forward of W2)
           {hidden, r, intermediate}};  // backward: x^T dY, the weight gradient

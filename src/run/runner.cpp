@@ -164,7 +164,8 @@ DevicePeak device_peak(const RunPlan& plan) {
   if (const auto gpu = find_gpu(name)) {
     peak.flops_per_s = peak_tflops(*gpu, to_string(spec.precision), spec.cuda.tf32) * 1e12;
     peak.bytes_per_s = gpu->memory_gbps * 1e9;
-    peak.source = gpu->name + " datasheet (" + gpu->source + ")";
+    peak.source = gpu->name + " datasheet (" + gpu->source + ")" +
+                  (spec.cuda.tf32 && spec.precision == Precision::fp32 && gpu->tf32_tflops > 0 ? ", TF32" : "");
   } else {
     peak.source = "unknown GPU '" + name + "': no datasheet entry";
   }
@@ -354,7 +355,7 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   const RunClock clock;
   const torch::Device device = set_up_process(plan);
   auto model = build_model(plan, device);
-  const DevicePeak peak = device_peak(plan);
+  const DevicePeak peak = writes_result ? device_peak(plan) : DevicePeak{};  // only rank 0's is used
   const auto sync = comm ? make_gradient_sync(*comm, *model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
   const TrainRun run = train(plan, *model, device, sync.get(), options);
   if (!options.dump_params.empty()) {

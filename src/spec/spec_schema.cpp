@@ -463,7 +463,7 @@ RunSpec assign_fields(const json& root) {
   if (root["data"]["num_samples"].is_null()) {
     spec.data.num_samples = spec.data.source == DataSource::synthetic ? 1024 : 0;
   }
-  if (!spec.model.config.empty()) spec.model.name = model_name_from_config_path(spec.model.config);
+  if (root["model"]["config"].is_string()) spec.model.name = model_name_from_config_path(spec.model.config);
   return spec;
 }
 
@@ -509,7 +509,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   if (!spec.model.weights.empty() && !std::filesystem::exists(spec.model.weights)) {
     v.fail("model.weights", "cannot open '" + spec.model.weights + "'");
   }
-  if (!spec.model.config.empty() && !std::ifstream(spec.model.config).good()) {
+  if (root["model"]["config"].is_string() && !std::ifstream(spec.model.config).good()) {
     v.fail("model.config", "cannot open '" + spec.model.config + "'");
   }
   check_output_placeholders(v, spec.output);

@@ -246,11 +246,13 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
     EpochRecord record = run_epoch(epoch, global_step, pending, observers, run);
     if (record.steps == 0) continue;
     if (data_.eval.size() > 0 && run.outcome.status == RunStatus::completed) {
-      const EvalResult eval = evaluate();
-      record.eval_loss = eval.loss;
-      record.eval_accuracy = eval.accuracy;
-      record.eval_samples = eval.samples;
-      record.eval_seconds = eval.seconds;
+      fail_on_exception(run.outcome, "epoch " + std::to_string(epoch) + " eval", [&] {
+        const EvalResult eval = evaluate();
+        record.eval_loss = eval.loss;
+        record.eval_accuracy = eval.accuracy;
+        record.eval_samples = eval.samples;
+        record.eval_seconds = eval.seconds;
+      });
     }
     run.records.epochs.push_back(record);
     for (auto* o : observers) o->on_epoch_end(record);
@@ -305,8 +307,8 @@ IterationRecord Trainer::start_record(int64_t epoch, int64_t step, int64_t globa
 void Trainer::report(const std::vector<IterationRecord>& finished, const std::vector<TrainObserver*>& observers,
                      EpochTotals& totals, TrainRun& run) const {
   for (const auto& record : finished) {
+    run.records.iterations.push_back(record);  // kept first: an observer that throws loses nothing
     for (auto* o : observers) o->on_iteration(record);
-    run.records.iterations.push_back(record);
     totals.record.steps += 1;
     totals.record.samples += record.samples;
     totals.record.tokens += record.tokens;

@@ -73,9 +73,13 @@ TEST(CpuPeak, TheProbeLeavesTheGlobalRngAlone) {
 TEST(CpuPeak, ProbesTheLayersOwnGemmsCappedInRows) {
   const auto shapes = transformer_gemm_shapes(32 * 512, 768, 3072);
   ASSERT_EQ(shapes.size(), 3u);
-  EXPECT_EQ(shapes[0].text(), "4096x768x3072");  // rows capped: the rate has plateaued by then
-  EXPECT_EQ(shapes[1].text(), "4096x3072x768");
-  EXPECT_EQ(shapes[2].text(), "768x4096x3072");
+  // Rows capped so a call is at most 8 GFLOP (1664 x 768 x 3072 x 2 = 7.85e9): the rate has
+  // plateaued long before that.
+  EXPECT_EQ(shapes[0].text(), "1664x768x3072");
+  EXPECT_EQ(shapes[1].text(), "1664x3072x768");
+  EXPECT_EQ(shapes[2].text(), "768x1664x3072");
+  EXPECT_EQ(transformer_gemm_shapes(1000, 128, 512)[0].text(), "1000x128x512");  // small: as asked
+  EXPECT_EQ(transformer_gemm_shapes(100000, 8, 32)[0].text(), "4096x8x32");      // never above 4096
 }
 
 }  // namespace

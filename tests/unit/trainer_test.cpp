@@ -150,6 +150,23 @@ TEST(Trainer, LoaderThreadFailureEndsTheRunAsFailed) {
   EXPECT_NE(run.outcome.error.find("does not fit the padded length 4"), std::string::npos) << run.outcome.error;
 }
 
+// The held-out evaluation after an epoch is part of the run too: its failure is a failed run
+// that keeps the epoch's step records.
+TEST(Trainer, EvalFailureEndsTheRunAsFailedWithItsRecords) {
+  const RunSpec spec = tiny_run(2, 8, 1);
+  const ModelConfig c = shipped_model_config(spec.model.name);
+  auto model = build_classifier(c, 2);
+  PreparedData data = prepare_data(spec, c);
+  data.eval.add(std::vector<int64_t>(12, 5), {}, 0);  // longer than seq_len 8: collate throws
+  Trainer trainer(trainer_config(spec), *model, data, torch::kCPU);
+  std::atomic<bool> stop{false};
+  TrainRun run;
+  ASSERT_NO_THROW(run = trainer.run({}, stop));
+  EXPECT_EQ(run.outcome.status, RunStatus::failed);
+  EXPECT_NE(run.outcome.error.find("epoch 1 eval"), std::string::npos) << run.outcome.error;
+  EXPECT_EQ(run.records.iterations.size(), 8u);  // epoch 1's steps, all kept
+}
+
 TEST(Schedule, LinearWarmupThenLinearDecay) {
   EXPECT_DOUBLE_EQ(linear_schedule_lr(1.0, 0, 4, 10), 0.0);
   EXPECT_DOUBLE_EQ(linear_schedule_lr(1.0, 2, 4, 10), 0.5);

@@ -62,7 +62,8 @@ std::string first_host_of_nodelist(const std::string& nodelist);
 int threads_per_process(const LaunchEnv& env, int physical_cores);
 
 // Bad-input checks that need the launch environment and the spec (exit 2): the backend exists in
-// this build, cuda:LOCAL_RANK exists, the dataset holds one global batch.
+// this build, and cuda:LOCAL_RANK exists. (That the data fills a global step is checked once the
+// data is read: check_samples_fill_a_step in prepare_run.)
 void check_launch(const RunSpec& spec, const LaunchEnv& env);
 
 // The device this rank trains on: the spec's, except that data-parallel CUDA runs use

@@ -16,7 +16,8 @@ struct GemmShape {
 
 // The GEMMs of one training step of a transformer layer with this hidden and feed-forward size
 // on `rows` tokens: the feed-forward up-projection forward, its input gradient and its weight
-// gradient. Rows are capped so the probe stays short on very large batches.
+// gradient. Rows are capped (at 4096, and so that one call is at most 8 GFLOP, rounded down to
+// a multiple of 64) so the probe stays short on large batches and wide models.
 std::vector<GemmShape> transformer_gemm_shapes(int64_t rows, int64_t hidden, int64_t intermediate);
 
 struct CpuPeak {

@@ -1,7 +1,7 @@
 #pragma once
 // The summary of a run: step-time spread and throughput over the steady-state steps (warm-up
 // excluded), epoch times, memory peaks, the device's peak and the model FLOP utilisation. A plain
-// value, computed from the records; src/results/result_json.cpp writes it.
+// value, computed from the records; src/results/result.cpp writes it.
 #include <cmath>
 #include <cstdint>
 #include <optional>
