@@ -137,26 +137,16 @@ json to_json(const Summary& s) {
 }
 
 RankReport make_rank_report(const RunRecords& records, const TrainOutcome& outcome) {
-  std::vector<double> step_ms, wait_ms;
-  double seconds = 0, waited = 0;
-  int64_t samples = 0;
-  for (const auto& r : records.iterations) {
-    if (r.warmup) continue;
-    step_ms.push_back(r.seconds * 1e3);
-    wait_ms.push_back(r.comm_wait_seconds * 1e3);
-    seconds += r.seconds;
-    waited += r.comm_wait_seconds;
-    samples += r.samples;
-  }
+  const TimedSteps t = timed_steps(records.iterations, 0.0);
   RankReport report;
   report.status = outcome.status;
   report.error = outcome.error;
   report.steps = static_cast<int64_t>(records.iterations.size());
-  report.step_ms = spread(step_ms);
-  report.comm_wait_ms = spread(wait_ms);
-  if (seconds > 0) {
-    report.comm_share = waited / seconds;
-    report.samples_per_s = static_cast<double>(samples) / seconds;
+  report.step_ms = spread(t.step_ms);
+  report.comm_wait_ms = spread(t.comm_wait_ms);
+  if (t.seconds > 0) {
+    report.comm_share = t.comm_wait_seconds / t.seconds;
+    report.samples_per_s = static_cast<double>(t.samples) / t.seconds;
   }
   return report;
 }

@@ -29,12 +29,7 @@ std::optional<int64_t> highest(const std::vector<EpochRecord>& epochs, int64_t E
   return best;
 }
 
-// Totals over the steady-state steps.
-struct TimedSteps {
-  std::vector<double> step_ms, data_ms;
-  double seconds = 0, flops = 0;
-  int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0;
-};
+}  // namespace
 
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
   TimedSteps t;
@@ -45,7 +40,9 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
     }
     t.step_ms.push_back(r.seconds * 1e3);
     t.data_ms.push_back(r.data_seconds * 1e3);
+    t.comm_wait_ms.push_back(r.comm_wait_seconds * 1e3);
     t.seconds += r.seconds;
+    t.comm_wait_seconds += r.comm_wait_seconds;
     t.samples += r.samples;
     t.tokens += r.tokens;
     t.real_tokens += r.real_tokens;
@@ -55,8 +52,6 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
   }
   return t;
 }
-
-}  // namespace
 
 Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   const TimedSteps t = timed_steps(records.iterations, in.train_flops_per_sample);

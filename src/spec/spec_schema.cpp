@@ -319,14 +319,14 @@ class Validator {
   const SpecDocument& doc_;
 };
 
-json* find(json& root, const std::string& path) {
-  json* node = &root;
+const json* find(const json& root, const std::string& path) {
+  const json* node = &root;
   std::size_t start = 0;
   while (true) {
     const auto dot = path.find('.', start);
     const std::string key = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!node->is_object() || !node->contains(key)) return nullptr;
-    node = &(*node)[key];
+    node = &node->at(key);
     if (dot == std::string::npos) return node;
     start = dot + 1;
   }
@@ -457,7 +457,7 @@ void fill_defaults(json& root, const SpecDocument& doc) {
 RunSpec assign_fields(const json& root) {
   RunSpec spec;
   for (const auto& field : fields()) {
-    if (field.assign) field.assign(spec, *find(const_cast<json&>(root), field.path));
+    if (field.assign) field.assign(spec, *find(root, field.path));
   }
   // Defaults that depend on other fields and stay null in the resolved spec.
   if (root["data"]["num_samples"].is_null()) {

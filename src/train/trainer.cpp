@@ -218,8 +218,8 @@ struct Trainer::EpochTotals {
   double loss_sum = 0;
 };
 
-template <typename Work>
-void Trainer::fail_on_exception(TrainOutcome& outcome, const std::string& where, Work&& work) const {
+template <typename Where, typename Work>
+void Trainer::fail_on_exception(TrainOutcome& outcome, Where&& where, Work&& work) const {
   std::string error;
   try {
     work();
@@ -231,7 +231,7 @@ void Trainer::fail_on_exception(TrainOutcome& outcome, const std::string& where,
   }
   if (outcome.status == RunStatus::failed) return;  // the first error is the one to fix
   outcome.status = RunStatus::failed;
-  outcome.error = where + ": " + describe_step_error(error, config_.batch_size);
+  outcome.error = where() + ": " + describe_step_error(error, config_.batch_size);
 }
 
 TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {
@@ -246,7 +246,7 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
     EpochRecord record = run_epoch(epoch, global_step, pending, observers, run);
     if (record.steps == 0) continue;
     if (data_.eval.size() > 0 && run.outcome.status == RunStatus::completed) {
-      fail_on_exception(run.outcome, "epoch " + std::to_string(epoch) + " eval", [&] {
+      fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch) + " eval"; }, [&] {
         const EvalResult eval = evaluate();
         record.eval_loss = eval.loss;
         record.eval_accuracy = eval.accuracy;
@@ -280,7 +280,8 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
       break;
     }
     IterationRecord record = start_record(epoch, step, ++global_step);
-    fail_on_exception(run.outcome, "epoch " + std::to_string(epoch) + " step " + std::to_string(step), [&] {
+    const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
+    fail_on_exception(run.outcome, where, [&] {
       pending.begin_step();
       const StepOutputs outputs = run_step(epoch_steps[static_cast<std::size_t>(step - 1)], record);
       pending.end_step(std::move(record), outputs);
@@ -289,7 +290,7 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   }
   // The epoch ends when its last step has run on the device: one wait, here. A device error
   // surfacing only now fails the run unless an earlier one already did.
-  fail_on_exception(run.outcome, "epoch " + std::to_string(epoch),
+  fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch); },
                     [&] { report(pending.take_finished(/*wait_for_all=*/true), observers, totals, run); });
   return finish_epoch_record(totals, seconds_since(epoch_start), run.outcome);
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tbench/timing/stats.hpp"
 #include "tbench/train/train_run.hpp"
@@ -58,6 +59,16 @@ struct Summary {
   std::optional<int64_t> world_size;
   std::optional<double> per_device_samples_per_s, per_device_train_flops_per_s, comm_share, rank_step_spread;
 };
+
+// Totals over the steady-state steps (warm-up excluded): what the summary and each data-parallel
+// rank's report are computed from.
+struct TimedSteps {
+  std::vector<double> step_ms, data_ms, comm_wait_ms;
+  double seconds = 0, comm_wait_seconds = 0, flops = 0;
+  int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0;
+};
+// `train_flops_per_sample` counts for records without their own FLOPs.
+TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample);
 
 struct SummaryInputs {
   int64_t warmup_steps = 0;  // requested by timing.warmup_steps

@@ -120,9 +120,10 @@ class Trainer {
                         const std::vector<TrainObserver*>& observers, TrainRun& run);
   IterationRecord start_record(int64_t epoch, int64_t step, int64_t global_step) const;
   // Runs `work`; an exception from it (a device error, the loader's thread, a lost peer) fails
-  // the run with its message and `where`, keeping the first error if there was one already.
-  template <typename Work>
-  void fail_on_exception(TrainOutcome& outcome, const std::string& where, Work&& work) const;
+  // the run with its message and `where()` (made only then: this wraps every step), keeping the
+  // first error if there was one already.
+  template <typename Where, typename Work>
+  void fail_on_exception(TrainOutcome& outcome, Where&& where, Work&& work) const;
   // Hands finished steps to the observers, the run and the epoch's totals; fails the run on a
   // non-finite loss.
   void report(const std::vector<IterationRecord>& finished, const std::vector<TrainObserver*>& observers,
