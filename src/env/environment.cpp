@@ -20,6 +20,7 @@
 #include "tbench/cuda/cuda.hpp"
 #endif
 
+#include "tbench/env/cpu_allocator.hpp"
 #include "tbench/env/env.hpp"
 #include "tbench/version.hpp"
 
@@ -78,6 +79,19 @@ std::string compiler() {
 #endif
 }
 
+// Which allocator served CPU tensors, and how often its cache did (cpu.allocator in the spec).
+json cpu_allocator_info() {
+  const CpuAllocatorStats s = cpu_allocator_stats();
+  if (!s.installed) return {{"kind", "system"}};
+  return {{"kind", "caching"},
+          {"cache_limit_bytes", s.cache_limit_bytes},
+          {"hits", s.hits},
+          {"misses", s.misses},
+          {"released", s.released},
+          {"cached_bytes", s.cached_bytes},
+          {"peak_cached_bytes", s.peak_cached_bytes}};
+}
+
 json cpu_info() {
   return {{"model", nullable(field_of("/proc/cpuinfo", "model name", ':'))},
           {"logical_cores", std::thread::hardware_concurrency()},
@@ -85,7 +99,8 @@ json cpu_info() {
           {"torch_threads", torch::get_num_threads()},
           {"torch_interop_threads", torch::get_num_interop_threads()},
           {"omp_num_threads", nullable(std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "")},
-          {"blas", loaded_blas()}};
+          {"blas", loaded_blas()},
+          {"allocator", cpu_allocator_info()}};
 }
 
 json gpu_info() {

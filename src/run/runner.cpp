@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tbench/data/data.hpp"
+#include "tbench/env/cpu_allocator.hpp"
 #include "tbench/env/cpu_peak.hpp"
 #include "tbench/data/data_sources.hpp"
 #include "tbench/dist/dist.hpp"
@@ -244,8 +245,17 @@ std::unique_ptr<Communicator> join_ranks(const RunPlan& plan) {
 
 // Threads, seeds and math modes are set on purpose and recorded: Debian's OpenMP starts with
 // one thread otherwise, and cuDNN would allow TF32 unless told not to.
+void set_cpu_allocator(CpuAllocatorChoice choice) {
+  if (choice == CpuAllocatorChoice::system) {
+    use_system_cpu_allocator();
+  } else if (!install_caching_cpu_allocator(default_cpu_cache_limit())) {
+    spdlog::warn("cpu.allocator caching: LibTorch kept another CPU allocator; env.cpu.allocator says which was used");
+  }
+}
+
 torch::Device set_up_process(const RunPlan& plan) {
   torch::set_num_threads(plan.threads);
+  set_cpu_allocator(plan.spec.cpu.allocator);
   torch::manual_seed(static_cast<uint64_t>(plan.spec.train.seed));
   set_cuda_tf32(plan.spec.cuda.tf32);
   return rank_device(plan.spec, plan.launch);

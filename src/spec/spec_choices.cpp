@@ -57,6 +57,12 @@ const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl) {
   return names;
 }
 
+const ChoiceNames<CpuAllocatorChoice>& choice_names(CpuAllocatorChoice) {
+  static const ChoiceNames<CpuAllocatorChoice> names = {{CpuAllocatorChoice::caching, "caching"},
+                                                        {CpuAllocatorChoice::system, "system"}};
+  return names;
+}
+
 std::string DeviceRef::text() const {
   if (!is_cuda()) return "cpu";
   return index < 0 ? "cuda" : "cuda:" + std::to_string(index);

@@ -69,8 +69,8 @@ struct Field {
 
 // Sections are objects; everything else is a leaf field.
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "train", "timing", "cuda",
-                                             "dist", "sweep"};
+  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "train", "timing", "cpu",
+                                             "cuda", "dist", "sweep"};
   return s;
 }
 
@@ -190,6 +190,9 @@ const std::vector<Field>& fields() {
       {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)", set(&RunSpec::threads)},
       {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary",
        set(&RunSpec::timing, &TimingSpec::warmup_steps)},
+      {"cpu.allocator", Kind::choice, "caching", -1e300, choice_list<CpuAllocatorChoice>(),
+       "CPU tensors: caching keeps freed blocks for reuse (no page faults per step); system is malloc, as PyTorch",
+       set(&RunSpec::cpu, &CpuSpec::allocator)},
       {"cuda.tf32", Kind::boolean, false, -1e300, {},
        "CUDA only: TF32 tensor cores for fp32 matmuls and convolutions (changes fp32 numerics)",
        set(&RunSpec::cuda, &CudaSpec::tf32)},

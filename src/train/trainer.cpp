@@ -23,21 +23,6 @@ bool exempt_from_weight_decay(const std::string& name) {
          name.find("layer_norm") != std::string::npos;
 }
 
-// Scales gradients so their global L2 norm is at most max_norm, like clip_grad_norm_, but without
-// reading the norm back to the host (LibTorch's version returns it as a double: a device sync).
-void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
-  std::vector<torch::Tensor> norms;
-  for (const auto& p : params) {
-    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
-  }
-  if (norms.empty()) return;
-  const auto total = torch::stack(norms).norm(2);
-  const auto scale = (max_norm / (total + 1e-6)).clamp_max(1.0);
-  for (const auto& p : params) {
-    if (p.grad().defined()) p.grad().detach().mul_(scale.to(p.grad().scalar_type()));
-  }
-}
-
 bool is_out_of_memory(const std::string& what) {
   return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
 }
@@ -53,6 +38,19 @@ std::string describe_step_error(const std::string& what, int64_t batch_size) {
 constexpr std::size_t kMaxPendingSteps = 4;
 
 }  // namespace
+
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+  std::vector<torch::Tensor> norms;
+  for (const auto& p : params) {
+    if (p.grad().defined()) norms.push_back(p.grad().detach().norm(2).to(torch::kFloat));
+  }
+  if (norms.empty()) return;
+  const auto total = torch::stack(norms).norm(2);
+  const auto scale = (max_norm / (total + 1e-6)).clamp_max(1.0);
+  for (const auto& p : params) {
+    if (p.grad().defined()) p.grad().detach().mul_(scale.to(p.grad().scalar_type()));
+  }
+}
 
 StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t world_size) {
   StepPlan plan;

@@ -47,6 +47,10 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   EXPECT_EQ(result["spec"]["train"]["grad_accum_steps"], 1);  // resolved: defaults filled
   EXPECT_EQ(result["spec"]["threads"], 1);
   EXPECT_EQ(result["env"]["cpu"]["torch_threads"], 1);
+  // cpu.allocator defaults to the cache, and the cache served the repeated steps.
+  EXPECT_EQ(result["spec"]["cpu"]["allocator"], "caching");
+  EXPECT_EQ(result["env"]["cpu"]["allocator"]["kind"], "caching");
+  EXPECT_GT(result["env"]["cpu"]["allocator"]["hits"].get<int64_t>(), 0);
   EXPECT_EQ(result["model"]["name"], "tiny-bert");
   EXPECT_GT(result["summary"]["peak_rss_bytes"].get<int64_t>(), 0);
 

@@ -25,6 +25,7 @@ enum class LengthDistributionKind { fixed, uniform, normal, lognormal, histogram
 enum class Padding { max_length, longest };  // to seq_len, or to the batch's longest sample
 enum class AttentionChoice { automatic, eager, sdpa };
 enum class OptimizerImpl { automatic, loop, foreach, fused };
+enum class CpuAllocatorChoice { caching, system };  // include/tbench/env/cpu_allocator.hpp
 
 template <typename E>
 using ChoiceNames = std::vector<std::pair<E, const char*>>;
@@ -36,6 +37,7 @@ const ChoiceNames<LengthDistributionKind>& choice_names(LengthDistributionKind);
 const ChoiceNames<Padding>& choice_names(Padding);
 const ChoiceNames<AttentionChoice>& choice_names(AttentionChoice);
 const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl);
+const ChoiceNames<CpuAllocatorChoice>& choice_names(CpuAllocatorChoice);
 
 template <typename E>
 const char* choice_name(E value) {
@@ -144,6 +146,10 @@ struct TrainSpec {
 // steps replay the graph. Both must be warm-up steps, so timing.warmup_steps must be at least this.
 inline constexpr int64_t kCudaGraphCaptureStep = 2;
 
+struct CpuSpec {
+  CpuAllocatorChoice allocator = CpuAllocatorChoice::caching;  // where LibTorch's CPU tensors come from
+};
+
 struct CudaSpec {
   bool tf32 = false;  // TF32 for fp32 matmuls and convolutions
 };
@@ -176,6 +182,7 @@ struct RunSpec {
   int64_t threads = 0;  // CPU intra-op threads actually requested (0 in the file = all cores)
   TimingSpec timing;
   DistSpec dist;
+  CpuSpec cpu;
   CudaSpec cuda;
   std::string output;  // result path, placeholders expanded at run time
   std::string source;  // where the spec came from: a path, or "<embedded default>"

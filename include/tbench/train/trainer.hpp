@@ -89,6 +89,10 @@ struct EvalResult {
   double seconds = 0;
 };
 
+// Scales gradients so their global L2 norm is at most max_norm, like clip_grad_norm_, but without
+// reading the norm back to the host (LibTorch's version returns it as a double: a device sync).
+void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm);
+
 // HF's get_linear_schedule_with_warmup: LR rises linearly over `warmup` steps, then falls
 // linearly to 0 at `total`. `step` counts optimizer steps already taken (0-based).
 double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t total);

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""tbench against the PyTorch-eager loop it replaces, on the CPU, on the same LibTorch.
+
+For each row (model, sequence length; batch 8, fp32, dropout on, AdamW, clipping at 1.0) it runs
+tbench and bench/eager_reference.py in alternation, `--rounds` times each, in one call, so that
+both sides see the same machine state. Each side's median step time excludes its warm-up steps.
+The speed ratio of a round is eager median / tbench median (above 1: tbench is faster); the row's
+ratio is the geometric mean over rounds, with a 95% t-interval on the log ratios.
+
+    python3 bench/cpu_side_by_side.py                        # all rows, 3 rounds
+    python3 bench/cpu_side_by_side.py --rows distilbert-64 --rounds 5 --out /tmp/sbs
+
+Needs Debian's python3-torch (the reference loads the same libtorch_cpu.so as tbench; this script
+installs it when missing) and builds tbench through scripts/tbench. It writes, under --out, every
+raw result (tbench's result and iteration files, the reference's JSON), summary.json and table.md.
+Quote the figures with the machine they name; on a shared machine compare only ratios measured
+together.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON = "/usr/bin/python3"  # Debian's, where python3-torch lives
+
+# label: (model, seq_len, warm-up steps, timed steps). Small models get more steps: their steps are short.
+ROWS = {
+    "tiny-bert-128": ("tiny-bert", 128, 10, 100),
+    "distilbert-64": ("distilbert-base-uncased", 64, 3, 15),
+    "distilbert-128": ("distilbert-base-uncased", 128, 3, 12),
+    "bert-base-128": ("bert-base-cased", 128, 3, 10),
+    "roberta-base-128": ("roberta-base", 128, 3, 10),
+    "xlnet-base-128": ("xlnet-base-cased", 128, 3, 10),
+}
+
+# Two-sided 95% quantiles of Student's t, by degrees of freedom.
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rows", default=",".join(ROWS), help="comma-separated: " + ", ".join(ROWS))
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--steps-scale", type=float, default=1.0, help="multiply every row's timed steps")
+    p.add_argument("--tbench-set", action="append", default=[], help="extra --set FIELD=VALUE for tbench")
+    p.add_argument("--out", default=str(ROOT / "bench/results/cpu-eager"))
+    return p.parse_args()
+
+
+def ensure_python_torch():
+    if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode == 0:
+        return
+    print("installing python3-torch (Debian's LibTorch 1.13 for Python)", file=sys.stderr)
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    subprocess.run(sudo + ["apt-get", "install", "-y", "-q", "python3-torch"], check=True,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def median_of_iterations(path):
+    steps = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    timed = [s["seconds"] for s in steps if not s.get("warmup")]
+    return statistics.median(timed), timed
+
+
+def run_tbench(args, label, model, seq, warmup, steps, round_no, out):
+    name = f"{label}-tbench-r{round_no}"
+    spec = {
+        "name": name, "model": model, "num_labels": 2,
+        "data": {"source": "synthetic", "num_samples": args.batch * (warmup + steps), "seq_len": seq},
+        "train": {"epochs": 1, "batch_size": args.batch, "lr": 5e-5, "max_grad_norm": 1.0, "seed": 42},
+        "precision": "fp32", "device": "cpu", "threads": args.threads,
+        "timing": {"warmup_steps": warmup}, "output": str(out / f"{name}.json"),
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    try:
+        command = [str(ROOT / "scripts/tbench"), "run", "-q", "--force", f.name]
+        for s in args.tbench_set:
+            command += ["--set", s]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    finally:
+        os.unlink(f.name)
+    result = json.loads((out / f"{name}.json").read_text())
+    median, timed = median_of_iterations(out / f"{name}.iterations.jsonl")
+    return {"file": f"{name}.json", "median": median, "steps": timed,
+            "blas": result["env"]["cpu"].get("blas"), "threads": result["env"]["cpu"].get("torch_threads")}
+
+
+def run_eager(args, label, model, seq, warmup, steps, round_no, out):
+    name = f"{label}-eager-r{round_no}.json"
+    subprocess.run([PYTHON, str(ROOT / "bench/eager_reference.py"), "--model", model, "--seq", str(seq),
+                    "--batch", str(args.batch), "--warmup", str(warmup), "--steps", str(steps),
+                    "--threads", str(args.threads), "--out", str(out / name)], check=True)
+    result = json.loads((out / name).read_text())
+    return {"file": name, "median": result["median_step_seconds"], "steps": result["step_seconds"]}
+
+
+def ratio_with_interval(ratios):
+    logs = [math.log(r) for r in ratios]
+    centre = statistics.mean(logs)
+    if len(logs) < 2:
+        return math.exp(centre), None, None
+    half = T95.get(len(logs) - 1, 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+
+
+def measure_row(args, label, out):
+    model, seq, warmup, steps = ROWS[label]
+    steps = max(3, round(steps * args.steps_scale))
+    rounds = []
+    for r in range(1, args.rounds + 1):
+        # Alternate which side goes first, so neither always runs on a machine the other warmed.
+        sides = [run_tbench, run_eager] if r % 2 else [run_eager, run_tbench]
+        got = {}
+        for side in sides:
+            got[side.__name__] = side(args, label, model, seq, warmup, steps, r, out)
+        t, e = got["run_tbench"], got["run_eager"]
+        rounds.append({"round": r, "tbench": t, "eager": e, "ratio": e["median"] / t["median"]})
+        print(f"{label} round {r}: tbench {t['median'] * 1e3:.1f} ms, eager {e['median'] * 1e3:.1f} ms, "
+              f"ratio {rounds[-1]['ratio']:.3f}", file=sys.stderr)
+    ratio, low, high = ratio_with_interval([x["ratio"] for x in rounds])
+    return {"row": label, "model": model, "seq_len": seq, "batch_size": args.batch, "warmup_steps": warmup,
+            "timed_steps": steps, "rounds": rounds, "ratio": ratio, "ratio_ci95": [low, high],
+            "tbench_median_s": statistics.median(x["tbench"]["median"] for x in rounds),
+            "eager_median_s": statistics.median(x["eager"]["median"] for x in rounds)}
+
+
+def cpu_name():
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.processor()
+
+
+def blas_provider():
+    try:
+        return os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    except OSError:
+        return "unknown"
+
+
+def write_table(summary, out):
+    m = summary["machine"]
+    lines = [f"# tbench vs PyTorch eager, CPU ({m['cpu']}, {m['cores']} cores, {summary['threads']} threads)", "",
+             f"LibTorch {summary['torch']} on both sides; BLAS {m['blas']}; fp32, batch {summary['batch_size']}, "
+             f"dropout on, AdamW + clipping at 1.0. {summary['rounds']} alternating rounds per row; ratio = eager "
+             "median step / tbench median step (above 1: tbench faster), geometric mean over rounds, 95% t-interval.",
+             "", "| row | tbench median step | eager median step | ratio | 95% CI |", "|---|---:|---:|---:|---:|"]
+    for row in summary["rows"]:
+        low, high = row["ratio_ci95"]
+        ci = f"{low:.3f}–{high:.3f}" if low is not None else "n/a"
+        lines.append(f"| {row['row']} | {row['tbench_median_s'] * 1e3:.1f} ms | {row['eager_median_s'] * 1e3:.1f} ms "
+                     f"| {row['ratio']:.3f} | {ci} |")
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+
+
+def main():
+    args = parse_args()
+    labels = [r.strip() for r in args.rows.split(",") if r.strip()]
+    unknown = [r for r in labels if r not in ROWS]
+    if unknown:
+        sys.exit(f"--rows: unknown row(s) {', '.join(unknown)}; known: {', '.join(ROWS)}")
+    ensure_python_torch()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    torch_version = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True, check=True).stdout.strip()
+    started = time.time()
+    rows = [measure_row(args, label, out) for label in labels]
+    summary = {
+        "machine": {"host": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(), "blas": blas_provider()},
+        "torch": torch_version, "threads": args.threads, "batch_size": args.batch, "rounds": args.rounds,
+        "tbench_set": args.tbench_set, "wall_seconds": time.time() - started,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": rows,
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_table(summary, out)
+    print((out / "table.md").read_text())
+
+
+if __name__ == "__main__":
+    main()
