@@ -1,7 +1,7 @@
 // The training step with the harness taken away: the same model, synthetic batches, AdamW,
 // clipping, LR schedule and CPU allocator as `tbench run`, in a bare loop that keeps only one clock
-// read per step in a preallocated vector. No loader thread, no records, no JSONL stream, no
-// progress line, no per-step error handling. bench/harness_overhead.sh runs it against
+// read per step in a preallocated vector. The batches are collated before the loop. No loader
+// thread, no records, no JSONL stream, no progress line, no per-step error handling. bench/harness_overhead.sh runs it against
 // `tbench run` on the same spec: the difference in median step time is what the harness costs.
 //
 //   build/tbench_step_loop MODEL SEQ_LEN BATCH STEPS WARMUP THREADS caching|system
@@ -72,13 +72,19 @@ int main(int argc, char** argv) {
   settings.lr = 5e-5;
   auto optimizer = make_adamw(OptimizerImpl::automatic, {{params, 0.0}}, settings, torch::kCPU, false);
 
-  std::vector<double> seconds;
-  seconds.reserve(static_cast<std::size_t>(steps));
+  // Every batch is collated before the clock starts: the timed loop is the step's compute only.
+  std::vector<Batch> batches;
   std::vector<int64_t> indices(static_cast<std::size_t>(batch));
   for (int64_t step = 0; step < steps; ++step) {
-    const auto start = std::chrono::steady_clock::now();
     std::iota(indices.begin(), indices.end(), step * batch);
-    const Batch b = collate(samples, indices, collate_options);
+    batches.push_back(collate(samples, indices, collate_options));
+  }
+
+  std::vector<double> seconds;
+  seconds.reserve(static_cast<std::size_t>(steps));
+  for (int64_t step = 0; step < steps; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    const Batch& b = batches[static_cast<std::size_t>(step)];
     optimizer->set_lr(linear_schedule_lr(settings.lr, step, 0, steps));
     const auto logits = model->forward(b.inputs);
     torch::nn::functional::cross_entropy(logits, b.labels).backward();
