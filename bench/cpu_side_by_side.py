@@ -9,6 +9,7 @@ ratio is the geometric mean over rounds, with a 95% t-interval on the log ratios
 
     python3 bench/cpu_side_by_side.py                        # all rows, 3 rounds
     python3 bench/cpu_side_by_side.py --rows distilbert-64 --rounds 5 --out /tmp/sbs
+    python3 bench/cpu_side_by_side.py --variant system:cpu.allocator=system   # a second tbench per round
 
 Needs Debian's python3-torch (the reference loads the same libtorch_cpu.so as tbench; this script
 installs it when missing) and builds tbench through scripts/tbench. It writes, under --out, every
@@ -52,7 +53,10 @@ def parse_args():
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--steps-scale", type=float, default=1.0, help="multiply every row's timed steps")
-    p.add_argument("--tbench-set", action="append", default=[], help="extra --set FIELD=VALUE for tbench")
+    p.add_argument("--tbench-set", action="append", default=[], help="extra --set FIELD=VALUE for every tbench run")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME:FIELD=VALUE[,FIELD=VALUE]",
+                   help="also run tbench with these --set overrides in every round, e.g. system:cpu.allocator=system")
+    p.add_argument("--variant-rows", default="", help="comma-separated rows the variants run on (default: all)")
     p.add_argument("--out", default=str(ROOT / "bench/results/cpu-eager"))
     return p.parse_args()
 
@@ -72,8 +76,18 @@ def median_of_iterations(path):
     return statistics.median(timed), timed
 
 
-def run_tbench(args, label, model, seq, warmup, steps, round_no, out):
-    name = f"{label}-tbench-r{round_no}"
+def parse_variants(texts):
+    variants = {"tbench": []}
+    for text in texts:
+        name, _, sets = text.partition(":")
+        if not name or not sets or name in variants:
+            sys.exit(f"--variant {text}: expected a new NAME:FIELD=VALUE[,FIELD=VALUE]")
+        variants[name] = sets.split(",")
+    return variants
+
+
+def run_tbench(args, label, model, seq, warmup, steps, round_no, out, variant="tbench", sets=()):
+    name = f"{label}-{variant}-r{round_no}"
     spec = {
         "name": name, "model": model, "num_labels": 2,
         "data": {"source": "synthetic", "num_samples": args.batch * (warmup + steps), "seq_len": seq},
@@ -85,7 +99,7 @@ def run_tbench(args, label, model, seq, warmup, steps, round_no, out):
         json.dump(spec, f)
     try:
         command = [str(ROOT / "scripts/tbench"), "run", "-q", "--force", f.name]
-        for s in args.tbench_set:
+        for s in list(args.tbench_set) + list(sets):
             command += ["--set", s]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     finally:
@@ -117,22 +131,36 @@ def ratio_with_interval(ratios):
 def measure_row(args, label, out):
     model, seq, warmup, steps = ROWS[label]
     steps = max(3, round(steps * args.steps_scale))
+    variants = parse_variants(args.variant)
+    if args.variant_rows and label not in args.variant_rows.split(","):
+        variants = {"tbench": []}
     rounds = []
     for r in range(1, args.rounds + 1):
-        # Alternate which side goes first, so neither always runs on a machine the other warmed.
-        sides = [run_tbench, run_eager] if r % 2 else [run_eager, run_tbench]
+        # Rotate which side goes first, so none always runs on a machine another one warmed.
+        sides = ["eager"] + list(variants)
+        sides = sides[(r - 1) % len(sides):] + sides[:(r - 1) % len(sides)]
         got = {}
         for side in sides:
-            got[side.__name__] = side(args, label, model, seq, warmup, steps, r, out)
-        t, e = got["run_tbench"], got["run_eager"]
-        rounds.append({"round": r, "tbench": t, "eager": e, "ratio": e["median"] / t["median"]})
-        print(f"{label} round {r}: tbench {t['median'] * 1e3:.1f} ms, eager {e['median'] * 1e3:.1f} ms, "
-              f"ratio {rounds[-1]['ratio']:.3f}", file=sys.stderr)
-    ratio, low, high = ratio_with_interval([x["ratio"] for x in rounds])
-    return {"row": label, "model": model, "seq_len": seq, "batch_size": args.batch, "warmup_steps": warmup,
-            "timed_steps": steps, "rounds": rounds, "ratio": ratio, "ratio_ci95": [low, high],
-            "tbench_median_s": statistics.median(x["tbench"]["median"] for x in rounds),
-            "eager_median_s": statistics.median(x["eager"]["median"] for x in rounds)}
+            if side == "eager":
+                got[side] = run_eager(args, label, model, seq, warmup, steps, r, out)
+            else:
+                got[side] = run_tbench(args, label, model, seq, warmup, steps, r, out, side, variants[side])
+        entry = {"round": r, "eager": got["eager"]}
+        for v in variants:
+            entry[v] = got[v]
+            entry[f"ratio_{v}"] = got["eager"]["median"] / got[v]["median"]
+        rounds.append(entry)
+        print(f"{label} round {r}: eager {got['eager']['median'] * 1e3:.1f} ms; " +
+              ", ".join(f"{v} {got[v]['median'] * 1e3:.1f} ms (ratio {entry[f'ratio_{v}']:.3f})" for v in variants),
+              file=sys.stderr)
+    row = {"row": label, "model": model, "seq_len": seq, "batch_size": args.batch, "warmup_steps": warmup,
+           "timed_steps": steps, "variants": variants, "rounds": rounds,
+           "eager_median_s": statistics.median(x["eager"]["median"] for x in rounds)}
+    for v in variants:
+        ratio, low, high = ratio_with_interval([x[f"ratio_{v}"] for x in rounds])
+        row[f"{v}_ratio"], row[f"{v}_ratio_ci95"] = ratio, [low, high]
+        row[f"{v}_median_s"] = statistics.median(x[v]["median"] for x in rounds)
+    return row
 
 
 def cpu_name():
@@ -155,12 +183,14 @@ def write_table(summary, out):
              f"LibTorch {summary['torch']} on both sides; BLAS {m['blas']}; fp32, batch {summary['batch_size']}, "
              f"dropout on, AdamW + clipping at 1.0. {summary['rounds']} alternating rounds per row; ratio = eager "
              "median step / tbench median step (above 1: tbench faster), geometric mean over rounds, 95% t-interval.",
-             "", "| row | tbench median step | eager median step | ratio | 95% CI |", "|---|---:|---:|---:|---:|"]
+             "", "| row | tbench | median step | eager median step | ratio | 95% CI |", "|---|---|---:|---:|---:|---:|"]
     for row in summary["rows"]:
-        low, high = row["ratio_ci95"]
-        ci = f"{low:.3f}–{high:.3f}" if low is not None else "n/a"
-        lines.append(f"| {row['row']} | {row['tbench_median_s'] * 1e3:.1f} ms | {row['eager_median_s'] * 1e3:.1f} ms "
-                     f"| {row['ratio']:.3f} | {ci} |")
+        for v, sets in row["variants"].items():
+            low, high = row[f"{v}_ratio_ci95"]
+            ci = f"{low:.3f}–{high:.3f}" if low is not None else "n/a"
+            label = "default" if not sets else ", ".join(sets)
+            lines.append(f"| {row['row']} | {label} | {row[f'{v}_median_s'] * 1e3:.1f} ms | "
+                         f"{row['eager_median_s'] * 1e3:.1f} ms | {row[f'{v}_ratio']:.3f} | {ci} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
 
 
@@ -180,7 +210,7 @@ def main():
     summary = {
         "machine": {"host": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(), "blas": blas_provider()},
         "torch": torch_version, "threads": args.threads, "batch_size": args.batch, "rounds": args.rounds,
-        "tbench_set": args.tbench_set, "wall_seconds": time.time() - started,
+        "tbench_set": args.tbench_set, "variants": args.variant, "wall_seconds": time.time() - started,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": rows,
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Scores `tbench predict --epochs N` from a 1-epoch run against real N-epoch runs, repeatedly.
+
+Each trial runs the same spec for 1, 3 and 5 epochs (in an order that rotates between trials, so
+machine drift does not always favour one), then predicts N = 3 and 5 from that trial's 1-epoch
+result and scores it, and the naive N x first-epoch figure, against the real runs. Every 1-epoch
+result is also scored against every N-epoch result of the other trials, which shows how much of
+the error is the machine drifting between runs rather than the model.
+
+    python3 bench/predict_epochs.py --trials 3 --out bench/results/predict-epochs
+"""
+import argparse
+import itertools
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EPOCHS = (1, 3, 5)
+
+
+def run(spec_path, out, name, epochs):
+    subprocess.run([str(ROOT / "build/tbench"), "run", "-q", "--force", spec_path, "--set", f"name={name}",
+                    "--set", f"train.epochs={epochs}", "--set", f"output={out}/{name}.json"], check=True,
+                   stdout=subprocess.DEVNULL)
+    return out / f"{name}.json"
+
+
+def predict(one_epoch, actual, epochs):
+    text = subprocess.run([str(ROOT / "build/tbench"), "predict", "--json", "--epochs", str(epochs), "--actual",
+                           str(actual), str(one_epoch)], check=True, capture_output=True, text=True).stdout
+    return json.loads(text)["epochs"]
+
+
+def spread(values):
+    return {"mean": statistics.mean(values), "min": min(values), "max": max(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values)}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trials", type=int, default=3)
+    p.add_argument("--model", default="distilbert-base-uncased")
+    p.add_argument("--seq", type=int, default=64)
+    p.add_argument("--samples", type=int, default=96, help="samples per epoch (batch 8)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--out", default=str(ROOT / "bench/results/predict-epochs"))
+    args = p.parse_args()
+    subprocess.run(["cmake", "--build", str(ROOT / "build"), "--target", "tbench"], check=True,
+                   stdout=subprocess.DEVNULL)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = {"name": "predict", "model": args.model, "data": {"source": "synthetic", "num_samples": args.samples,
+                                                            "seq_len": args.seq},
+            "train": {"epochs": 1, "batch_size": 8, "seed": 42}, "device": "cpu", "threads": args.threads,
+            "timing": {"warmup_steps": 2}}
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    files = {}
+    for trial in range(args.trials):
+        order = EPOCHS[trial % 3:] + EPOCHS[:trial % 3]
+        for epochs in order:
+            files[(trial, epochs)] = run(f.name, out, f"t{trial + 1}-e{epochs}", epochs)
+            print(f"trial {trial + 1}: {epochs} epoch(s) done", file=sys.stderr)
+    Path(f.name).unlink()
+
+    same, cross = {3: [], 5: []}, {3: [], 5: []}
+    for n in (3, 5):
+        for t1, t2 in itertools.product(range(args.trials), repeat=2):
+            scored = predict(files[(t1, 1)], files[(t2, n)], n)
+            entry = {"from": files[(t1, 1)].name, "actual": files[(t2, n)].name, "error_pct": scored["error_pct"],
+                     "naive_error_pct": scored["naive_error_pct"], "predicted_s": scored["predicted_seconds"],
+                     "actual_s": scored["actual_seconds"]}
+            (same if t1 == t2 else cross)[n].append(entry)
+    summary = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "model": args.model, "seq_len": args.seq,
+               "samples": args.samples, "threads": args.threads, "trials": args.trials, "same_trial": same,
+               "cross_trial": cross, "spread": {}}
+    for n in (3, 5):
+        summary["spread"][n] = {
+            "model_same_trial": spread([e["error_pct"] for e in same[n]]),
+            "naive_same_trial": spread([e["naive_error_pct"] for e in same[n]]),
+            "model_cross_trial": spread([e["error_pct"] for e in cross[n]]) if cross[n] else None,
+        }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    for n in (3, 5):
+        s = summary["spread"][n]
+        m, naive = s["model_same_trial"], s["naive_same_trial"]
+        print(f"N={n}: predict error {m['mean']:+.1f}% (min {m['min']:+.1f}%, max {m['max']:+.1f}%) over "
+              f"{m['n']} trials; naive {naive['mean']:+.1f}% ({naive['min']:+.1f}% to {naive['max']:+.1f}%)")
+        if s["model_cross_trial"]:
+            c = s["model_cross_trial"]
+            print(f"      across trials: {c['mean']:+.1f}% ({c['min']:+.1f}% to {c['max']:+.1f}%, {c['n']} pairs)")
+
+
+if __name__ == "__main__":
+    main()
