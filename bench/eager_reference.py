@@ -26,7 +26,6 @@ two are independent implementations of HF's equations; HF's own fixtures come fr
 import argparse
 import json
 import math
-import os
 import platform
 import statistics
 import struct
@@ -39,6 +38,8 @@ import torch.nn.functional as F
 from torch import nn
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+sys.path.insert(0, str(MODELS_DIR.parent / "scripts"))
+from parity_fixtures import GRADIENTS, make_inputs  # noqa: E402  (the fixture layout HF's script uses too)
 
 
 class Config(dict):
@@ -475,20 +476,6 @@ def benchmark(args):
 # ---------------------------------------------------------------------------------------------
 # Parity fixtures (scripts/hf_reference.py's layout) for tbench's HfParity test.
 # ---------------------------------------------------------------------------------------------
-GRADIENTS = {
-    "tiny-bert": ["bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
-                  "bert.pooler.dense.weight", "classifier.weight"],
-    "tiny-distilbert": ["distilbert.embeddings.word_embeddings.weight",
-                        "distilbert.transformer.layer.0.attention.q_lin.weight", "pre_classifier.weight",
-                        "classifier.weight"],
-    "tiny-roberta": ["roberta.embeddings.word_embeddings.weight", "roberta.encoder.layer.1.output.dense.weight",
-                     "classifier.dense.weight", "classifier.out_proj.weight"],
-    "tiny-xlnet": ["transformer.word_embedding.weight", "transformer.layer.0.rel_attn.q",
-                   "transformer.layer.0.rel_attn.r_r_bias", "transformer.layer.1.rel_attn.seg_embed",
-                   "sequence_summary.summary.weight", "logits_proj.weight"],
-}
-
-
 def write_safetensors(path, tensors):
     header, offset, blobs = {}, 0, []
     for name, t in tensors.items():
@@ -505,31 +492,13 @@ def write_safetensors(path, tensors):
             f.write(blob)
 
 
-def fixture_inputs(config, left_padding):
-    """Three rows of lengths 12, 9 and 5, two segments; as scripts/hf_reference.py makes them."""
-    g = torch.Generator().manual_seed(0)
-    batch, seq = 3, 12
-    pad = config.pad_token_id
-    ids = torch.randint(pad + 1, config.vocab_size, (batch, seq), generator=g)
-    mask = torch.ones(batch, seq, dtype=torch.long)
-    types = torch.zeros(batch, seq, dtype=torch.long)
-    types[:, seq // 2:] = 1
-    for row, length in enumerate([12, 9, 5]):
-        if length == seq:
-            continue
-        where = slice(0, seq - length) if left_padding else slice(length, seq)
-        ids[row, where], mask[row, where], types[row, where] = pad, 0, 0
-    if config.get("type_vocab_size", 2) < 2 and config.model_type != "xlnet":
-        types.zero_()
-    return ids, mask, types
-
-
 def write_fixtures(out_dir):
     for name in GRADIENTS:
         config = load_config(name)
         torch.manual_seed(1234)
         model = build_classifier(config, 2).eval()
-        ids, mask, types = fixture_inputs(config, left_padding=config.model_type == "xlnet")
+        ids, mask, types = make_inputs(config.model_type, config.pad_token_id, config.vocab_size,
+                                       config.get("type_vocab_size", 2), left_padding=config.model_type == "xlnet")
         labels = torch.tensor([0, 1, 1])
         logits = model(ids, mask, types)
         loss = F.cross_entropy(logits, labels)

@@ -19,40 +19,8 @@ import sys
 import torch
 from transformers import AutoConfig, AutoModelForSequenceClassification
 
-MODELS = ["tiny-bert", "tiny-distilbert", "tiny-roberta", "tiny-xlnet"]
-GRADIENTS = {
-    "tiny-bert": ["bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
-                  "bert.pooler.dense.weight", "classifier.weight"],
-    "tiny-distilbert": ["distilbert.embeddings.word_embeddings.weight",
-                        "distilbert.transformer.layer.0.attention.q_lin.weight", "pre_classifier.weight",
-                        "classifier.weight"],
-    "tiny-roberta": ["roberta.embeddings.word_embeddings.weight", "roberta.encoder.layer.1.output.dense.weight",
-                     "classifier.dense.weight", "classifier.out_proj.weight"],
-    "tiny-xlnet": ["transformer.word_embedding.weight", "transformer.layer.0.rel_attn.q",
-                   "transformer.layer.0.rel_attn.r_r_bias", "transformer.layer.1.rel_attn.seg_embed",
-                   "sequence_summary.summary.weight", "logits_proj.weight"],
-}
-
-
-def make_inputs(config, left_padding, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    batch, seq = 3, 12
-    ids = torch.randint(config.pad_token_id + 1, config.vocab_size, (batch, seq), generator=g)
-    mask = torch.ones(batch, seq, dtype=torch.long)
-    types = torch.zeros(batch, seq, dtype=torch.long)
-    types[:, seq // 2:] = 1  # a sentence pair
-    lengths = [12, 9, 5]
-    for row, length in enumerate(lengths):
-        pad = seq - length
-        if pad == 0:
-            continue
-        where = slice(0, pad) if left_padding else slice(length, seq)
-        ids[row, where] = config.pad_token_id
-        mask[row, where] = 0
-        types[row, where] = 0
-    if getattr(config, "type_vocab_size", 2) < 2 and config.model_type != "xlnet":
-        types.zero_()  # RoBERTa has one token type
-    return ids, mask, types
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from parity_fixtures import GRADIENTS, MODELS, make_inputs  # noqa: E402  (shared with bench/eager_reference.py)
 
 
 def main():
@@ -68,7 +36,8 @@ def main():
         out = os.path.join(args.out, name)
         os.makedirs(out, exist_ok=True)
         model.save_pretrained(out, safe_serialization=True)
-        ids, mask, types = make_inputs(config, left_padding=config.model_type == "xlnet")
+        ids, mask, types = make_inputs(config.model_type, config.pad_token_id, config.vocab_size,
+                                       getattr(config, "type_vocab_size", 2), left_padding=config.model_type == "xlnet")
         labels = torch.tensor([0, 1, 1])
         kwargs = dict(input_ids=ids, attention_mask=mask, labels=labels)
         if config.model_type != "distilbert":

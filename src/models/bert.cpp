@@ -106,7 +106,7 @@ class ForSequenceClassification : public SequenceClassifier {
  private:
   Embeddings embeddings_{nullptr};
   Encoder encoder_{nullptr};
-  torch::nn::Linear pooler_{nullptr}, classifier_{nullptr};
+  layers::Linear pooler_{nullptr}, classifier_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };
 

@@ -68,8 +68,8 @@ class TransformerBlockImpl : public torch::nn::Module {
   double attention_dropout_;
   AttentionKernel attention_kernel_;
   std::string activation_;
-  torch::nn::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
-  torch::nn::Linear lin1_{nullptr}, lin2_{nullptr};
+  layers::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
+  layers::Linear lin1_{nullptr}, lin2_{nullptr};
   torch::nn::LayerNorm sa_layer_norm_{nullptr}, output_layer_norm_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };
@@ -105,7 +105,7 @@ class ForSequenceClassification : public SequenceClassifier {
  private:
   bert::Embeddings embeddings_{nullptr};
   torch::nn::ModuleList blocks_{nullptr};
-  torch::nn::Linear pre_classifier_{nullptr}, classifier_{nullptr};
+  layers::Linear pre_classifier_{nullptr}, classifier_{nullptr};
   torch::nn::Dropout classifier_dropout_{nullptr};
 };
 

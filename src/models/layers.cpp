@@ -83,7 +83,7 @@ std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const st
   return parent.register_module(name, std::make_shared<torch::nn::Module>());
 }
 
-torch::nn::Linear linear(int64_t in, int64_t out) { return torch::nn::Linear(in, out); }
+Linear linear(int64_t in, int64_t out) { return Linear(in, out); }
 
 torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));

@@ -38,7 +38,7 @@ class ForSequenceClassification : public SequenceClassifier {
   int64_t pad_;
   bert::Embeddings embeddings_{nullptr};
   bert::Encoder encoder_{nullptr};
-  torch::nn::Linear dense_{nullptr}, out_proj_{nullptr};
+  layers::Linear dense_{nullptr}, out_proj_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };
 

@@ -139,7 +139,7 @@ class FeedForwardImpl : public torch::nn::Module {
  private:
   std::string activation_;
   torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Linear layer_1_{nullptr}, layer_2_{nullptr};
+  layers::Linear layer_1_{nullptr}, layer_2_{nullptr};
   torch::nn::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(FeedForward);
@@ -226,7 +226,7 @@ class ForSequenceClassification : public SequenceClassifier {
   torch::Tensor mask_emb_;
   torch::nn::ModuleList layers_{nullptr};
   torch::nn::Dropout dropout_{nullptr}, summary_dropout_{nullptr};
-  torch::nn::Linear summary_{nullptr}, logits_proj_{nullptr};
+  layers::Linear summary_{nullptr}, logits_proj_{nullptr};
 };
 
 }  // namespace

@@ -34,9 +34,9 @@ class LayerImpl : public torch::nn::Module {
   double attention_dropout_;
   AttentionKernel attention_kernel_;
   std::string activation_;
-  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr}, attention_out{nullptr};
+  layers::Linear query{nullptr}, key{nullptr}, value{nullptr}, attention_out{nullptr};
   torch::nn::LayerNorm attention_norm{nullptr};
-  torch::nn::Linear intermediate{nullptr}, output{nullptr};
+  layers::Linear intermediate{nullptr}, output{nullptr};
   torch::nn::LayerNorm output_norm{nullptr};
   torch::nn::Dropout dropout{nullptr};
 };

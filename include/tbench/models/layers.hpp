@@ -41,7 +41,18 @@ void init_weights(torch::nn::Module& module, double std);
 // (e.g. "attention.self.query.weight") without a class per level.
 std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const std::string& name);
 
-torch::nn::Linear linear(int64_t in, int64_t out);
+// torch::nn::Linear with the forward Python's nn.Linear has: ATen's linear, which runs a 3-D input
+// as one addmm with the bias folded in. LibTorch 1.13's C++ functional::linear runs it as matmul
+// then `+= bias`: BLAS zero-fills the output first, and the bias is another pass over it. On the
+// 2-core CPU that was the largest difference between a tbench step and PyTorch eager's.
+class LinearImpl : public torch::nn::LinearImpl {
+ public:
+  using torch::nn::LinearImpl::LinearImpl;
+  torch::Tensor forward(const torch::Tensor& input) { return torch::linear(input, weight, bias); }
+};
+TORCH_MODULE(Linear);
+
+Linear linear(int64_t in, int64_t out);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 
 }  // namespace tbench::layers

@@ -1,0 +1,41 @@
+"""What a parity fixture holds, shared by the two scripts that make them: scripts/hf_reference.py
+(HF transformers itself) and bench/eager_reference.py (the PyTorch-eager reference). Each tiny
+model gets the same inputs and the same parameters' gradients recorded; tests/unit/parity_test.cpp
+reads them. Needs only torch.
+"""
+import torch
+
+MODELS = ["tiny-bert", "tiny-distilbert", "tiny-roberta", "tiny-xlnet"]
+GRADIENTS = {
+    "tiny-bert": ["bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
+                  "bert.pooler.dense.weight", "classifier.weight"],
+    "tiny-distilbert": ["distilbert.embeddings.word_embeddings.weight",
+                        "distilbert.transformer.layer.0.attention.q_lin.weight", "pre_classifier.weight",
+                        "classifier.weight"],
+    "tiny-roberta": ["roberta.embeddings.word_embeddings.weight", "roberta.encoder.layer.1.output.dense.weight",
+                     "classifier.dense.weight", "classifier.out_proj.weight"],
+    "tiny-xlnet": ["transformer.word_embedding.weight", "transformer.layer.0.rel_attn.q",
+                   "transformer.layer.0.rel_attn.r_r_bias", "transformer.layer.1.rel_attn.seg_embed",
+                   "sequence_summary.summary.weight", "logits_proj.weight"],
+}
+
+
+def make_inputs(model_type, pad_token_id, vocab_size, type_vocab_size, left_padding, seed=0):
+    """Three rows of lengths 12, 9 and 5 (right padding, or left for XLNet) and two segments."""
+    g = torch.Generator().manual_seed(seed)
+    batch, seq = 3, 12
+    ids = torch.randint(pad_token_id + 1, vocab_size, (batch, seq), generator=g)
+    mask = torch.ones(batch, seq, dtype=torch.long)
+    types = torch.zeros(batch, seq, dtype=torch.long)
+    types[:, seq // 2:] = 1  # a sentence pair
+    for row, length in enumerate([12, 9, 5]):
+        pad = seq - length
+        if pad == 0:
+            continue
+        where = slice(0, pad) if left_padding else slice(length, seq)
+        ids[row, where] = pad_token_id
+        mask[row, where] = 0
+        types[row, where] = 0
+    if type_vocab_size < 2 and model_type != "xlnet":
+        types.zero_()  # RoBERTa has one token type
+    return ids, mask, types
