@@ -1,8 +1,9 @@
 // The training step with the harness taken away: the same model, synthetic batches, AdamW,
 // clipping, LR schedule and CPU allocator as `tbench run`, in a bare loop that keeps only one clock
 // read per step in a preallocated vector. The batches are collated before the loop. No loader
-// thread, no records, no JSONL stream, no progress line, no per-step error handling. bench/harness_overhead.sh runs it against
-// `tbench run` on the same spec: the difference in median step time is what the harness costs.
+// thread, no records, no JSONL stream, no progress line, no per-step error handling.
+// bench/harness_overhead.py runs it against `tbench run` on the same spec: the difference in
+// median step time is what the harness costs.
 //
 //   build/tbench_step_loop MODEL SEQ_LEN BATCH STEPS WARMUP THREADS caching|system
 // prints one JSON object: the median, p10 and p90 of the timed steps, in seconds.
@@ -46,7 +47,12 @@ int main(int argc, char** argv) {
   const std::string model_name = argv[1];
   const int64_t seq_len = std::atoll(argv[2]), batch = std::atoll(argv[3]);
   const int64_t steps = std::atoll(argv[4]), warmup = std::atoll(argv[5]), threads = std::atoll(argv[6]);
-  const bool caching = std::string(argv[7]) == "caching";
+  const std::string allocator = argv[7];
+  if ((allocator != "caching" && allocator != "system") || steps < 1 || warmup < 0 || warmup >= steps) {
+    std::cerr << "tbench_step_loop: want STEPS > WARMUP >= 0 and caching or system\n";
+    return 2;
+  }
+  const bool caching = allocator == "caching";
 
   torch::set_num_threads(static_cast<int>(threads));
   if (caching) install_caching_cpu_allocator(default_cpu_cache_limit());

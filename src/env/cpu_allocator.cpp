@@ -4,10 +4,12 @@
 #include <c10/core/CPUAllocator.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
-#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -38,15 +40,12 @@ class CachingCpuAllocator final : public c10::Allocator {
   void set_limit(std::size_t limit) {
     std::lock_guard<std::mutex> lock(mutex_);
     stats_.cache_limit_bytes = limit;
+    if (stats_.cached_bytes > limit) empty_locked();
   }
 
   void empty() {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& [size, blocks] : free_) {
-      for (void* block : blocks) std::free(block);
-    }
-    free_.clear();
-    stats_.cached_bytes = 0;
+    empty_locked();
   }
 
   CpuAllocatorStats stats() const {
@@ -63,49 +62,94 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   c10::DataPtr allocate_block(std::size_t n) const {
+    const c10::Device cpu(c10::DeviceType::CPU);
+    if (n == 0) return {nullptr, nullptr, &CachingCpuAllocator::release, cpu};
+    TORCH_CHECK(n <= std::numeric_limits<std::size_t>::max() - 2 * kPageBytes,
+                "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n, " bytes");
     const std::size_t bytes = block_bytes(n);
     void* block = bytes >= kCachedBlockMinBytes ? take_cached(bytes) : nullptr;
-    if (block == nullptr) {
+    if (block == nullptr) block = std::aligned_alloc(kAlignment, bytes);
+    if (block == nullptr) {  // the cached blocks may be what is missing
+      const_cast<CachingCpuAllocator*>(this)->empty();
       block = std::aligned_alloc(kAlignment, bytes);
-      if (block == nullptr) throw std::bad_alloc();
     }
+    // LibTorch's own wording, which the trainer recognises as out of memory.
+    TORCH_CHECK(block != nullptr, "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n, " bytes");
     std::memcpy(block, &bytes, sizeof(bytes));
     void* data = static_cast<char*>(block) + kHeaderBytes;
-    return {data, data, &CachingCpuAllocator::release, c10::Device(c10::DeviceType::CPU)};
+    return {data, data, &CachingCpuAllocator::release, cpu};
   }
 
   void* take_cached(std::size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = free_.find(bytes);
-    if (it == free_.end() || it->second.empty()) {
+    SizeClass& size_class = free_[bytes];
+    size_class.last_wanted = ++tick_;
+    if (size_class.blocks.empty()) {
       stats_.misses += 1;
       return nullptr;
     }
-    void* block = it->second.back();
-    it->second.pop_back();
+    void* block = size_class.blocks.back();
+    size_class.blocks.pop_back();
     stats_.cached_bytes -= bytes;
     stats_.hits += 1;
     return block;
   }
 
-  // Keeps the block unless the cache is full: then it goes back to malloc, so a working set
-  // larger than the limit keeps the blocks cached first rather than churning the whole cache.
+  // Keeps the block. When the cache is full, blocks of the sizes asked for least recently go
+  // back to malloc first (with dynamic shapes, old sizes may never come again); if that does not
+  // make room, this block goes instead. After use_system_cpu_allocator() nothing is kept.
   void give_back(void* block, std::size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (stats_.cached_bytes + bytes <= stats_.cache_limit_bytes) {
-        free_[bytes].push_back(block);
-        stats_.cached_bytes += bytes;
-        stats_.peak_cached_bytes = std::max(stats_.peak_cached_bytes, stats_.cached_bytes);
-        return;
+      if (c10::GetCPUAllocator() == this) {
+        if (stats_.cached_bytes + bytes > stats_.cache_limit_bytes) evict_stalest(bytes);
+        if (stats_.cached_bytes + bytes <= stats_.cache_limit_bytes) {
+          free_[bytes].blocks.push_back(block);
+          stats_.cached_bytes += bytes;
+          stats_.peak_cached_bytes = std::max(stats_.peak_cached_bytes, stats_.cached_bytes);
+          return;
+        }
       }
       stats_.released += 1;
     }
     std::free(block);
   }
 
+  // Frees cached blocks of other sizes, least recently wanted first, until `bytes` fits.
+  void evict_stalest(std::size_t bytes) {
+    std::vector<std::pair<uint64_t, std::size_t>> by_age;
+    for (const auto& [size, size_class] : free_) {
+      if (size != bytes && !size_class.blocks.empty()) by_age.emplace_back(size_class.last_wanted, size);
+    }
+    std::sort(by_age.begin(), by_age.end());
+    for (const auto& [age, size] : by_age) {
+      auto& blocks = free_[size].blocks;
+      while (!blocks.empty() && stats_.cached_bytes + bytes > stats_.cache_limit_bytes) {
+        std::free(blocks.back());
+        blocks.pop_back();
+        stats_.cached_bytes -= size;
+        stats_.released += 1;
+      }
+      if (stats_.cached_bytes + bytes <= stats_.cache_limit_bytes) return;
+    }
+  }
+
+  void empty_locked() {
+    for (auto& [size, size_class] : free_) {
+      for (void* block : size_class.blocks) std::free(block);
+    }
+    free_.clear();
+    stats_.cached_bytes = 0;
+  }
+
+  struct SizeClass {
+    std::vector<void*> blocks;
+    uint64_t last_wanted = 0;  // tick_ of the last allocation of this size
+  };
+
   mutable std::mutex mutex_;
-  mutable std::unordered_map<std::size_t, std::vector<void*>> free_;
+  mutable std::unordered_map<std::size_t, SizeClass> free_;
+  mutable uint64_t tick_ = 0;
   mutable CpuAllocatorStats stats_;
 };
 
@@ -114,6 +158,7 @@ CachingCpuAllocator* the_allocator = nullptr;
 std::mutex install_mutex;
 
 void CachingCpuAllocator::release(void* data) {
+  if (data == nullptr) return;  // a 0-byte allocation
   void* block = static_cast<char*>(data) - kHeaderBytes;
   std::size_t bytes = 0;
   std::memcpy(&bytes, block, sizeof(bytes));

@@ -59,7 +59,31 @@ TEST_F(CachingCpuAllocatorTest, ABlockThatWouldPassTheLimitIsReleased) {
   const auto after = cpu_allocator_stats();
   EXPECT_EQ(after.released, before.released + 1);
   EXPECT_EQ(after.cached_bytes, 0u);
-  EXPECT_LE(after.peak_cached_bytes, after.cache_limit_bytes);
+  EXPECT_EQ(after.peak_cached_bytes, before.peak_cached_bytes) << "nothing was cached";
+}
+
+TEST_F(CachingCpuAllocatorTest, AFullCacheGivesUpTheSizesNotAskedForLately) {
+  ASSERT_TRUE(install_caching_cpu_allocator(std::size_t{3} << 19));  // 1.5 MiB: one 1 MiB block fits
+  { auto old_size = torch::ones({256, 1024}); }                        // 1 MiB, cached
+  const auto before = cpu_allocator_stats();
+  { auto new_size = torch::ones({300, 1024}); }                        // ~1.2 MiB: the old one must go
+  const auto after = cpu_allocator_stats();
+  EXPECT_EQ(after.released, before.released + 1) << "the 1 MiB block was evicted";
+  EXPECT_GT(after.cached_bytes, std::size_t{1} << 20);
+  EXPECT_LE(after.cached_bytes, after.cache_limit_bytes);
+  auto again = torch::empty({300, 1024});
+  EXPECT_EQ(cpu_allocator_stats().hits, after.hits + 1) << "the newer size is the one kept";
+}
+
+TEST_F(CachingCpuAllocatorTest, ZeroBytesAndOutOfMemoryAreLibTorchs) {
+  auto empty = torch::empty({0});
+  EXPECT_EQ(empty.numel(), 0);
+  try {
+    auto huge = torch::empty({int64_t{1} << 60}, torch::kByte);
+    FAIL() << "2^60 bytes should not be allocatable";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("can't allocate memory"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(CachingCpuAllocatorTest, TheRawInterfaceLibTorchKernelsUseWorks) {
@@ -91,7 +115,8 @@ TEST_F(CachingCpuAllocatorTest, TheSystemAllocatorCanBePutBack) {
   use_system_cpu_allocator();
   EXPECT_EQ(c10::GetCPUAllocator(), c10::GetDefaultCPUAllocator());
   EXPECT_FALSE(cpu_allocator_stats().installed);
-  kept = torch::Tensor();  // its own deleter still finds the cache
+  kept = torch::Tensor();  // its own deleter still finds the allocator, which frees it
+  EXPECT_EQ(cpu_allocator_stats().cached_bytes, 0u) << "nothing is kept once malloc is back";
   auto fresh = torch::ones({256, 1024});
   EXPECT_EQ(fresh.sum().item<float>(), 256.0f * 1024);
 }
