@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_stats import mean_with_interval
+
 ROOT = Path(__file__).resolve().parent.parent
 PYTHON = "/usr/bin/python3"  # Debian's, where python3-torch lives
 
@@ -41,10 +43,6 @@ ROWS = {
     "roberta-base-128": ("roberta-base", 128, 3, 10),
     "xlnet-base-128": ("xlnet-base-cased", 128, 3, 10),
 }
-
-# Two-sided 95% quantiles of Student's t, by degrees of freedom.
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
-
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -120,12 +118,11 @@ def run_eager(args, label, model, seq, warmup, steps, round_no, out):
 
 
 def ratio_with_interval(ratios):
-    logs = [math.log(r) for r in ratios]
-    centre = statistics.mean(logs)
-    if len(logs) < 2:
+    """The geometric mean of the ratios, with the interval taken on their logs."""
+    centre, low, high = mean_with_interval([math.log(r) for r in ratios])
+    if low is None:
         return math.exp(centre), None, None
-    half = T95.get(len(logs) - 1, 1.96) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(centre), math.exp(centre - half), math.exp(centre + half)
+    return math.exp(centre), math.exp(low), math.exp(high)
 
 
 def measure_row(args, label, out):

@@ -9,21 +9,20 @@ rounds with a 95% t-interval. tiny-bert is where a fixed per-step cost shows mos
 """
 import argparse
 import json
-import math
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench_stats import mean_with_interval
+
 ROOT = Path(__file__).resolve().parent.parent
 ROWS = {  # label: (model, seq_len, warm-up steps, timed steps)
     "tiny-bert-128": ("tiny-bert", 128, 20, 300),
     "distilbert-64": ("distilbert-base-uncased", 64, 3, 20),
 }
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def run_tbench(model, seq, warmup, steps, threads, out, name):
@@ -73,17 +72,16 @@ def main():
                            "overhead": got["tbench"] / got["loop"] - 1})
             print(f"{label} round {r}: tbench {got['tbench'] * 1e3:.3f} ms, bare loop {got['loop'] * 1e3:.3f} ms, "
                   f"overhead {rounds[-1]['overhead'] * 100:+.2f}%", file=sys.stderr)
-        values = [x["overhead"] for x in rounds]
-        half = T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
+        mean, low, high = mean_with_interval([x["overhead"] for x in rounds])
         rows.append({"row": label, "model": model, "seq_len": seq, "timed_steps": steps, "rounds": rounds,
-                     "overhead_mean": statistics.mean(values), "overhead_ci95": [statistics.mean(values) - half,
-                                                                                 statistics.mean(values) + half]})
+                     "overhead_mean": mean, "overhead_ci95": [low, high]})
     summary = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "threads": args.threads, "rows": rows}
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     for row in rows:
         low, high = row["overhead_ci95"]
+        ci = f"95% CI {low * 100:+.2f}% to {high * 100:+.2f}%, " if low is not None else ""
         print(f"{row['row']}: harness overhead {row['overhead_mean'] * 100:+.2f}% of the step "
-              f"(95% CI {low * 100:+.2f}% to {high * 100:+.2f}%, {len(row['rounds'])} rounds)")
+              f"({ci}{len(row['rounds'])} rounds)")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@
 // prints one JSON object: the median, p10 and p90 of the timed steps, in seconds.
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -23,20 +22,9 @@
 #include "tbench/env/cpu_allocator.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/model_config.hpp"
+#include "tbench/timing/stats.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/train/trainer.hpp"
-
-namespace {
-
-double quantile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  const double pos = q * static_cast<double>(values.size() - 1);
-  const auto lo = static_cast<std::size_t>(pos);
-  const std::size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (values[hi] - values[lo]) * (pos - static_cast<double>(lo));
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 8) {
@@ -99,12 +87,14 @@ int main(int argc, char** argv) {
     model->zero_grad(/*set_to_none=*/true);
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  const std::vector<double> timed(seconds.begin() + std::min<int64_t>(warmup, steps), seconds.end());
+  const std::vector<double> timed(seconds.begin() + warmup, seconds.end());
   nlohmann::json out = {{"implementation", "tbench_step_loop"}, {"model", model_name}, {"seq_len", seq_len},
                         {"batch_size", batch}, {"threads", threads}, {"allocator", caching ? "caching" : "system"},
-                        {"warmup_steps", warmup}, {"step_seconds", timed},
-                        {"median_step_seconds", quantile(timed, 0.5)}, {"p10_step_seconds", quantile(timed, 0.1)},
-                        {"p90_step_seconds", quantile(timed, 0.9)}};
+                        {"warmup_steps", warmup}, {"step_seconds", timed}};
+  const Spread s = spread(timed);
+  out["median_step_seconds"] = s.median;
+  out["p10_step_seconds"] = s.p10;
+  out["p90_step_seconds"] = s.p90;
   std::cout << out.dump(1) << "\n";
   return 0;
 }
