@@ -12,11 +12,6 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
 }
 
-// A number from the summary, or `fallback` where it is absent or null (unknown).
-double number_or(const nlohmann::json& object, const char* key, double fallback) {
-  return object.contains(key) && object[key].is_number() ? object[key].get<double>() : fallback;
-}
-
 double percent_error(double predicted, double actual) { return 100.0 * (predicted - actual) / actual; }
 
 double total_training_seconds(const ResultFile& r) {
@@ -60,9 +55,7 @@ double estimate_bytes_per_step(const ResultFile& r) {
   const double parameter_bytes = 10.0 * 4.0 * params;
   // Activations saved for backward (Korthikanti et al. 2022): per layer s*b*h*(34 + 5*a*s/h)
   // bytes in 16-bit; doubled for fp32, written forward and read back in backward.
-  const double hidden = r.json["model"].value("hidden_size", 768.0);
-  const double layers = r.json["model"].value("num_layers", 12.0);
-  const double heads = r.json["model"].value("num_heads", 12.0);
+  const double hidden = r.hidden_size, layers = r.num_layers, heads = r.num_heads;
   const double s = static_cast<double>(r.seq_len), b = static_cast<double>(r.batch_size * r.grad_accum);
   const double width = r.precision == "fp32" ? 2.0 : 1.0;
   const double activation_bytes = 2.0 * layers * s * b * hidden * (34.0 + 5.0 * heads * s / hidden) * width;
@@ -73,12 +66,11 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   TargetPrediction p;
   p.precision = r.precision;
   p.target_device = target.name;
-  const nlohmann::json& summary = r.json["summary"];
-  const double source_peak = number_or(summary, "peak_flops_per_s", 0.0);
+  const double source_peak = r.peak_flops_per_s.value_or(0.0);
   if (!(source_peak > 0)) {
     throw input_error(r.path + ": summary.peak_flops_per_s: unknown, so the measured device cannot be calibrated");
   }
-  p.source_device = summary.value("peak_source", r.machine);
+  p.source_device = r.peak_source;
   p.source_peak_flops = source_peak;
   const double target_peak = peak_tflops(target, r.precision) * 1e12;
   if (!(target_peak > 0)) {
@@ -89,7 +81,7 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   p.bytes_per_step = estimate_bytes_per_step(r);
   p.source_step_seconds = mean(r.step_seconds);
   // Roofline on the source: the memory side counts only where its bandwidth is known.
-  const double source_bandwidth = number_or(summary, "peak_bytes_per_s", 0.0);
+  const double source_bandwidth = r.peak_bytes_per_s.value_or(0.0);
   const double source_roof = std::max(p.flops_per_step / source_peak,
                                       source_bandwidth > 0 ? p.bytes_per_step / source_bandwidth : 0.0);
   p.source_efficiency = source_roof / p.source_step_seconds;

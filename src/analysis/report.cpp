@@ -6,6 +6,7 @@
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -136,7 +137,7 @@ std::string render_report(const Report& report, const std::string& format) {
   if (format == "table") return to_text(overview_table(report, /*markdown=*/false));
   if (format == "markdown" || format == "md") return to_markdown(overview_table(report, /*markdown=*/true));
   if (format == "csv") return to_csv(records_table(report, report.by));
-  if (format == "json") return report_json(report).dump(2) + "\n";
+  if (format == "json") return json_text(report_json(report), 2) + "\n";
   if (format == "html") return render_html(report);
   throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json, html");
 }

@@ -2,6 +2,7 @@
 // table and three SVG charts drawn by inline script from the embedded data: epoch time per model
 // and label, throughput of every iteration over time, and speedup vs the baseline.
 #include "tbench/analysis/analysis.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -12,9 +13,8 @@ json iteration_series(const Report& report) {
   json series = json::array();
   for (const auto* r : report.results) {
     json points = json::array();
-    for (const auto& it : r->json["iterations"]) {
-      points.push_back({it.value("ended_at", 0.0), it["samples"].get<double>() / it["seconds"].get<double>(),
-                        it.value("warmup", false)});
+    for (const auto& it : r->iterations) {
+      points.push_back({it.ended_at, static_cast<double>(it.samples) / it.seconds, it.warmup});
     }
     series.push_back({{"name", r->model + " · " + label_of(*r, report.by)}, {"path", r->path}, {"points", points}});
   }
@@ -126,7 +126,7 @@ document.body.setAttribute("data-rendered", "true");
 std::string render_html(const Report& report) {
   const json data = {{"report", report_json(report)}, {"series", iteration_series(report)}};
   std::string page = kPage;
-  page.replace(page.find("__DATA__"), 8, script_safe(data.dump()));
+  page.replace(page.find("__DATA__"), 8, script_safe(json_text(data)));
   return page;
 }
 

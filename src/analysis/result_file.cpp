@@ -1,4 +1,6 @@
+#include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "tbench/analysis/analysis.hpp"
@@ -11,12 +13,106 @@ namespace {
 
 using nlohmann::json;
 
-// `pointer` is a plain C string so that no temporary is bound at the call sites, which keep the
-// returned reference (GCC 14's -Wdangling-reference cannot tell that it points into `j`).
-const json& require(const json& j, const char* pointer, const std::string& path) {
-  const json::json_pointer ptr(pointer);
-  if (!j.contains(ptr)) throw input_error(path + ": " + pointer + ": missing (is this a complete tbench result?)");
-  return j.at(ptr);
+// Typed reads of a result's fields. A result file is outside bytes (copied between machines,
+// edited, cut short), so every value is checked for its type and range where it is read: a
+// double where an integer belongs (1e300 into an int64 is undefined behaviour), null, a string.
+class ResultReader {
+ public:
+  ResultReader(const json& root, const std::string& path) : root_(root), path_(path) {}
+
+  const json* find(const char* pointer) const {
+    const json::json_pointer ptr(pointer);
+    return root_.contains(ptr) ? &root_.at(ptr) : nullptr;
+  }
+  const json& require(const char* pointer) const {
+    const json* v = find(pointer);
+    if (!v) throw input_error(path_ + ": " + pointer + ": missing (is this a complete tbench result?)");
+    return *v;
+  }
+  std::string string(const char* pointer) const {
+    const json& v = require(pointer);
+    if (!v.is_string()) throw bad(pointer, "expected a string, got " + json_text(v));
+    return v.get<std::string>();
+  }
+  std::string string_or(const char* pointer, const std::string& fallback) const {
+    const json* v = find(pointer);
+    return v && v->is_string() ? v->get<std::string>() : fallback;
+  }
+  int64_t integer(const json& v, const std::string& where, int64_t minimum) const {
+    if (!v.is_number_integer() || v.get<int64_t>() < minimum || (v.is_number_unsigned() && v.get<uint64_t>() > kMaxInteger)) {
+      throw bad(where, "expected an integer >= " + std::to_string(minimum) + ", got " + json_text(v));
+    }
+    return v.get<int64_t>();
+  }
+  int64_t integer(const char* pointer, int64_t minimum) const { return integer(require(pointer), pointer, minimum); }
+  int64_t integer_or(const char* pointer, int64_t fallback, int64_t minimum) const {
+    const json* v = find(pointer);
+    return v && !v->is_null() ? integer(*v, pointer, minimum) : fallback;
+  }
+  double number(const json& v, const std::string& where) const {
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+      throw bad(where, "expected a number >= 0, got " + json_text(v));
+    }
+    return v.get<double>();
+  }
+  double number(const char* pointer) const { return number(require(pointer), pointer); }
+  // Optional figures (null: unknown) are read only when they are numbers.
+  std::optional<double> number_if_any(const char* pointer) const {
+    const json* v = find(pointer);
+    return v && v->is_number() && std::isfinite(v->get<double>()) ? std::optional<double>(v->get<double>()) : std::nullopt;
+  }
+  Error bad(const std::string& where, const std::string& what) const {
+    return input_error(path_ + ": " + where + ": " + what);
+  }
+
+ private:
+  static constexpr uint64_t kMaxInteger = uint64_t{1} << 62;
+  const json& root_;
+  const std::string& path_;
+};
+
+void read_iterations(const ResultReader& read, const json& list, ResultFile& r) {
+  if (!list.is_array()) throw read.bad("/iterations", "expected a list");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& it = list[i];
+    const std::string where = "/iterations/" + std::to_string(i);
+    if (!it.is_object()) throw read.bad(where, "expected an object");
+    const auto field = [&](const char* key) -> const json& {
+      if (!it.contains(key)) throw read.bad(where + "/" + key, "missing");
+      return it[key];
+    };
+    ResultIteration record;
+    record.epoch = read.integer(field("epoch"), where + "/epoch", 0);
+    record.samples = read.integer(field("samples"), where + "/samples", 0);
+    record.seconds = read.number(field("seconds"), where + "/seconds");
+    if (!(record.seconds > 0)) throw read.bad(where + "/seconds", "a step takes more than 0 seconds");
+    record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
+    record.ended_at = it.contains("ended_at") && it["ended_at"].is_number() ? it["ended_at"].get<double>() : 0.0;
+    r.iterations.push_back(record);
+    if (record.warmup) {
+      r.warmup_seconds.push_back(record.seconds);
+    } else {
+      r.step_seconds.push_back(record.seconds);
+      r.step_samples.push_back(record.samples * r.world_size);
+    }
+  }
+}
+
+void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
+  if (!list.is_array()) throw read.bad("/epochs", "expected a list");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    const std::string where = "/epochs/" + std::to_string(i);
+    if (!e.is_object() || !e.contains("epoch") || !e.contains("seconds")) throw read.bad(where, "expected {epoch, seconds, ...}");
+    if (e.contains("complete") && e["complete"].is_boolean() && !e["complete"].get<bool>()) continue;
+    const int64_t epoch = read.integer(e["epoch"], where + "/epoch", 0);
+    r.epoch_wall_seconds.push_back(read.number(e["seconds"], where + "/seconds"));
+    double sum = 0;
+    for (const auto& it : r.iterations) {
+      if (it.epoch == epoch) sum += it.seconds;
+    }
+    r.epoch_step_sum.push_back(sum);
+  }
 }
 
 }  // namespace
@@ -27,65 +123,49 @@ ResultFile load_result(const std::string& path) {
   r.path = path;
   try {
     r.json = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw input_error(path + ": not valid JSON: " + e.what());
   }
-  if (!r.json.is_object() || r.json.value("schema", "") != kResultSchemaId) {
+  if (!r.json.is_object() || !r.json.contains("schema") || r.json["schema"] != kResultSchemaId) {
     throw input_error(path + ": schema: not a tbench result (expected \"schema\": \"" + kResultSchemaId + "\")");
   }
-  try {
-    const json& j = r.json;
-    r.model = require(j, "/model/name", path);
-    r.params = require(j, "/model/params", path);
-    r.train_flops_per_sample = require(j, "/model/train_flops_per_sample", path);
-    r.host = require(j, "/env/host", path);
-    r.device = require(j, "/spec/device", path);
-    r.precision = require(j, "/spec/precision", path);
-    r.threads = require(j, "/spec/threads", path);
-    r.batch_size = require(j, "/spec/train/batch_size", path);
-    r.grad_accum = require(j, "/spec/train/grad_accum_steps", path);
-    r.seq_len = require(j, "/spec/data/seq_len", path);
-    // Samples an epoch trains on: the data section's count (file sources, eval held out), else the
-    // spec's (older results; synthetic data).
-    const json::json_pointer trained("/data/train_samples"), requested("/spec/data/num_samples");
-    if (j.contains(trained) && j.at(trained).is_number()) r.num_samples = j.at(trained).get<int64_t>();
-    else if (j.contains(requested) && j.at(requested).is_number()) r.num_samples = j.at(requested).get<int64_t>();
-    // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
-    r.world_size = j.value(json::json_pointer("/dist/world_size"), int64_t{1});
-    const json::json_pointer share("/summary/comm_share");
-    if (j.contains(share) && j.at(share).is_number()) r.comm_share = j.at(share).get<double>();
-    r.status = require(j, "/summary/status", path);
-    r.steps_per_epoch = require(j, "/summary/steps_per_epoch", path);
-    const std::string gpu = j.value(json::json_pointer("/env/gpu/name"), std::string());
-    r.machine = r.device == "cpu" || gpu.empty() ? r.host + " (cpu)" : r.host + " (" + gpu + ")";
-    for (const auto& it : require(j, "/iterations", path)) {
-      const double seconds = it.at("seconds");
-      if (it.value("warmup", false)) {
-        r.warmup_seconds.push_back(seconds);
-      } else {
-        r.step_seconds.push_back(seconds);
-        r.step_samples.push_back(it.at("samples").get<int64_t>() * r.world_size);
-      }
-    }
-    for (const auto& e : require(j, "/epochs", path)) {
-      if (!e.value("complete", true)) continue;
-      r.epoch_wall_seconds.push_back(e.at("seconds"));
-      double sum = 0;
-      for (const auto& it : j["iterations"]) {
-        if (it.at("epoch") == e.at("epoch")) sum += it.at("seconds").get<double>();
-      }
-      r.epoch_step_sum.push_back(sum);
-    }
-    const json& summary = require(j, "/summary", path);
-    if (summary["samples_per_s"].is_number()) r.samples_per_s = summary["samples_per_s"];
-    if (summary["epoch_seconds"].is_number()) {
-      r.epoch_seconds = summary["epoch_seconds"];
-    } else if (summary["projected_epoch_seconds"].is_number()) {
-      r.epoch_seconds = summary["projected_epoch_seconds"];
-      r.epoch_projected = true;
-    }
-  } catch (const json::exception& e) {
-    throw input_error(path + ": malformed tbench result: " + e.what());
+  const ResultReader read(r.json, path);
+  r.model = read.string("/model/name");
+  r.params = read.integer("/model/params", 0);
+  r.train_flops_per_sample = read.number("/model/train_flops_per_sample");
+  r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
+  r.num_layers = read.number_if_any("/model/num_layers").value_or(12.0);
+  r.num_heads = read.number_if_any("/model/num_heads").value_or(12.0);
+  r.host = read.string("/env/host");
+  r.device = read.string("/spec/device");
+  r.name = read.string_or("/spec/name", r.model);
+  r.precision = read.string("/spec/precision");
+  r.threads = read.integer("/spec/threads", 0);
+  r.batch_size = read.integer("/spec/train/batch_size", 1);
+  r.grad_accum = read.integer("/spec/train/grad_accum_steps", 1);
+  r.seq_len = read.integer("/spec/data/seq_len", 1);
+  // Samples an epoch trains on: the data section's count (file sources, eval held out), else the
+  // spec's (older results; synthetic data).
+  r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0), 0);
+  // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
+  r.world_size = read.integer_or("/dist/world_size", 1, 1);
+  r.comm_share = read.number_if_any("/summary/comm_share");
+  r.status = read.string("/summary/status");
+  r.steps_per_epoch = read.integer("/summary/steps_per_epoch", 0);
+  r.peak_flops_per_s = read.number_if_any("/summary/peak_flops_per_s");
+  r.peak_bytes_per_s = read.number_if_any("/summary/peak_bytes_per_s");
+  r.gpu = read.string_or("/env/gpu/name", "");
+  r.machine = r.device == "cpu" || r.gpu.empty() ? r.host + " (cpu)" : r.host + " (" + r.gpu + ")";
+  r.peak_source = read.string_or("/summary/peak_source", r.machine);
+  read_iterations(read, read.require("/iterations"), r);
+  read_epochs(read, read.require("/epochs"), r);
+  read.require("/summary");
+  if (const auto rate = read.number_if_any("/summary/samples_per_s")) r.samples_per_s = *rate;
+  if (const auto epoch = read.number_if_any("/summary/epoch_seconds")) {
+    r.epoch_seconds = *epoch;
+  } else if (const auto projected = read.number_if_any("/summary/projected_epoch_seconds")) {
+    r.epoch_seconds = *projected;
+    r.epoch_projected = true;
   }
   if (r.step_seconds.empty()) {
     throw input_error(path + ": no steady-state steps to analyse (all " + std::to_string(r.warmup_seconds.size()) +
@@ -110,7 +190,7 @@ std::string label_of(const ResultFile& r, const std::string& by) {
   if (by == "batch_size") return "batch " + std::to_string(r.batch_size);
   if (by == "seq_len") return "seq " + std::to_string(r.seq_len);
   if (by == "world_size") return std::to_string(r.world_size) + (r.world_size == 1 ? " process" : " processes");
-  if (by == "name") return r.json["spec"].value("name", r.model);
+  if (by == "name") return r.name;
   throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, world_size, name");
 }
 

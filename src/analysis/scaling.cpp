@@ -7,6 +7,7 @@
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -18,8 +19,7 @@ constexpr double kCollapsing = 0.5;
 
 std::string device_kind(const ResultFile& r) {
   if (r.device == "cpu") return "cpu";
-  const std::string gpu = r.json.value(json::json_pointer("/env/gpu/name"), std::string());
-  return gpu.empty() ? "cuda" : gpu;
+  return r.gpu.empty() ? "cuda" : r.gpu;
 }
 
 // What must match for two runs to be "the same spec" at different world sizes.
@@ -134,7 +134,7 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
 }
 
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format) {
-  if (format == "json") return json{{"rows", to_json(records_table(rows))}}.dump(2) + "\n";
+  if (format == "json") return json_text(json{{"rows", to_json(records_table(rows))}}, 2) + "\n";
   if (format == "csv") return to_csv(records_table(rows));
   if (format == "markdown" || format == "md") return to_markdown(overview_table(rows));
   if (format == "table") return to_text(overview_table(rows));

@@ -8,6 +8,7 @@
 #include "tbench/errors.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -59,10 +60,10 @@ int compare_command() {
   const ResultFile a = load_result(g_analysis.a), b = load_result(g_analysis.b);
   const Comparison c = compare_results(a, b);
   if (g_analysis.as_json) {
-    std::cout << json{{"a", a.path}, {"b", b.path}, {"a_samples_per_s", c.a_samples_per_s},
-                      {"b_samples_per_s", c.b_samples_per_s}, {"a_steps", c.a_steps}, {"b_steps", c.b_steps},
-                      {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant}}
-                     .dump(2)
+    std::cout << json_text(json{{"a", a.path}, {"b", b.path}, {"a_samples_per_s", c.a_samples_per_s},
+                                {"b_samples_per_s", c.b_samples_per_s}, {"a_steps", c.a_steps}, {"b_steps", c.b_steps},
+                                {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant}},
+                           2)
               << "\n";
     return 0;
   }
@@ -140,7 +141,7 @@ int predict_command() {
       }
     }
   }
-  if (g_analysis.as_json) std::cout << out.dump(2) << "\n";
+  if (g_analysis.as_json) std::cout << json_text(out, 2) << "\n";
   return 0;
 }
 

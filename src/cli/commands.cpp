@@ -9,6 +9,7 @@
 #include "tbench/env/env.hpp"
 #include "tbench/models/model_cost.hpp"
 #include "tbench/run/runner.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -63,12 +64,12 @@ int run_command() {
 int validate_command() {
   set_log_level();
   if (g_options.fields) {
-    std::cout << spec_field_reference().dump(2) << "\n";
+    std::cout << json_text(spec_field_reference(), 2) << "\n";
     return 0;
   }
   const RunPlan plan = prepare_run(load_spec_from_options());
   if (g_options.print) {
-    std::cout << plan.spec.resolved.dump(2) << "\n";
+    std::cout << json_text(plan.spec.resolved, 2) << "\n";
   } else {
     std::cout << plan.spec.source << ": ok (" << plan.model.name << ", " << plan.steps.total_steps
               << " optimizer steps, output " << plan.output_path << ")\n";
@@ -96,7 +97,7 @@ int models_command() {
                     {"train_flops_per_sample", cost.train_flops_per_sample}, {"seq_len", g_options.seq_len}});
   }
   if (g_options.as_json) {
-    std::cout << rows.dump(2) << "\n";
+    std::cout << json_text(rows, 2) << "\n";
     return 0;
   }
   std::printf("%-36s %-10s %6s %6s %13s %13s %14s\n", "model", "arch", "layers", "hidden", "base params",
@@ -113,7 +114,7 @@ int models_command() {
 }
 
 int env_command() {
-  std::cout << collect_env().dump(2) << "\n";
+  std::cout << json_text(collect_env(), 2) << "\n";
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -93,7 +94,7 @@ int data_command() {
     report["histogram"] = g_data.histogram_path;
   }
   if (g_data.as_json) {
-    std::cout << report.dump(2) << "\n";
+    std::cout << json_text(report, 2) << "\n";
     return 0;
   }
   const json& l = report["lengths"];
@@ -102,7 +103,7 @@ int data_command() {
             << " eval), " << report["truncated_samples"] << " truncated to seq_len " << spec.data.seq_len << "\n"
             << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 " << l["p10"]
             << ", median " << l["median"] << ", p90 " << l["p90"] << ", max " << l["max"] << "\n"
-            << "labels: " << report["labels"].dump() << "\n"
+            << "labels: " << json_text(report["labels"]) << "\n"
             << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch):\n";
   const json& p = report["padding_efficiency"];
   std::cout << "  max_length          " << format_fixed(p["max_length"].get<double>(), 3) << "\n"

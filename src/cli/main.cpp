@@ -1,6 +1,7 @@
 // tbench command line: run, sweep, validate, data, report (and report --scaling), compare, predict,
 // models, env, schema; each is registered by its file in src/cli/. Logs and progress go to stderr;
 // stdout carries only what a script would read (a result path, a table, JSON).
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 
@@ -13,6 +14,9 @@
 #include "tbench/errors.hpp"
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f, common on clusters) would kill us with SIGXFSZ mid-write; ignored,
+  // the write fails with EFBIG instead and the run ends with an error that says so.
+  std::signal(SIGXFSZ, SIG_IGN);
   auto logger = spdlog::stderr_color_mt("tbench");
   logger->set_pattern("[%H:%M:%S] %^%l%$ %v");
   spdlog::set_default_logger(logger);

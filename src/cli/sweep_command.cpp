@@ -7,6 +7,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/cli/commands.hpp"
 #include "tbench/sweep/sweep.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -32,7 +33,7 @@ std::string self_executable() {
 
 int dry_run(const SweepPlan& plan) {
   if (g_sweep.as_json) {
-    std::cout << sweep_state(plan).dump(2) << "\n";
+    std::cout << json_text(sweep_state(plan), 2) << "\n";
     return 0;
   }
   for (const auto& p : plan.points) {
@@ -68,7 +69,7 @@ int sweep_command() {
       std::cout << render_report(report, "table");
     }
   }
-  if (g_sweep.as_json) std::cout << summary.dump(2) << "\n";
+  if (g_sweep.as_json) std::cout << json_text(summary, 2) << "\n";
   int failed = 0;
   for (const auto& p : plan.points) failed += p.status == "failed";
   std::fprintf(stderr, "sweep: %zu points, %d failed; state in %s/sweep.json\n", plan.points.size(), failed,

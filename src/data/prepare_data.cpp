@@ -8,6 +8,7 @@
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -140,12 +141,17 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
                       {"vocab_size", tokenizer->vocab_size()}};
   const TextFileOptions file{d.path, d.format, d.text_column, d.text_pair_column, d.label_column, d.num_samples};
   const std::string key = "text|" + describe_file(d.path) + "|" + to_string(text_file_format(file)) + "|" + d.text_column + "|" +
-                          d.text_pair_column + "|" + d.label_column + "|" + json(d.labels).dump() + "|" +
+                          d.text_pair_column + "|" + d.label_column + "|" + json_text(json(d.labels)) + "|" +
                           std::to_string(d.num_samples) + "|" + std::to_string(d.seq_len) + "|" +
                           std::to_string(spec.num_labels) + "|" + tokenizer->fingerprint();
   const std::string cache_path = token_cache_path(d.cache_dir.empty() ? default_cache_dir() : d.cache_dir, d.path, key);
   if (d.cache) {
-    if (auto cached = load_token_cache(cache_path, key)) {
+    auto cached = load_token_cache(cache_path, key);
+    if (cached && !samples_fit_model(cached->samples, model.vocab_size, token_type_limit(model), spec.num_labels)) {
+      spdlog::warn("token cache {}: ids outside the model's tables (a damaged file); tokenizing again", cache_path);
+      cached.reset();
+    }
+    if (cached) {
       loaded.samples = std::move(cached->samples);
       loaded.label_names = std::move(cached->label_names);
       loaded.cache = {{"path", cache_path}, {"hit", true}};
@@ -178,8 +184,8 @@ Loaded load_samples(const RunSpec& spec, const ModelConfig& model) {
   loaded.padding = padding_convention(family_tokenizer(model.arch));
   if (d.source == DataSource::tokenized) {
     loaded.label_names = d.labels;
-    loaded.samples = read_tokenized_jsonl(d.path, d.label_column, d.seq_len, model.vocab_size, spec.num_labels,
-                                          loaded.label_names, d.num_samples);
+    loaded.samples = read_tokenized_jsonl(d.path, d.label_column, d.seq_len, model.vocab_size, token_type_limit(model),
+                                          spec.num_labels, loaded.label_names, d.num_samples);
     return loaded;
   }
   SyntheticOptions o{d.num_samples, d.seq_len, model.vocab_size, model.pad_token_id, spec.num_labels, d.seed, {}};
@@ -223,6 +229,17 @@ json length_stats(const TokenizedSamples& s) {
 }
 
 }  // namespace
+
+int64_t token_type_limit(const ModelConfig& model) {
+  return model.type_vocab_size > 0 ? model.type_vocab_size : 4;
+}
+
+bool samples_fit_model(const TokenizedSamples& samples, int64_t vocab_size, int64_t token_types, int64_t num_labels) {
+  const auto outside = [](int64_t value, int64_t limit) { return value < 0 || value >= limit; };
+  return std::none_of(samples.ids.begin(), samples.ids.end(), [&](int32_t id) { return outside(id, vocab_size); }) &&
+         std::none_of(samples.type_ids.begin(), samples.type_ids.end(), [&](int8_t t) { return outside(t, token_types); }) &&
+         std::none_of(samples.labels.begin(), samples.labels.end(), [&](int64_t l) { return outside(l, num_labels); });
+}
 
 TokenizerOptions resolve_tokenizer_options(const RunSpec& spec, const ModelConfig& model) {
   const TokenizerSpec& t = spec.data.tokenizer;

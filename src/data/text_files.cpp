@@ -8,6 +8,7 @@
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -125,13 +126,13 @@ std::string json_label(const json& value, const std::string& path, int64_t line)
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
   if (value.is_boolean()) return value.get<bool>() ? "1" : "0";
-  fail_at(path, line, "a label must be a string or an integer, got " + value.dump());
+  fail_at(path, line, "a label must be a string or an integer, got " + json_text(value));
 }
 
-std::string json_text(const json& object, const std::string& key, const std::string& field, const std::string& path,
+std::string string_field(const json& object, const std::string& key, const std::string& field, const std::string& path,
                       int64_t line) {
   if (!object.contains(key)) fail_at(path, line, field + ": no key '" + key + "' in this line's object");
-  if (!object[key].is_string()) fail_at(path, line, field + ": '" + key + "' must be a string, got " + object[key].dump());
+  if (!object[key].is_string()) fail_at(path, line, field + ": '" + key + "' must be a string, got " + json_text(object[key]));
   return object[key].get<std::string>();
 }
 
@@ -145,14 +146,14 @@ std::vector<TextRow> read_jsonl(const TextFileOptions& o) {
     json object;
     try {
       object = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       fail_at(o.path, line, std::string("not a JSON object: ") + e.what());
     }
     if (!object.is_object()) fail_at(o.path, line, "expected a JSON object, got " + std::string(object.type_name()));
     TextRow row;
     row.line = line;
-    row.text = json_text(object, o.text_column, "data.text_column", o.path, line);
-    if (!o.text_pair_column.empty()) row.pair = json_text(object, o.text_pair_column, "data.text_pair_column", o.path, line);
+    row.text = string_field(object, o.text_column, "data.text_column", o.path, line);
+    if (!o.text_pair_column.empty()) row.pair = string_field(object, o.text_pair_column, "data.text_pair_column", o.path, line);
     if (!object.contains(o.label_column)) fail_at(o.path, line, "data.label_column: no key '" + o.label_column + "'");
     row.label = json_label(object[o.label_column], o.path, line);
     rows.push_back(std::move(row));
@@ -244,8 +245,8 @@ TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vect
 }
 
 TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column, int64_t seq_len,
-                                      int64_t vocab_size, int64_t num_labels, std::vector<std::string>& names,
-                                      int64_t max_rows) {
+                                      int64_t vocab_size, int64_t token_types, int64_t num_labels,
+                                      std::vector<std::string>& names, int64_t max_rows) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot read the data file");
   std::vector<std::vector<int64_t>> ids, types;
@@ -257,7 +258,7 @@ TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string
     json object;
     try {
       object = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       fail_at(path, line, std::string("not a JSON object: ") + e.what());
     }
     if (!object.is_object() || !object.contains("input_ids") || !object["input_ids"].is_array()) {
@@ -267,7 +268,7 @@ TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string
     std::vector<int64_t> sample;
     for (const auto& id : object["input_ids"]) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= vocab_size) {
-        fail_at(path, line, "input_ids holds " + id.dump() + ", not a token id of this model's vocabulary [0, " +
+        fail_at(path, line, "input_ids holds " + json_text(id) + ", not a token id of this model's vocabulary [0, " +
                                 std::to_string(vocab_size) + ")");
       }
       sample.push_back(id.get<int64_t>());
@@ -278,7 +279,11 @@ TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string
         fail_at(path, line, "token_type_ids must be a list as long as input_ids");
       }
       for (const auto& t : object["token_type_ids"]) {
-        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > 3) fail_at(path, line, "token_type_ids holds " + t.dump());
+        // A type indexes the model's token-type table: out of range, LibTorch would fail at step 1.
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= token_types) {
+          fail_at(path, line, "token_type_ids holds " + json_text(t) + ", not a token type of this model [0, " +
+                                  std::to_string(token_types) + ")");
+        }
         sample_types.push_back(t.get<int64_t>());
       }
     }

@@ -4,6 +4,9 @@
 //
 // Layout: "TBENCH-TOKENS\n" | uint64 header length | header JSON | offsets (int64 x n+1) |
 //         ids (int32) | type ids (int8, possibly none) | labels (int64 x n). Native endianness.
+// The header holds the counts and a checksum of everything after it; a file that disagrees with
+// either is damaged and rebuilt, never used.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -15,6 +18,7 @@
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/results/result_files.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -38,6 +42,23 @@ bool take(std::istream& in, std::vector<T>& values, uint64_t count) {
   values.resize(count);
   in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(count * sizeof(T)));
   return static_cast<uint64_t>(in.gcount()) == count * sizeof(T);
+}
+
+constexpr uint64_t kMaxHeaderBytes = 1u << 26;
+// Fuzz builds (TBENCH_FUZZING) read on past a checksum mismatch, so the fuzzer reaches the checks
+// behind it; every other build rejects the file.
+#ifdef TBENCH_FUZZING
+constexpr bool kAcceptBadChecksum = true;
+#else
+constexpr bool kAcceptBadChecksum = false;
+#endif
+
+// FNV-1a of the payload: a bit flipped in the middle of the ids (a bad disk, a bad copy) is
+// caught, where the sizes alone would pass and feed wrong tokens to a run.
+std::string checksum_of(const std::string& payload) {
+  std::ostringstream out;
+  out << std::hex << fnv1a(payload);
+  return out.str();
 }
 
 bool consistent(const TokenizedSamples& s) {
@@ -70,51 +91,73 @@ std::optional<CachedSamples> load_token_cache(const std::string& path, const std
     spdlog::warn("token cache {}: {}; tokenizing again", path, why);
     return std::nullopt;
   };
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
   std::string magic(sizeof kMagic - 1, '\0');
   uint64_t header_size = 0;
   if (!in.read(magic.data(), static_cast<std::streamsize>(magic.size())) || magic != kMagic ||
-      !in.read(reinterpret_cast<char*>(&header_size), sizeof header_size) || header_size > (1u << 26)) {
+      !in.read(reinterpret_cast<char*>(&header_size), sizeof header_size) || header_size > kMaxHeaderBytes ||
+      header_size > file_size - static_cast<uint64_t>(in.tellg())) {
     return damaged("not a token cache file");
   }
   std::string header_text(header_size, '\0');
   if (!in.read(header_text.data(), static_cast<std::streamsize>(header_size))) return damaged("truncated header");
-  json header;
-  try {
-    header = json::parse(header_text);
-  } catch (const json::exception&) {
-    return damaged("unreadable header");
+  const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
+  if (!header.is_object() || !header.contains("key") || !header["key"].is_string()) return damaged("unreadable header");
+  if (header["key"].get<std::string>() != key) return std::nullopt;  // a hash collision: another dataset's tokens
+  const auto field = [&](const char* name) { return header.contains(name) ? header[name] : json(); };
+  if (!field("samples").is_number_unsigned() || !field("tokens").is_number_unsigned() || !field("typed").is_boolean() ||
+      !field("truncated").is_number_integer() || !field("checksum").is_string() || !field("label_names").is_array() ||
+      !std::all_of(header["label_names"].begin(), header["label_names"].end(), [](const json& n) { return n.is_string(); })) {
+    return damaged("its header lacks a field (written by an older tbench?)");
   }
-  if (header.value("key", "") != key) return std::nullopt;  // a hash collision: another dataset's tokens
-  CachedSamples cached;
-  auto& s = cached.samples;
-  const uint64_t n = header.value("samples", 0ULL), tokens = header.value("tokens", 0ULL);
-  const bool typed = header.value("typed", false);
-  if (!take(in, s.offsets, n + 1) || !take(in, s.ids, tokens) || (typed && !take(in, s.type_ids, tokens)) ||
-      !take(in, s.labels, n) || in.peek() != EOF || !consistent(s)) {
+  const uint64_t n = header["samples"], tokens = header["tokens"];
+  const bool typed = header["typed"];
+  // The payload's size from the header, checked against the file before anything is allocated.
+  const uint64_t payload = static_cast<uint64_t>(file_size) - static_cast<uint64_t>(in.tellg());
+  const uint64_t limit = payload / 4;  // no count can exceed this in a file of this size
+  if (n >= limit || tokens > limit ||
+      (n + 1) * sizeof(int64_t) + tokens * (sizeof(int32_t) + (typed ? sizeof(int8_t) : 0)) + n * sizeof(int64_t) != payload) {
     return damaged("sizes do not match its header (a partial or damaged file)");
   }
-  s.truncated = header.value("truncated", 0LL);
-  cached.label_names = header.value("label_names", std::vector<std::string>{});
+  std::string body(payload, '\0');
+  if (!in.read(body.data(), static_cast<std::streamsize>(payload))) return damaged("truncated");
+  if (header["checksum"].get<std::string>() != checksum_of(body) && !kAcceptBadChecksum) {
+    return damaged("its checksum does not match (a damaged file)");
+  }
+  CachedSamples cached;
+  auto& s = cached.samples;
+  std::istringstream data(body);
+  if (!take(data, s.offsets, n + 1) || !take(data, s.ids, tokens) || (typed && !take(data, s.type_ids, tokens)) ||
+      !take(data, s.labels, n) || !consistent(s)) {
+    return damaged("sizes do not match its header (a partial or damaged file)");
+  }
+  s.truncated = header["truncated"];
+  cached.label_names = header["label_names"].get<std::vector<std::string>>();
   return cached;
 }
 
 void save_token_cache(const std::string& path, const std::string& key, const CachedSamples& cached) {
   const auto& s = cached.samples;
+  std::string body;
+  append(body, s.offsets);
+  append(body, s.ids);
+  append(body, s.type_ids);
+  append(body, s.labels);
   const json header = {{"key", key},
+                       {"checksum", checksum_of(body)},
                        {"samples", s.size()},
                        {"tokens", s.ids.size()},
                        {"typed", !s.type_ids.empty()},
                        {"truncated", s.truncated},
                        {"label_names", cached.label_names}};
-  const std::string header_text = header.dump();
+  const std::string header_text = json_text(header);
   const uint64_t header_size = header_text.size();
   std::string bytes(kMagic);
   bytes.append(reinterpret_cast<const char*>(&header_size), sizeof header_size);
   bytes += header_text;
-  append(bytes, s.offsets);
-  append(bytes, s.ids);
-  append(bytes, s.type_ids);
-  append(bytes, s.labels);
+  bytes += body;
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     write_file_atomically(path, bytes);  // a run killed mid-write leaves no partial cache

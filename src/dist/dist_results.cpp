@@ -10,6 +10,7 @@
 #include "tbench/env/env.hpp"
 #include "tbench/files.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -20,7 +21,7 @@ std::string key_for(int rank) { return "report/" + std::to_string(rank); }
 
 void send_rank_report(Communicator& comm, const RankReport& report) {
   try {
-    comm.publish(key_for(comm.rank()), to_json(report).dump());
+    comm.publish(key_for(comm.rank()), json_text(to_json(report)));
   } catch (const std::exception& e) {
     spdlog::warn("could not hand this rank's timings to rank 0 (it may have stopped): {}", e.what());
   }

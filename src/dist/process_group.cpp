@@ -1,6 +1,11 @@
 // The process group on c10d: a TCPStore for the rendezvous (rank 0 hosts it), and Gloo (CPU) or
 // NCCL (CUDA) for the collectives. Each backend compiles only where CMake found its headers
 // (TBENCH_WITH_GLOO, TBENCH_WITH_NCCL); the rest of tbench never sees a c10d type.
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <map>
 #include <mutex>
 #include <thread>
@@ -67,8 +72,35 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
 }
 
+// This host's address on the route to `host`: the source address the kernel picks for a UDP
+// "connection" to it (nothing is sent). Empty when `host` does not resolve or has no route.
+std::string local_address_towards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found) return "";
+  std::string address;
+  for (const addrinfo* a = found; a && address.empty(); a = a->ai_next) {
+    const int s = ::socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (s < 0) continue;
+    sockaddr_storage local{};
+    socklen_t length = sizeof local;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::connect(s, a->ai_addr, a->ai_addrlen) == 0 &&
+        ::getsockname(s, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        ::getnameinfo(reinterpret_cast<sockaddr*>(&local), length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) == 0) {
+      address = text;
+    }
+    ::close(s);
+  }
+  ::freeaddrinfo(found);
+  return address;
+}
+
 // Which local interface Gloo binds: GLOO_SOCKET_IFNAME as in PyTorch; loopback when rank 0 is
-// reached through it (all ranks on this machine); otherwise the address this host's name resolves to.
+// reached through it (all ranks on this machine); otherwise this host's address on the route to
+// rank 0. (The address the host's name resolves to, PyTorch's default, is often not one the
+// other ranks can reach: a container's or a network namespace's hostname is the host's.)
 std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const LaunchEnv& env) {
   std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
   if (const char* names = std::getenv("GLOO_SOCKET_IFNAME"); names && *names) {
@@ -79,9 +111,13 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const Launc
       start = comma + 1;
     }
   }
+  if (devices.empty() && is_loopback(env.master_addr)) {
+    devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+  }
   if (devices.empty()) {
-    devices.push_back(is_loopback(env.master_addr) ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                                   : c10d::ProcessGroupGloo::createDefaultDevice());
+    const std::string local = local_address_towards(env.master_addr, env.master_port);
+    devices.push_back(local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                    : c10d::ProcessGroupGloo::createDeviceForHostname(local));
   }
   return devices;
 }

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "tbench/errors.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 
@@ -73,7 +74,7 @@ DeviceSpec read_device_spec(const std::string& path) {
       return 0.0;
     }
     if (!j[key].is_number() || j[key].get<double>() < 0) {
-      throw input_error(path + ": " + key + ": expected a number >= 0, got " + j[key].dump());
+      throw input_error(path + ": " + key + ": expected a number >= 0, got " + json_text(j[key]));
     }
     return j[key].get<double>();
   };

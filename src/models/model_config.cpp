@@ -8,6 +8,7 @@
 #include "tbench/errors.hpp"
 #include "tbench/models/model_config.hpp"
 #include "tbench/spec/suggest.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -20,37 +21,37 @@ class ConfigReader {
 
   int64_t integer(const char* key) const {
     const json& v = require(key);
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0) fail(key, "expected a positive integer, got " + v.dump());
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0) fail(key, "expected a positive integer, got " + json_text(v));
     return v.get<int64_t>();
   }
   int64_t integer_or(const char* key, int64_t fallback) const {
     if (!raw_.contains(key) || raw_[key].is_null()) return fallback;
     const json& v = raw_[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < 0) fail(key, "expected an integer >= 0, got " + v.dump());
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) fail(key, "expected an integer >= 0, got " + json_text(v));
     return v.get<int64_t>();
   }
   double probability_or(const char* key, double fallback) const {
     if (!raw_.contains(key) || raw_[key].is_null()) return fallback;
     const json& v = raw_[key];
     if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1) {
-      fail(key, "expected a probability in [0, 1), got " + v.dump());
+      fail(key, "expected a probability in [0, 1), got " + json_text(v));
     }
     return v.get<double>();
   }
   double positive_or(const char* key, double fallback) const {
     if (!raw_.contains(key) || raw_[key].is_null()) return fallback;
     const json& v = raw_[key];
-    if (!v.is_number() || v.get<double>() <= 0) fail(key, "expected a positive number, got " + v.dump());
+    if (!v.is_number() || v.get<double>() <= 0) fail(key, "expected a positive number, got " + json_text(v));
     return v.get<double>();
   }
   std::string string_or(const char* key, const std::string& fallback) const {
     if (!raw_.contains(key) || raw_[key].is_null()) return fallback;
-    if (!raw_[key].is_string()) fail(key, "expected a string, got " + raw_[key].dump());
+    if (!raw_[key].is_string()) fail(key, "expected a string, got " + json_text(raw_[key]));
     return raw_[key].get<std::string>();
   }
   bool boolean_or(const char* key, bool fallback) const {
     if (!raw_.contains(key) || raw_[key].is_null()) return fallback;
-    if (!raw_[key].is_boolean()) fail(key, "expected true or false, got " + raw_[key].dump());
+    if (!raw_[key].is_boolean()) fail(key, "expected true or false, got " + json_text(raw_[key]));
     return raw_[key].get<bool>();
   }
   // The value at key, or nullptr if the config does not have it.
@@ -58,7 +59,7 @@ class ConfigReader {
   // A setting tbench implements one way only: it must be absent or hold that value.
   void expect_or_absent(const char* key, const json& supported) const {
     if (!raw_.contains(key) || raw_[key] == supported) return;
-    fail(key, "only " + supported.dump() + " is supported, got " + raw_[key].dump());
+    fail(key, "only " + json_text(supported) + " is supported, got " + json_text(raw_[key]));
   }
   [[noreturn]] void fail(const std::string& key, const std::string& message) const {
     throw input_error(source_ + ": " + key + ": " + message);
@@ -162,7 +163,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& name,
   json raw;
   try {
     raw = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw input_error(source + ": not valid JSON: " + e.what());
   }
   if (!raw.is_object()) throw input_error(source + ": an HF config.json must be a JSON object");
@@ -200,7 +201,9 @@ ModelConfig parse_model_config(const std::string& text, const std::string& name,
     reader.fail(c.arch == Architecture::distilbert ? "activation" : xlnet ? "ff_activation" : "hidden_act",
                 "'" + c.activation + "' is not supported (gelu, gelu_new, relu)");
   }
-  if (c.pad_token_id >= c.vocab_size) reader.fail("pad_token_id", "is outside the vocabulary");
+  // Both index embedding tables: out of range, LibTorch would fail at the first step instead.
+  if (c.pad_token_id < 0 || c.pad_token_id >= c.vocab_size) reader.fail("pad_token_id", "is outside the vocabulary");
+  if (c.type_vocab_size < 0) reader.fail("type_vocab_size", "must be >= 0");
   return c;
 }
 

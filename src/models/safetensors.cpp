@@ -1,7 +1,6 @@
 #include "tbench/models/safetensors.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "tbench/errors.hpp"
 #include "tbench/results/result_files.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -63,43 +63,55 @@ bool element_count(const std::vector<int64_t>& shape, uint64_t& count) {
   return true;
 }
 
+// safetensors' own limit on the JSON header: a hostile length must not make us allocate gigabytes.
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
+// Reads exactly `size` bytes at `offset`; false when the file ends first.
+bool read_exactly(int fd, void* out, uint64_t size, uint64_t offset) {
+  auto* bytes = static_cast<char*>(out);
+  while (size > 0) {
+    const ssize_t n = ::pread(fd, bytes, static_cast<std::size_t>(std::min<uint64_t>(size, 1ULL << 30)), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes += n;
+    size -= static_cast<uint64_t>(n);
+    offset += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
   const auto fail = [&](const std::string& message) { return input_error(path + ": " + message); };
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0) throw fail("cannot open the safetensors file: " + std::string(std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw fail("not a regular file");
-  }
-  const auto file_size = static_cast<uint64_t>(st.st_size);
-  if (file_size < 8) {
-    ::close(fd);
-    throw fail("truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
-  }
-  mapping_size_ = static_cast<std::size_t>(file_size);
-  mapping_ = ::mmap(nullptr, mapping_size_, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (mapping_ == MAP_FAILED) {
-    mapping_ = nullptr;
-    throw fail("cannot map the file: " + std::string(std::strerror(errno)));
-  }
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw fail("cannot open the safetensors file: " + std::string(std::strerror(errno)));
   try {
-    const auto* bytes = static_cast<const unsigned char*>(mapping_);
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) throw fail("not a regular file");
+    const auto file_size = static_cast<uint64_t>(st.st_size);
+    if (file_size < 8) {
+      throw fail("truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte header length");
+    }
+    unsigned char length[8];
+    if (!read_exactly(fd_, length, 8, 0)) throw fail("the file became shorter while it was read");
     uint64_t header_size = 0;
-    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | bytes[i];  // little-endian
+    for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];  // little-endian
+    if (header_size > kMaxHeaderBytes) {
+      throw fail("corrupt: the header claims " + std::to_string(header_size) + " bytes, over safetensors' 100 MB limit");
+    }
     if (header_size > file_size - 8) {
       throw fail("truncated or corrupt: the header claims " + std::to_string(header_size) + " bytes, the file has " +
                  std::to_string(file_size - 8) + " after the length");
     }
+    std::string header_text(static_cast<std::size_t>(header_size), '\0');
+    if (!read_exactly(fd_, header_text.data(), header_size, 8)) throw fail("the file became shorter while it was read");
     const uint64_t data_size = file_size - 8 - header_size;
-    data_ = bytes + 8 + header_size;
+    data_start_ = 8 + header_size;
     json header;
     try {
-      header = json::parse(reinterpret_cast<const char*>(bytes + 8), reinterpret_cast<const char*>(bytes + 8 + header_size));
-    } catch (const json::parse_error& e) {
+      header = json::parse(header_text);
+    } catch (const json::exception& e) {
       throw fail(std::string("header is not valid JSON: ") + e.what());
     }
     if (!header.is_object()) throw fail("header is not a JSON object");
@@ -155,15 +167,12 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
       if (ranges[i].first < ranges[i - 1].second) throw fail("two tensors overlap in the data section");
     }
   } catch (...) {
-    ::munmap(mapping_, mapping_size_);
-    mapping_ = nullptr;
+    ::close(fd_);
     throw;
   }
 }
 
-SafetensorsFile::~SafetensorsFile() {
-  if (mapping_) ::munmap(mapping_, mapping_size_);
-}
+SafetensorsFile::~SafetensorsFile() { ::close(fd_); }
 
 torch::Tensor SafetensorsFile::tensor(const std::string& name) const {
   const auto it = entries_.find(name);
@@ -171,7 +180,11 @@ torch::Tensor SafetensorsFile::tensor(const std::string& name) const {
   const SafetensorsEntry& e = it->second;
   const DtypeInfo* info = dtype_named(e.dtype);
   auto out = torch::empty(e.shape, torch::TensorOptions().dtype(info->type));
-  if (e.end > e.begin) std::memcpy(out.data_ptr(), data_ + e.begin, e.end - e.begin);  // checked in the constructor
+  // Offsets were checked against the file's size when it was opened; a short read now means the
+  // file shrank since.
+  if (e.end > e.begin && !read_exactly(fd_, out.data_ptr(), e.end - e.begin, data_start_ + e.begin)) {
+    throw input_error(path_ + ": tensor '" + name + "': the file became shorter while it was read (is another job rewriting it?)");
+  }
   return out;
 }
 
@@ -188,7 +201,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     header[name] = {{"dtype", dtype_of(t.scalar_type()).name}, {"shape", t.sizes().vec()}, {"data_offsets", {offset, offset + size}}};
     offset += size;
   }
-  std::string text = header.dump();
+  std::string text = json_text(header);
   text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data section is 8-byte aligned, as HF does
   std::string file(8, '\0');
   uint64_t n = text.size();

@@ -2,7 +2,10 @@
 // value; nothing patches the JSON afterwards.
 #include "tbench/results/result.hpp"
 
+#include "tbench/json_text.hpp"
+
 #include <algorithm>
+#include <stdexcept>
 
 namespace tbench {
 namespace {
@@ -67,9 +70,18 @@ json to_json(const ResultFiles& f) {
   return j;
 }
 
+// A peer's report is bytes from the network: an integer field must hold an integer (converting
+// 1e21 to int64 would be undefined behaviour); anything else makes the report unreadable.
+int64_t integer_from_json(const json& j) {
+  if (!j.is_number_integer() || (j.is_number_unsigned() && j.get<uint64_t>() > (uint64_t{1} << 62))) {
+    throw std::invalid_argument("expected an integer, got " + json_text(j));
+  }
+  return j.get<int64_t>();
+}
+
 Spread spread_from_json(const json& j) {
   Spread s;
-  s.count = j.at("count");
+  s.count = integer_from_json(j.at("count"));
   for (auto [key, field] : {std::pair{"median", &Spread::median}, {"p10", &Spread::p10}, {"p90", &Spread::p90},
                             {"mean", &Spread::mean}, {"stdev", &Spread::stdev}, {"min", &Spread::min},
                             {"max", &Spread::max}}) {
@@ -172,20 +184,20 @@ std::optional<RankReport> parse_rank_report(const std::string& text) {
   if (!j.is_object()) return std::nullopt;
   try {
     RankReport r;
-    r.rank = j.at("rank");
-    r.local_rank = j.at("local_rank");
+    r.rank = integer_from_json(j.at("rank"));
+    r.local_rank = integer_from_json(j.at("local_rank"));
     r.host = j.at("host");
     r.device = j.at("device");
     r.status = parse_status(j.at("status"));
     r.error = j.at("error").is_string() ? j["error"].get<std::string>() : "";
-    r.steps = j.at("steps");
+    r.steps = integer_from_json(j.at("steps"));
     r.step_ms = spread_from_json(j.at("step_ms"));
     r.comm_wait_ms = spread_from_json(j.at("comm_wait_ms"));
     r.comm_share = optional_number(j.at("comm_share"));
     r.samples_per_s = optional_number(j.at("samples_per_s"));
-    r.allreduces = j.at("allreduces");
+    r.allreduces = integer_from_json(j.at("allreduces"));
     return r;
-  } catch (const json::exception&) {
+  } catch (const std::exception&) {  // nlohmann's (a missing or mistyped field) and integer_from_json's
     return std::nullopt;
   }
 }

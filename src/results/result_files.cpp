@@ -1,8 +1,14 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
 #include "tbench/errors.hpp"
 #include "tbench/results/result_files.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace fs = std::filesystem;
@@ -27,15 +33,43 @@ void ensure_writable(const std::string& result_path, bool force) {
   std::error_code ec;
   if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec) throw input_error("output: cannot create directory '" + parent.string() + "': " + ec.message());
+  // Find out now, not after the run, that nothing can be written there (read-only, no permission).
+  const std::string probe = (parent.empty() ? fs::path(".") : parent).string() + "/.tbench-write-probe." + std::to_string(::getpid());
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw input_error("output: cannot write in directory '" + (parent.empty() ? std::string(".") : parent.string()) +
+                      "': " + std::strerror(errno));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
-IterationStream::IterationStream(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
-  if (!out_) throw Error(ExitCode::bad_input, path + ": cannot open the iteration stream for writing");
+IterationStream::IterationStream(const std::string& path)
+    : path_(path), fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
+  if (fd_ < 0) {
+    throw Error(ExitCode::bad_input, path + ": cannot open the iteration stream for writing: " + std::strerror(errno));
+  }
 }
+
+IterationStream::~IterationStream() { ::close(fd_); }
 
 void IterationStream::on_iteration(const IterationRecord& record) {
-  out_ << nlohmann::json(record).dump() << '\n';
-  out_.flush();
+  const std::string line = json_text(nlohmann::json(record)) + '\n';
+  std::size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = n < 0 ? std::strerror(errno) : "nothing written";
+      // Cut the half-written line off, so the file still holds only whole records.
+      if (::ftruncate(fd_, static_cast<off_t>(whole_bytes_)) == 0) ::lseek(fd_, static_cast<off_t>(whole_bytes_), SEEK_SET);
+      throw Error(ExitCode::run_failed, path_ + ": cannot write the iteration stream (epoch " +
+                                            std::to_string(record.epoch) + ", step " + std::to_string(record.step) +
+                                            "): " + reason);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  whole_bytes_ += static_cast<long long>(line.size());
 }
 
 namespace {

@@ -24,6 +24,7 @@
 #include "tbench/timing/clock.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/version.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -243,8 +244,7 @@ std::unique_ptr<Communicator> join_ranks(const RunPlan& plan) {
                                std::chrono::seconds(plan.spec.dist.timeout_s));
 }
 
-// Threads, seeds and math modes are set on purpose and recorded: Debian's OpenMP starts with
-// one thread otherwise, and cuDNN would allow TF32 unless told not to.
+// The CPU allocator the spec asks for (cpu.allocator); env.cpu.allocator records which was used.
 void set_cpu_allocator(CpuAllocatorChoice choice) {
   if (choice == CpuAllocatorChoice::system) {
     use_system_cpu_allocator();
@@ -253,6 +253,8 @@ void set_cpu_allocator(CpuAllocatorChoice choice) {
   }
 }
 
+// Threads, seeds and math modes are set on purpose and recorded: Debian's OpenMP starts with
+// one thread otherwise, and cuDNN would allow TF32 unless told not to.
 torch::Device set_up_process(const RunPlan& plan) {
   torch::set_num_threads(plan.threads);
   set_cpu_allocator(plan.spec.cpu.allocator);
@@ -380,7 +382,13 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   }
   set_utilisation(result.summary, peak, plan.launch.world_size);
   save_weights_if_asked(plan, *model, result);
-  write_file_atomically(plan.output_path, to_json(result).dump(2) + "\n");
+  try {
+    write_file_atomically(plan.output_path, json_text(to_json(result), 2) + "\n");
+  } catch (const Error& e) {
+    // A full disk usually fails the stream first: say why the run ended, then why nothing was saved.
+    if (result.summary.status == RunStatus::failed) spdlog::error("run failed: {}", result.summary.error);
+    throw Error(ExitCode::run_failed, std::string(e.what()) + " (no result was written; an earlier result there is untouched)");
+  }
   return report_outcome(result);
 }
 

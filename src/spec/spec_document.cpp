@@ -17,6 +17,17 @@ using nlohmann::json;
 
 // YAML scalars are untyped text; resolve them the way YAML 1.2's core schema does, so that
 // `batch_size: 32` is a number and `precision: fp16` a string. Quoted scalars stay strings.
+// A YAML number as JSON; one a double cannot hold (5e0548, 1e-400, 400 digits) stays the text it
+// was, so validation reports it against its field ("must be a number") instead of std::stod
+// throwing past every check.
+json yaml_number(const std::string& text) {
+  try {
+    return std::stod(text);
+  } catch (const std::out_of_range&) {
+    return text;
+  }
+}
+
 json yaml_scalar_to_json(const YAML::Node& node) {
   const std::string& text = node.Scalar();
   if (node.Tag() == "!") return text;  // quoted
@@ -33,10 +44,10 @@ json yaml_scalar_to_json(const YAML::Node& node) {
     try {
       return std::stoll(text);
     } catch (const std::out_of_range&) {
-      return std::stod(text);
+      return yaml_number(text);
     }
   }
-  if (std::regex_match(text, float_re)) return std::stod(text);
+  if (std::regex_match(text, float_re)) return yaml_number(text);
   return text;
 }
 
@@ -121,7 +132,7 @@ SpecDocument parse_spec_text(const std::string& text, const std::string& label, 
   } else {
     try {
       doc.root = json::parse(text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       // nlohmann's message already says "at line L, column C".
       std::string what = e.what();
       const auto pos = what.find("parse error");

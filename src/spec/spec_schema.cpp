@@ -14,6 +14,7 @@
 #include "tbench/spec/spec.hpp"
 #include "tbench/spec/suggest.hpp"
 #include "tbench/env/torch_features.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -234,7 +235,7 @@ const char* kind_text(const Field& field) {
 }
 
 std::string describe(const json& value) {
-  std::string text = value.dump();
+  std::string text = json_text(value);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text + " (" + value.type_name() + ")";
 }
@@ -290,10 +291,10 @@ class Validator {
     }();
     if (!ok) fail(field.path, std::string("expected ") + kind_text(field) + ", got " + describe(value));
     if (value.is_number() && value.get<double>() < field.min) {
-      fail(field.path, "must be >= " + json(field.min).dump() + ", got " + value.dump());
+      fail(field.path, "must be >= " + json_text(json(field.min)) + ", got " + json_text(value));
     }
     if (value.is_number_float() && !std::isfinite(value.get<double>())) {
-      fail(field.path, "must be a finite number, got " + value.dump());
+      fail(field.path, "must be a finite number, got " + json_text(value));
     }
     if (field.kind == Kind::choice) {
       const auto text = value.get<std::string>();

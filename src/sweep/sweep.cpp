@@ -1,6 +1,7 @@
 #include "tbench/sweep/sweep.hpp"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "tbench/results/result_files.hpp"
 #include "tbench/spec/spec.hpp"
+#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
@@ -30,7 +32,7 @@ extern "C" void on_sweep_signal(int signal) {
   if (g_running_child > 0) kill(g_running_child, signal);
 }
 
-std::string scalar_text(const json& value) { return value.is_string() ? value.get<std::string>() : value.dump(); }
+std::string scalar_text(const json& value) { return value.is_string() ? value.get<std::string>() : json_text(value); }
 
 // File-name-safe rendering of a value: letters, digits, '.', '-', '_' kept, the rest '_'.
 std::string file_safe(const std::string& text) {
@@ -122,9 +124,15 @@ int run_point(const SweepPlan& plan, const SweepPoint& p, const SweepOptions& op
   }
   args.push_back("--force");  // the sweep decided this point runs (see run_sweep)
   args.push_back("--quiet");
+  const pid_t sweep = ::getpid();
   const pid_t child = fork();
   if (child < 0) throw Error(ExitCode::internal, "fork failed");
   if (child == 0) {
+    // A sweep killed outright (SIGKILL, a scheduler's time limit) takes its point with it: the point
+    // is interrupted (SIGTERM), writes what it measured, and `--resume` redoes it. Without this it
+    // would run on as an orphan, into the folder a resumed sweep writes.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != sweep) _exit(130);  // the sweep died before prctl took effect
     const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDERR_FILENO);
@@ -147,7 +155,7 @@ int run_point(const SweepPlan& plan, const SweepPoint& p, const SweepOptions& op
 }
 
 void write_state(const SweepPlan& plan) {
-  write_file_atomically((fs::path(plan.out_dir) / "sweep.json").string(), sweep_state(plan).dump(2) + "\n");
+  write_file_atomically((fs::path(plan.out_dir) / "sweep.json").string(), json_text(sweep_state(plan), 2) + "\n");
 }
 
 }  // namespace

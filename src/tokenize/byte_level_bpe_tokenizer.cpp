@@ -20,6 +20,7 @@
 #include "tbench/tokenize/tokenizer.hpp"
 #include "tbench/tokenize/unicode_text.hpp"
 #include "tbench/files.hpp"
+#include "tbench/json_text.hpp"
 #include "tokenizer_support.hpp"
 
 namespace tbench {
@@ -135,7 +136,7 @@ BpeVocabulary parse_vocab_json(const std::string& path, const std::string& bytes
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(bytes);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw input_error(path + ": not valid JSON: " + e.what());
   }
   if (!json.is_object()) throw input_error(path + ": expected a JSON object of token -> id");
@@ -143,7 +144,7 @@ BpeVocabulary parse_vocab_json(const std::string& path, const std::string& bytes
   for (const auto& [token, id] : json.items()) {
     // ids index the embedding table, so they must fit it (and the 32-bit merge keys).
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      throw input_error(path + ": \"" + token + "\": id must be a non-negative integer, got " + id.dump());
+      throw input_error(path + ": \"" + token + "\": id must be a non-negative integer, got " + json_text(id));
     }
     vocab[token] = id.get<int64_t>();
   }

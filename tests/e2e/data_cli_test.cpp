@@ -162,6 +162,23 @@ TEST_F(DataCli, PreTokenizedJsonlAndShapedSyntheticData) {
   EXPECT_EQ(shaped["data"]["lengths"]["max"], 30);
 }
 
+// Found by review: token types beyond RoBERTa's one-row table passed validation and failed inside
+// LibTorch at step 1 (exit 4). They are bad input: exit 2, naming file and line, before training.
+TEST_F(DataCli, TokenTypesBeyondTheModelsTableExitTwoNamingFileAndLine) {
+  const std::string jsonl = dir.write("typed.jsonl", "{\"input_ids\": [0, 40, 2], \"label\": 0, \"token_type_ids\": [0, 0, 0]}\n"
+                                                     "{\"input_ids\": [0, 42, 2], \"label\": 1, \"token_type_ids\": [0, 1, 1]}\n");
+  json spec = testing::tiny_spec(dir.file("typed.json"));
+  spec["model"] = "tiny-roberta";
+  spec["data"] = {{"source", "tokenized"}, {"path", jsonl}, {"seq_len", 16}};
+  spec["train"]["batch_size"] = 2;
+  const auto r = run_tbench("run --quiet " + write_spec(spec));
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("typed.jsonl:2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("token_type_ids holds 1"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("epoch"), std::string::npos) << "it trained first:\n" << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("typed.json")));
+}
+
 struct BadData {
   std::string what;
   std::function<void(json&, const ScratchDir&)> change;

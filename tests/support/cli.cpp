@@ -82,7 +82,7 @@ bool is_launcher_variable(const std::string& name) {
 }  // namespace
 
 pid_t spawn_tbench(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                   const std::string& out_path, const std::string& err_path) {
+                   const std::string& out_path, const std::string& err_path, const std::vector<std::string>& wrapper) {
   // Everything is prepared before fork(): the child only opens, dups and execs.
   std::vector<std::string> environment;
   for (char** e = environ; *e; ++e) {
@@ -90,7 +90,8 @@ pid_t spawn_tbench(const std::vector<std::string>& args, const std::map<std::str
     if (!is_launcher_variable(entry.substr(0, entry.find('=')))) environment.push_back(entry);
   }
   for (const auto& [name, value] : env) environment.push_back(name + "=" + value);
-  std::vector<std::string> argv_text = {TBENCH_BINARY};
+  std::vector<std::string> argv_text = wrapper;
+  argv_text.push_back(TBENCH_BINARY);
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv, envp;
   for (auto& a : argv_text) argv.push_back(a.data());
@@ -103,7 +104,7 @@ pid_t spawn_tbench(const std::vector<std::string>& args, const std::map<std::str
     const int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out >= 0) dup2(out, STDOUT_FILENO);
     if (err >= 0) dup2(err, STDERR_FILENO);
-    execve(argv[0], argv.data(), envp.data());
+    execvpe(argv[0], argv.data(), envp.data());  // a wrapper is found on PATH
     _exit(127);
   }
   return pid;

@@ -40,9 +40,11 @@ nlohmann::json tiny_spec(const std::string& output);
 
 // Starts `tbench <args>` in the background, as a launcher would start one rank: this process's
 // environment without any launcher variables (RANK, SLURM_*, OMPI_*, TORCHELASTIC_*, ...), plus `env`. stdout and
-// stderr go to the given files. Returns the child's pid.
+// stderr go to the given files. `wrapper` runs first and execs tbench (e.g. {"ip", "netns", "exec",
+// "ns0"}: a rank in another network namespace). Returns the child's pid.
 pid_t spawn_tbench(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                   const std::string& out_path, const std::string& err_path);
+                   const std::string& out_path, const std::string& err_path,
+                   const std::vector<std::string>& wrapper = {});
 
 // The child's exit code, or -1 after killing it (SIGKILL) if it has not exited within `timeout_s`,
 // or 128 + N if a signal N ended it.

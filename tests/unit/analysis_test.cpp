@@ -73,6 +73,18 @@ TEST_F(Analysis, LoadRejectsWhatIsNotAResult) {
   expect_error(write("truncated.json", truncated), "/iterations: missing");
   expect_error(write("warmup_only.json", make_result("m", "h", 1, 1, 2, /*warmup=*/2)), "no steady-state steps");
   expect_error(dir.file("missing.json"), "cannot open");
+  // Found by fuzzing: a field of the wrong type escaped as nlohmann's type_error (exit 1), and a
+  // huge double where an integer belongs was converted with undefined behaviour.
+  json mistyped = make_result("m", "h", 1, 1, 4);
+  mistyped["spec"]["threads"] = 1e300;
+  expect_error(write("mistyped.json", mistyped), "/spec/threads: expected an integer >= 0, got 1e+300");
+  json null_time = make_result("m", "h", 1, 1, 4);
+  null_time["iterations"][1]["seconds"] = nullptr;
+  expect_error(write("null_time.json", null_time), "/iterations/1/seconds: expected a number >= 0, got null");
+  json number_schema = make_result("m", "h", 1, 1, 4);
+  number_schema["schema"] = 1;
+  expect_error(write("number_schema.json", number_schema), "not a tbench result");
+  expect_error(dir.write("overflow.json", "{\"schema\": 1e999}"), "not valid JSON");
 }
 
 TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {

@@ -10,6 +10,7 @@
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/files.hpp"
 
 namespace tbench {
 namespace {
@@ -177,18 +178,18 @@ TEST_F(DataFiles, TokenizedJsonlIsCheckedAgainstTheVocabulary) {
   const auto path = write("t.jsonl",
                           "{\"input_ids\": [101, 7, 8, 102], \"label\": 1}\n"
                           "{\"input_ids\": [101, 9, 9, 9, 9, 9, 102], \"token_type_ids\": [0,0,0,0,1,1,1], \"label\": 0}\n");
-  const auto s = read_tokenized_jsonl(path, "label", 5, 200, 2, names, 0);
+  const auto s = read_tokenized_jsonl(path, "label", 5, 200, 2, 2, names, 0);
   ASSERT_EQ(s.size(), 2);
   EXPECT_EQ(s.length(0), 4);
   EXPECT_EQ(s.length(1), 5);  // cut to seq_len
   EXPECT_EQ(s.truncated, 1);
   EXPECT_EQ(s.type_ids.size(), s.ids.size());
   EXPECT_EQ(s.labels, (std::vector<int64_t>{1, 0}));
-  expect_input_error([&] { read_tokenized_jsonl(write("u.jsonl", "{\"input_ids\": [1, 2], \"label\": 0}\n{\"input_ids\": [1, 999], \"label\": 0}\n"), "label", 8, 200, 2, names, 0); },
+  expect_input_error([&] { read_tokenized_jsonl(write("u.jsonl", "{\"input_ids\": [1, 2], \"label\": 0}\n{\"input_ids\": [1, 999], \"label\": 0}\n"), "label", 8, 200, 2, 2, names, 0); },
                      {"u.jsonl:2:", "999", "vocabulary"});
-  expect_input_error([&] { read_tokenized_jsonl(write("v.jsonl", "{\"input_ids\": [], \"label\": 0}\n"), "label", 8, 200, 2, names, 0); },
+  expect_input_error([&] { read_tokenized_jsonl(write("v.jsonl", "{\"input_ids\": [], \"label\": 0}\n"), "label", 8, 200, 2, 2, names, 0); },
                      {"v.jsonl:1:", "empty"});
-  expect_input_error([&] { read_tokenized_jsonl(write("w.jsonl", "\n\n"), "label", 8, 200, 2, names, 0); }, {"w.jsonl", "empty"});
+  expect_input_error([&] { read_tokenized_jsonl(write("w.jsonl", "\n\n"), "label", 8, 200, 2, 2, names, 0); }, {"w.jsonl", "empty"});
 }
 
 // --- batches ------------------------------------------------------------------------------------
@@ -360,6 +361,57 @@ TEST_F(DataFiles, TokenCacheRoundTripsAndRejectsOtherKeysAndDamage) {
   EXPECT_FALSE(load_token_cache(path, "key-1"));
   write("junk.tokens", "not a cache");
   EXPECT_FALSE(load_token_cache((dir_ / "junk.tokens").string(), "key-1"));
+}
+
+// A cache damaged in the middle keeps its size, so only the checksum can tell: one flipped bit in
+// the ids, in the labels, in the header's counts.
+TEST_F(DataFiles, TokenCacheDamagedInTheMiddleIsRebuiltNotUsed) {
+  CachedSamples cached{samples_of_lengths({3, 1, 4}), {"neg", "pos"}};
+  const auto path = (dir_ / "c.tokens").string();
+  save_token_cache(path, "key", cached);
+  const std::string good = read_file(path, "cache");
+  ASSERT_TRUE(load_token_cache(path, "key"));
+  const std::size_t payload = good.size() - cached.samples.labels.size() * 8 - cached.samples.ids.size() * 4 -
+                              cached.samples.offsets.size() * 8;
+  for (const std::size_t at : {payload + 4 * 8 + 5, good.size() - 3, payload + 2}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x10);
+    write("c.tokens", bad);
+    EXPECT_FALSE(load_token_cache(path, "key")) << "a flipped bit at byte " << at << " went unnoticed";
+  }
+  std::string counts = good;  // "samples":3 -> 4: sizes no longer match
+  counts.replace(counts.find("\"samples\":3"), 11, "\"samples\":4");
+  write("c.tokens", counts);
+  EXPECT_FALSE(load_token_cache(path, "key"));
+  write("c.tokens", good.substr(0, good.size() / 2));  // truncated in the middle
+  EXPECT_FALSE(load_token_cache(path, "key"));
+}
+
+TEST_F(DataFiles, TokenTypesBeyondTheModelsTableAreAnErrorNamingTheLine) {
+  std::vector<std::string> names;
+  const auto path = write("t.jsonl", "{\"input_ids\": [1, 2], \"label\": 0, \"token_type_ids\": [0, 0]}\n"
+                                     "{\"input_ids\": [1, 2], \"label\": 0, \"token_type_ids\": [0, 1]}\n");
+  // RoBERTa's table has one type: line 2's type 1 would fail inside LibTorch at step 1.
+  expect_input_error([&] { read_tokenized_jsonl(path, "label", 8, 200, 1, 2, names, 0); },
+                     {"t.jsonl:2", "token_type_ids holds 1", "[0, 1)"});
+  EXPECT_EQ(read_tokenized_jsonl(path, "label", 8, 200, 2, 2, names, 0).size(), 2);  // BERT has two
+  ModelConfig roberta, xlnet;
+  roberta.type_vocab_size = 1;
+  EXPECT_EQ(token_type_limit(roberta), 1);
+  EXPECT_EQ(token_type_limit(xlnet), 4);  // no table: XLNet's segment ids, DistilBERT ignores them
+}
+
+TEST_F(DataFiles, SamplesOutsideTheModelsTablesDoNotFit) {
+  TokenizedSamples s = samples_of_lengths({2, 2});
+  EXPECT_TRUE(samples_fit_model(s, 1000, 2, 2));
+  s.ids[1] = 1000;
+  EXPECT_FALSE(samples_fit_model(s, 1000, 2, 2));
+  s.ids[1] = 5;
+  s.type_ids.assign(s.ids.size(), 2);
+  EXPECT_FALSE(samples_fit_model(s, 1000, 2, 2));
+  s.type_ids.clear();
+  s.labels[0] = 2;
+  EXPECT_FALSE(samples_fit_model(s, 1000, 2, 2));
 }
 
 }  // namespace

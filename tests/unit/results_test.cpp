@@ -6,6 +6,7 @@
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/json_text.hpp"
 #include "tbench/progress/progress.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/results/result_files.hpp"
@@ -141,6 +142,13 @@ TEST(RankReports, RoundTripThroughTheStoreText) {
   EXPECT_DOUBLE_EQ(*back->comm_share, 0.25);
   EXPECT_FALSE(back->samples_per_s.has_value());
   EXPECT_FALSE(parse_rank_report("{\"rank\": 1").has_value());  // cut off mid-write
+  // Found by fuzzing: a double where an integer belongs was converted with undefined behaviour.
+  nlohmann::json wide = to_json(r);
+  wide["rank"] = 1e21;
+  EXPECT_FALSE(parse_rank_report(wide.dump()).has_value());
+  wide["rank"] = 3;
+  wide["step_ms"]["count"] = 2.5;
+  EXPECT_FALSE(parse_rank_report(wide.dump()).has_value());
 }
 
 TEST(ResultFiles, IterationsFileSitsBesideTheResult) {
@@ -184,6 +192,16 @@ TEST(ResultFiles, StreamWritesOneJsonLinePerIterationAsItHappens) {
   const auto parsed = nlohmann::json::parse(text.substr(0, text.find('\n')));
   EXPECT_EQ(parsed["global_step"], 1);
   EXPECT_EQ(parsed.get<IterationRecord>().seconds, 0.5);
+}
+
+// A dataset's label or a spec value with a bad UTF-8 byte reaches the result: writing it must not
+// throw (nlohmann's dump() does) after the whole run; the byte becomes U+FFFD.
+TEST(ResultFiles, InvalidUtf8InAStringIsReplacedNotAnError) {
+  const nlohmann::json labels = {{"label_names", {std::string("ok"), std::string("bad\xff\xfe")}}};
+  EXPECT_THROW(labels.dump(), nlohmann::json::type_error);
+  const std::string text = json_text(labels);
+  EXPECT_EQ(nlohmann::json::parse(text)["label_names"][1], "bad\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(json_text(labels, 2), nlohmann::json::parse(text).dump(2));
 }
 
 TEST(ResultSchema, EmbeddedSchemaIsTheRepositoryFile) {

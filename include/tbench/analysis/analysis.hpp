@@ -12,11 +12,22 @@
 
 namespace tbench {
 
-// One result file, with the figures analysis needs pulled out of it.
+// One iteration of a result, as analysis uses it.
+struct ResultIteration {
+  int64_t epoch = 0, samples = 0;
+  double seconds = 0, ended_at = 0;
+  bool warmup = false;
+};
+
+// One result file, with the figures analysis needs pulled out of it and checked by load_result;
+// analysis reads these, never `json` itself, so a malformed file fails once, at load, naming the field.
 struct ResultFile {
   std::string path;
   nlohmann::json json;
-  std::string model, host, device, precision, machine, status;
+  std::string model, name, host, device, gpu, precision, machine, status, peak_source;
+  double hidden_size = 768, num_layers = 12, num_heads = 12;  // for the memory estimate of predict
+  std::optional<double> peak_flops_per_s, peak_bytes_per_s;
+  std::vector<ResultIteration> iterations;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
   int64_t num_samples = 0;
   int64_t world_size = 1;         // data-parallel processes (the result's dist section), else 1

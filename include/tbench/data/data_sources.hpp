@@ -54,10 +54,19 @@ TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vect
                                const Tokenizer& tokenizer, int64_t seq_len);
 
 // Reads pre-tokenized JSONL: {"input_ids": [...], "<label_column>": ..., "token_type_ids": [...]}.
-// Ids must be in [0, vocab_size); longer samples are cut to seq_len.
+// Ids must be in [0, vocab_size), token types in [0, token_types) (token_type_limit); longer
+// samples are cut to seq_len.
 TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column, int64_t seq_len,
-                                      int64_t vocab_size, int64_t num_labels, std::vector<std::string>& names,
-                                      int64_t max_rows);
+                                      int64_t vocab_size, int64_t token_types, int64_t num_labels,
+                                      std::vector<std::string>& names, int64_t max_rows);
+
+// How many token types a model takes: its type_vocab_size (BERT 2, RoBERTa 1); without a
+// token-type table (DistilBERT ignores types, XLNet compares segment ids) the 4 its tokenizers use.
+int64_t token_type_limit(const ModelConfig& model);
+
+// Whether every id, token type and label of `samples` indexes within the model's tables and the
+// label count: checked on every path samples enter by (files, the token cache).
+bool samples_fit_model(const TokenizedSamples& samples, int64_t vocab_size, int64_t token_types, int64_t num_labels);
 
 // The tokenizer for a text dataset: files from data.tokenizer (or the model's folder), kind and
 // switches from the files, tokenizer_config.json and the model's family. Throws naming the field.

@@ -34,7 +34,7 @@ std::size_t default_cpu_cache_limit();
 bool install_caching_cpu_allocator(std::size_t cache_limit_bytes);
 
 // Makes LibTorch's own allocator (malloc) the CPU allocator again; cached blocks are freed, and
-// blocks still in use go back to the cache when their tensors are freed.
+// blocks still in use go to malloc (free) when their tensors are freed.
 void use_system_cpu_allocator();
 
 // Gives every free block back to malloc (the blocks in use stay).

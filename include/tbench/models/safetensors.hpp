@@ -2,7 +2,9 @@
 // safetensors, HF's checkpoint format: an 8-byte little-endian header length, a JSON header
 // {name: {dtype, shape, data_offsets: [begin, end]}, "__metadata__": {...}}, then the raw bytes.
 // The reader checks every length, offset and size against the file before reading a byte of
-// data, so a truncated or hostile file is an error, never an out-of-bounds read.
+// data, so a truncated or hostile file is an error, never an out-of-bounds read. It reads with
+// pread, not a mapping: a file cut short while it is read (another job rewriting a checkpoint)
+// then gives a short read and an error, where a mapping would give SIGBUS.
 #include <map>
 #include <string>
 #include <vector>
@@ -19,7 +21,7 @@ struct SafetensorsEntry {
 
 class SafetensorsFile {
  public:
-  // Maps the file read-only and validates its header; throws a bad-input Error naming the file.
+  // Opens the file and validates its header; throws a bad-input Error naming the file.
   explicit SafetensorsFile(const std::string& path);
   ~SafetensorsFile();
   SafetensorsFile(const SafetensorsFile&) = delete;
@@ -28,14 +30,14 @@ class SafetensorsFile {
   const std::string& path() const { return path_; }
   const std::map<std::string, SafetensorsEntry>& entries() const { return entries_; }
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  // A copy of the tensor's data (CPU, its stored dtype).
+  // A copy of the tensor's data (CPU, its stored dtype). Throws naming the file if the file has
+  // become shorter than its header says.
   torch::Tensor tensor(const std::string& name) const;
 
  private:
   std::string path_;
-  const unsigned char* data_ = nullptr;  // start of the data section inside the mapping
-  void* mapping_ = nullptr;
-  std::size_t mapping_size_ = 0;
+  int fd_ = -1;
+  uint64_t data_start_ = 0;  // file offset of the data section
   std::map<std::string, SafetensorsEntry> entries_;
   std::map<std::string, std::string> metadata_;
 };

@@ -1,7 +1,6 @@
 #pragma once
 // A result on disk: where its files go, the JSONL stream written as steps finish, and the
 // refusal to overwrite a result unless asked.
-#include <fstream>
 #include <string>
 
 #include "tbench/files.hpp"
@@ -15,16 +14,22 @@ std::string iterations_path_for(const std::string& result_path);
 // Refuses (exit 3) to overwrite an existing result or stream unless `force`.
 void ensure_writable(const std::string& result_path, bool force);
 
-// Appends each iteration record to a JSONL file as soon as it is made, flushed line by line,
-// so a crash or kill loses at most the step in flight.
+// Appends each iteration record to a JSONL file as soon as it is made, one write() per line, so
+// a crash or kill loses at most the step in flight and never leaves half a line. A write that
+// fails (a full disk, a file-size limit) is cut back to the last whole line and throws a
+// run-failed Error naming the file and the reason; the trainer ends the run as failed.
 class IterationStream : public TrainObserver {
  public:
   explicit IterationStream(const std::string& path);
+  ~IterationStream() override;
+  IterationStream(const IterationStream&) = delete;
+  IterationStream& operator=(const IterationStream&) = delete;
   void on_iteration(const IterationRecord& record) override;
 
  private:
   std::string path_;
-  std::ofstream out_;
+  int fd_ = -1;
+  long long whole_bytes_ = 0;  // the file's length after the last whole line
 };
 
 // Local time as ISO 8601 with offset, e.g. 2026-11-22T14:03:11+01:00.

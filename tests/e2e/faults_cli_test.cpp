@@ -1,0 +1,243 @@
+// Faults a long run meets on a real machine, each run on the built binary: the disk fills while
+// iterations stream and while the result is written, the output directory cannot be written,
+// the process is killed (SIGKILL) at random moments, and a sweep is killed in the middle of a
+// point. Whatever happens: a clear error and its exit code, whole JSON lines, no half-written
+// result, and an earlier result left as it was.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "support/cli.hpp"
+
+namespace tbench {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::ScratchDir;
+
+// tiny-bert, one epoch of 40 steps of 8 samples: a few seconds, ~12 KB of iteration lines and a
+// ~24 KB result.
+json forty_step_spec(const std::string& output) {
+  auto spec = testing::tiny_spec(output);
+  spec["data"]["num_samples"] = 320;
+  spec["train"]["epochs"] = 1;
+  return spec;
+}
+
+// A tmpfs of `kib` KiB mounted at <dir>/<name> for the life of the object (root only: the test
+// skips elsewhere). tmpfs counts whole 4 KiB pages.
+class SmallDisk {
+ public:
+  SmallDisk(const ScratchDir& dir, const std::string& name, int kib) : path_(dir.file(name)) {
+    fs::create_directories(path_);
+    const std::string options = "size=" + std::to_string(kib) + "k";
+    mounted_ = ::mount("tmpfs", path_.c_str(), "tmpfs", 0, options.c_str()) == 0;
+    if (!mounted_) reason_ = std::string("cannot mount a tmpfs (needs root): ") + std::strerror(errno);
+  }
+  ~SmallDisk() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& reason() const { return reason_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_, reason_;
+  bool mounted_ = false;
+};
+
+// Every line of an iterations file parses as a whole record, and the steps run 1, 2, 3, ...
+// with none missing. Returns how many there are.
+std::size_t expect_whole_consecutive_lines(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_TRUE(text.empty() || text.back() == '\n') << path << ": the last line is cut:\n" << text.substr(text.size() > 300 ? text.size() - 300 : 0);
+  std::size_t count = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const json record = json::parse(line, nullptr, false);
+    EXPECT_FALSE(record.is_discarded()) << path << ": line " << count + 1 << " is not whole JSON: " << line;
+    if (record.is_discarded()) break;
+    ++count;
+    EXPECT_EQ(record["step"].get<std::size_t>(), count) << path << ": a step is missing before line " << count;
+  }
+  return count;
+}
+
+const std::string kEarlier = "{\"earlier\": \"result\"}\n";
+
+TEST(DiskFull, WhileIterationsStreamTheRunFailsAndTheEarlierResultIsUntouched) {
+  ScratchDir dir;
+  SmallDisk disk(dir, "disk", 12);  // the earlier result's page + ~28 of the 40 lines
+  if (!disk.mounted()) GTEST_SKIP() << disk.reason();
+  std::ofstream(disk.file("r.json")) << kEarlier;
+  const std::string spec = dir.write("spec.json", forty_step_spec(disk.file("r.json")).dump());
+  const auto r = testing::run_tbench("run -q --force " + spec);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("cannot write the iteration stream"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::read_text(disk.file("r.json")), kEarlier);
+  const std::size_t lines = expect_whole_consecutive_lines(disk.file("r.iterations.jsonl"));
+  EXPECT_GT(lines, 5u);
+  EXPECT_LT(lines, 40u);
+  for (const auto& f : fs::directory_iterator(disk.file(""))) {
+    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "a half-written result: " << f.path();
+  }
+}
+
+TEST(DiskFull, WhileTheResultIsWrittenNothingHalfWrittenIsLeft) {
+  ScratchDir dir;
+  SmallDisk disk(dir, "disk", 24);  // the earlier result and the whole stream fit; the ~24 KB result does not
+  if (!disk.mounted()) GTEST_SKIP() << disk.reason();
+  std::ofstream(disk.file("r.json")) << kEarlier;
+  const std::string spec = dir.write("spec.json", forty_step_spec(disk.file("r.json")).dump());
+  const auto r = testing::run_tbench("run -q --force " + spec);
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no result was written"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::read_text(disk.file("r.json")), kEarlier);
+  EXPECT_EQ(expect_whole_consecutive_lines(disk.file("r.iterations.jsonl")), 40u);
+  for (const auto& f : fs::directory_iterator(disk.file(""))) {
+    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "a half-written result: " << f.path();
+  }
+}
+
+TEST(DiskFull, AFileSizeLimitEndsTheRunWithAnErrorNotASignal) {
+  ScratchDir dir;
+  const std::string spec = dir.write("spec.json", forty_step_spec(dir.file("r.json")).dump());
+  // ulimit -f counts 1 KiB blocks here: the stream stops after ~16 lines.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string command = "ulimit -f 5; exec '" TBENCH_BINARY "' run -q " + spec + " >" + dir.file("out") + " 2>" + dir.file("err");
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const int code = testing::wait_for_exit(pid, 120);
+  const std::string err = testing::read_text(dir.file("err"));
+  EXPECT_EQ(code, 4) << "killed by a signal instead? " << err;
+  EXPECT_NE(err.find("File too large"), std::string::npos) << err;
+  expect_whole_consecutive_lines(dir.file("r.iterations.jsonl"));
+  EXPECT_FALSE(fs::exists(dir.file("r.json")));
+}
+
+TEST(UnwritableOutput, ExitsTwoBeforeTrainingNamingTheDirectory) {
+  ScratchDir dir;
+  const std::string locked = dir.file("locked");
+  fs::create_directories(locked);
+  // Root ignores permission bits, so for root the directory is a read-only mount instead.
+  bool read_only_mount = false;
+  if (::geteuid() == 0) {
+    read_only_mount = ::mount("tmpfs", locked.c_str(), "tmpfs", MS_RDONLY, "size=16k") == 0;
+    if (!read_only_mount) GTEST_SKIP() << "root, and cannot mount a read-only tmpfs: " << std::strerror(errno);
+  } else {
+    fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec);
+  }
+  const std::string spec = dir.write("spec.json", testing::tiny_spec(locked + "/r.json").dump());
+  const auto r = testing::run_tbench("run -q " + spec);
+  if (read_only_mount) ::umount2(locked.c_str(), MNT_DETACH);
+  else fs::permissions(locked, fs::perms::owner_all);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("output: cannot write in directory '" + locked + "'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("epoch"), std::string::npos) << "it trained before finding out:\n" << r.err;
+}
+
+// SIGKILL at 24 seeded moments spread over a run's whole life (start-up, steps, the result
+// write): the stream holds whole, consecutive lines and the result is whole or absent.
+TEST(Killed, AtRandomMomentsLeavesWholeLinesAndNoPartialResult) {
+  ScratchDir dir;
+  auto long_run = forty_step_spec(dir.file("r.json"));
+  long_run["data"]["num_samples"] = 2400;  // 300 steps: training, not start-up, fills most of the run
+  const std::string spec = dir.write("spec.json", long_run.dump());
+  // How long an undisturbed run takes on this machine, to spread the kills over it.
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_EQ(testing::run_tbench("run -q " + spec).exit_code, 0);
+  const double run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::mt19937 generator(20261124);
+  std::uniform_real_distribution<double> moment(0.0, run_seconds * 1.1);
+  int killed_mid_stream = 0, finished = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    fs::remove(dir.file("r.json"));
+    fs::remove(dir.file("r.iterations.jsonl"));
+    const double delay = moment(generator);
+    const pid_t pid = testing::spawn_tbench({"run", "-q", spec}, {}, dir.file("out"), dir.file("err"));
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    ::kill(pid, SIGKILL);
+    const int code = testing::wait_for_exit(pid, 60);
+    SCOPED_TRACE("trial " + std::to_string(trial) + ", killed after " + std::to_string(delay) + " s");
+    std::size_t lines = 0;
+    if (fs::exists(dir.file("r.iterations.jsonl"))) lines = expect_whole_consecutive_lines(dir.file("r.iterations.jsonl"));
+    if (fs::exists(dir.file("r.json"))) {
+      const json result = json::parse(testing::read_text(dir.file("r.json")), nullptr, false);
+      ASSERT_FALSE(result.is_discarded()) << "a partial result";
+      EXPECT_EQ(result["iterations"].size(), lines) << "the result and the stream disagree";
+    }
+    if (code == 0) ++finished;
+    else if (lines > 0 && lines < 300) ++killed_mid_stream;
+  }
+  // The seeded moments must really have hit runs in the middle, or the test proves nothing.
+  EXPECT_GE(killed_mid_stream, 5) << finished << " runs finished before their kill";
+}
+
+// The processes whose command line mentions `text` (a point of a sweep still running).
+int processes_mentioning(const std::string& text) {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || name == std::to_string(::getpid())) continue;
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+    if (cmdline.find(text) != std::string::npos) ++count;
+  }
+  return count;
+}
+
+TEST(Killed, SweepKilledInAPointResumesAndItsPointDiesWithIt) {
+  ScratchDir dir;
+  auto slow = testing::tiny_spec(dir.file("unused.json"));
+  slow["train"]["epochs"] = 1;
+  slow["data"]["num_samples"] = 4000;  // ~500 steps a point: long enough to kill inside one
+  const std::string base = dir.write("slow.json", slow.dump());
+  const std::string out = dir.file("sweep");
+  const std::vector<std::string> grid = {"--grid", "train.batch_size=8,16,32", "--out-dir", out};
+  std::vector<std::string> args = {"sweep", base};
+  args.insert(args.end(), grid.begin(), grid.end());
+  const pid_t sweep = testing::spawn_tbench(args, {}, dir.file("sweep.out"), dir.file("sweep.err"));
+  // Kill it once the first point is done and the second has streamed some steps.
+  const std::string second_stream = out + "/train.batch_size-16.iterations.jsonl";
+  for (int i = 0; i < 1200 && !(fs::exists(second_stream) && fs::file_size(second_stream) > 1000); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(fs::exists(second_stream)) << testing::read_text(dir.file("sweep.err"));
+  ::kill(sweep, SIGKILL);
+  EXPECT_EQ(testing::wait_for_exit(sweep, 10), 128 + SIGKILL);
+  // The point's own process must not run on as an orphan, writing into the sweep's folder.
+  for (int i = 0; i < 100 && processes_mentioning(out) > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(processes_mentioning(out), 0) << "the killed sweep's point is still running";
+  expect_whole_consecutive_lines(second_stream);
+
+  const std::string finished = out + "/train.batch_size-8.json";
+  ASSERT_TRUE(fs::exists(finished));
+  const auto written = fs::last_write_time(finished);
+  std::string resume = "sweep " + base + " --grid train.batch_size=8,16,32 --out-dir " + out + " --resume --json --set data.num_samples=64";
+  const auto resumed = testing::run_tbench(resume);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const json state = json::parse(resumed.out);
+  ASSERT_EQ(state["points"].size(), 3u);
+  EXPECT_EQ(state["points"][0]["status"], "skipped");
+  EXPECT_EQ(state["points"][1]["status"], "completed");
+  EXPECT_EQ(state["points"][2]["status"], "completed");
+  EXPECT_EQ(fs::last_write_time(finished), written) << "a finished point was redone";
+  EXPECT_EQ(testing::read_json(out + "/train.batch_size-16.json")["summary"]["status"], "completed");
+}
+
+}  // namespace
+}  // namespace tbench

@@ -1,0 +1,58 @@
+// Fuzz targets for files tbench reads back: result files (report, compare, predict, scaling all
+// start from load_result), a peer's rank report (data-parallel runs exchange them through the
+// store) and a GPU spec file (predict --target-spec).
+#include "fuzz_target.hpp"
+#include "tbench/analysis/analysis.hpp"
+#include "tbench/env/hardware.hpp"
+#include "tbench/results/result.hpp"
+
+namespace {
+
+using tbench::fuzz::expect_success_or_input_error;
+
+// What the analysis commands do with a result that loads.
+void analyse(const tbench::ResultFile& r) {
+  const std::vector<tbench::ResultFile> results = {r};
+  const auto report = tbench::build_report(results, "machine", "");
+  for (const char* format : {"table", "markdown", "csv", "json", "html"}) tbench::render_report(report, format);
+  tbench::render_scaling(tbench::build_scaling(results), "table");
+  tbench::compare_results(r, r);
+  tbench::predict_epochs(r, 5, &r);
+  tbench::predict_target(r, *tbench::find_gpu("H100"), &r);
+}
+
+}  // namespace
+
+TBENCH_FUZZ_TARGET(result_file) {
+  const std::string path = tbench::fuzz::write_scratch_file("result.json", bytes);
+  expect_success_or_input_error([&] { analyse(tbench::load_result(path)); });
+}
+TBENCH_FUZZ_SEEDS(result_file) {
+  // The committed benchmark results that are tbench's own (not the eager reference's files).
+  std::vector<std::string> seeds;
+  for (const auto& path : tbench::fuzz::repo_files("bench/results", ".json")) {
+    if (path.find("-tbench-") == std::string::npos) continue;
+    seeds.push_back(tbench::fuzz::repo_file(path));
+    if (seeds.size() == 6) break;
+  }
+  return seeds;
+}
+
+TBENCH_FUZZ_TARGET(rank_report) {
+  expect_success_or_input_error([&] { tbench::parse_rank_report(bytes); });
+}
+TBENCH_FUZZ_SEEDS(rank_report) {
+  return {R"({"rank": 1, "local_rank": 0, "host": "node2", "device": "cpu", "status": "completed", "error": null,
+ "steps": 12, "step_ms": {"count": 10, "mean": 101.5, "median": 100.0, "p10": 95.0, "p90": 110.0, "min": 90.0, "max": 120.0, "stdev": 5.0},
+ "comm_wait_ms": {"count": 10, "mean": 1.5, "median": 1.0, "p10": 0.5, "p90": 2.0, "min": 0.1, "max": 3.0, "stdev": 0.5},
+ "comm_share": 0.01, "samples_per_s": 80.0, "allreduces": 24})"};
+}
+
+TBENCH_FUZZ_TARGET(device_spec) {
+  const std::string path = tbench::fuzz::write_scratch_file("gpu.json", bytes);
+  expect_success_or_input_error([&] { tbench::read_device_spec(path); });
+}
+TBENCH_FUZZ_SEEDS(device_spec) {
+  return {R"({"name": "My GPU", "fp32_tflops": 19.5, "tf32_tflops": 156, "fp16_tflops": 312, "bf16_tflops": 312, "memory_gbps": 2039})",
+          R"({"name": "Old GPU", "fp32_tflops": 14, "memory_gbps": 900})"};
+}
