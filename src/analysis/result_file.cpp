@@ -6,12 +6,17 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/files.hpp"
+#include "tbench/json_text.hpp"
 #include "tbench/results/result.hpp"
 
 namespace tbench {
 namespace {
 
 using nlohmann::json;
+
+constexpr int64_t kMaxCount = int64_t{1} << 31;   // batch sizes, samples, steps, epochs, lengths, threads
+constexpr int64_t kMaxWorld = int64_t{1} << 20;   // processes in a data-parallel run
+constexpr int64_t kMaxParams = int64_t{1} << 50;
 
 // Typed reads of a result's fields. A result file is outside bytes (copied between machines,
 // edited, cut short), so every value is checked for its type and range where it is read: a
@@ -38,16 +43,23 @@ class ResultReader {
     const json* v = find(pointer);
     return v && v->is_string() ? v->get<std::string>() : fallback;
   }
-  int64_t integer(const json& v, const std::string& where, int64_t minimum) const {
-    if (!v.is_number_integer() || v.get<int64_t>() < minimum || (v.is_number_unsigned() && v.get<uint64_t>() > kMaxInteger)) {
-      throw bad(where, "expected an integer >= " + std::to_string(minimum) + ", got " + json_text(v));
+  // Integers are bounded as well as typed: analysis multiplies them (samples x world size, batch x
+  // accumulation), and the products must stay inside int64.
+  int64_t integer(const json& v, const std::string& where, int64_t minimum, int64_t maximum = kMaxCount) const {
+    const bool in_range = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(maximum)) &&
+                          v.get<int64_t>() >= minimum && v.get<int64_t>() <= maximum;
+    if (!in_range) {
+      throw bad(where, "expected an integer in [" + std::to_string(minimum) + ", " + std::to_string(maximum) + "], got " +
+                           json_text(v));
     }
     return v.get<int64_t>();
   }
-  int64_t integer(const char* pointer, int64_t minimum) const { return integer(require(pointer), pointer, minimum); }
-  int64_t integer_or(const char* pointer, int64_t fallback, int64_t minimum) const {
+  int64_t integer(const char* pointer, int64_t minimum, int64_t maximum = kMaxCount) const {
+    return integer(require(pointer), pointer, minimum, maximum);
+  }
+  int64_t integer_or(const char* pointer, int64_t fallback, int64_t minimum, int64_t maximum = kMaxCount) const {
     const json* v = find(pointer);
-    return v && !v->is_null() ? integer(*v, pointer, minimum) : fallback;
+    return v && !v->is_null() ? integer(*v, pointer, minimum, maximum) : fallback;
   }
   double number(const json& v, const std::string& where) const {
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
@@ -66,7 +78,6 @@ class ResultReader {
   }
 
  private:
-  static constexpr uint64_t kMaxInteger = uint64_t{1} << 62;
   const json& root_;
   const std::string& path_;
 };
@@ -83,7 +94,7 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
     };
     ResultIteration record;
     record.epoch = read.integer(field("epoch"), where + "/epoch", 0);
-    record.samples = read.integer(field("samples"), where + "/samples", 0);
+    record.samples = read.integer(field("samples"), where + "/samples", 1);
     record.seconds = read.number(field("seconds"), where + "/seconds");
     if (!(record.seconds > 0)) throw read.bad(where + "/seconds", "a step takes more than 0 seconds");
     record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
@@ -131,7 +142,7 @@ ResultFile load_result(const std::string& path) {
   }
   const ResultReader read(r.json, path);
   r.model = read.string("/model/name");
-  r.params = read.integer("/model/params", 0);
+  r.params = read.integer("/model/params", 0, kMaxParams);
   r.train_flops_per_sample = read.number("/model/train_flops_per_sample");
   r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
   r.num_layers = read.number_if_any("/model/num_layers").value_or(12.0);
@@ -146,9 +157,9 @@ ResultFile load_result(const std::string& path) {
   r.seq_len = read.integer("/spec/data/seq_len", 1);
   // Samples an epoch trains on: the data section's count (file sources, eval held out), else the
   // spec's (older results; synthetic data).
-  r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0), 0);
+  r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0, kMaxParams), 0, kMaxParams);
   // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
-  r.world_size = read.integer_or("/dist/world_size", 1, 1);
+  r.world_size = read.integer_or("/dist/world_size", 1, 1, kMaxWorld);
   r.comm_share = read.number_if_any("/summary/comm_share");
   r.status = read.string("/summary/status");
   r.steps_per_epoch = read.integer("/summary/steps_per_epoch", 0);

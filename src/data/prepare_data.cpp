@@ -169,6 +169,13 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
   loaded.label_names = d.labels;
   const auto indices = resolve_labels(labels, lines, loaded.label_names, spec.num_labels, d.path);
   loaded.samples = tokenize_rows(rows, indices, *tokenizer, d.seq_len);
+  // The vocabulary was checked against the model above; this also covers token types (a pair
+  // encoded with type 1 for a model whose type table has one row).
+  if (!samples_fit_model(loaded.samples, model.vocab_size, token_type_limit(model), spec.num_labels)) {
+    fail_field(spec, "data.tokenizer", "its ids or token types fall outside " + model.name + "'s tables (vocab_size " +
+                                           std::to_string(model.vocab_size) + ", " + std::to_string(token_type_limit(model)) +
+                                           " token types): is this another model's tokenizer?");
+  }
   if (d.cache) {
     save_token_cache(cache_path, key, {loaded.samples, loaded.label_names});
     loaded.cache = {{"path", cache_path}, {"hit", false}};

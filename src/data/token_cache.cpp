@@ -44,7 +44,7 @@ bool take(std::istream& in, std::vector<T>& values, uint64_t count) {
   return static_cast<uint64_t>(in.gcount()) == count * sizeof(T);
 }
 
-constexpr uint64_t kMaxHeaderBytes = 1u << 26;
+constexpr uint64_t kMaxCacheHeaderBytes = 1u << 26;
 // Fuzz builds (TBENCH_FUZZING) read on past a checksum mismatch, so the fuzzer reaches the checks
 // behind it; every other build rejects the file.
 #ifdef TBENCH_FUZZING
@@ -53,12 +53,28 @@ constexpr bool kAcceptBadChecksum = true;
 constexpr bool kAcceptBadChecksum = false;
 #endif
 
-// FNV-1a of the payload: a bit flipped in the middle of the ids (a bad disk, a bad copy) is
-// caught, where the sizes alone would pass and feed wrong tokens to a run.
-std::string checksum_of(const std::string& payload) {
+// FNV-1a of the payload (offsets, ids, type ids, labels, in file order), computed over the vectors
+// themselves so no second copy of a large dataset is made: a bit flipped in the middle of the ids
+// (a bad disk, a bad copy) is caught, where the sizes alone would pass and feed wrong tokens to a run.
+std::string checksum_of(const TokenizedSamples& s) {
+  uint64_t hash = 1469598103934665603ULL;
+  const auto add = [&](const auto& values) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
+    for (std::size_t i = 0; i < values.size() * sizeof(values[0]); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
+  };
+  add(s.offsets);
+  add(s.ids);
+  add(s.type_ids);
+  add(s.labels);
   std::ostringstream out;
-  out << std::hex << fnv1a(payload);
+  out << std::hex << hash;
   return out.str();
+}
+
+// The key as the header stores it: json_text turns invalid UTF-8 (a Latin-1 file name) into
+// U+FFFD, so the key read back is compared in that form, or such a cache would never hit.
+std::string key_as_stored(const std::string& key) {
+  return json::parse(json_text(json(key))).get<std::string>();
 }
 
 bool consistent(const TokenizedSamples& s) {
@@ -97,7 +113,7 @@ std::optional<CachedSamples> load_token_cache(const std::string& path, const std
   std::string magic(sizeof kMagic - 1, '\0');
   uint64_t header_size = 0;
   if (!in.read(magic.data(), static_cast<std::streamsize>(magic.size())) || magic != kMagic ||
-      !in.read(reinterpret_cast<char*>(&header_size), sizeof header_size) || header_size > kMaxHeaderBytes ||
+      !in.read(reinterpret_cast<char*>(&header_size), sizeof header_size) || header_size > kMaxCacheHeaderBytes ||
       header_size > file_size - static_cast<uint64_t>(in.tellg())) {
     return damaged("not a token cache file");
   }
@@ -105,7 +121,7 @@ std::optional<CachedSamples> load_token_cache(const std::string& path, const std
   if (!in.read(header_text.data(), static_cast<std::streamsize>(header_size))) return damaged("truncated header");
   const json header = json::parse(header_text, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object() || !header.contains("key") || !header["key"].is_string()) return damaged("unreadable header");
-  if (header["key"].get<std::string>() != key) return std::nullopt;  // a hash collision: another dataset's tokens
+  if (header["key"].get<std::string>() != key_as_stored(key)) return std::nullopt;  // a hash collision: another dataset's tokens
   const auto field = [&](const char* name) { return header.contains(name) ? header[name] : json(); };
   if (!field("samples").is_number_unsigned() || !field("tokens").is_number_unsigned() || !field("typed").is_boolean() ||
       !field("truncated").is_number_integer() || !field("checksum").is_string() || !field("label_names").is_array() ||
@@ -121,18 +137,16 @@ std::optional<CachedSamples> load_token_cache(const std::string& path, const std
       (n + 1) * sizeof(int64_t) + tokens * (sizeof(int32_t) + (typed ? sizeof(int8_t) : 0)) + n * sizeof(int64_t) != payload) {
     return damaged("sizes do not match its header (a partial or damaged file)");
   }
-  std::string body(payload, '\0');
-  if (!in.read(body.data(), static_cast<std::streamsize>(payload))) return damaged("truncated");
-  if (header["checksum"].get<std::string>() != checksum_of(body) && !kAcceptBadChecksum) {
-    return damaged("its checksum does not match (a damaged file)");
-  }
   CachedSamples cached;
   auto& s = cached.samples;
-  std::istringstream data(body);
-  if (!take(data, s.offsets, n + 1) || !take(data, s.ids, tokens) || (typed && !take(data, s.type_ids, tokens)) ||
-      !take(data, s.labels, n) || !consistent(s)) {
-    return damaged("sizes do not match its header (a partial or damaged file)");
+  if (!take(in, s.offsets, n + 1) || !take(in, s.ids, tokens) || (typed && !take(in, s.type_ids, tokens)) ||
+      !take(in, s.labels, n)) {
+    return damaged("truncated");
   }
+  if (header["checksum"].get<std::string>() != checksum_of(s) && !kAcceptBadChecksum) {
+    return damaged("its checksum does not match (a damaged file)");
+  }
+  if (!consistent(s)) return damaged("sizes do not match its header (a partial or damaged file)");
   s.truncated = header["truncated"];
   cached.label_names = header["label_names"].get<std::vector<std::string>>();
   return cached;
@@ -140,13 +154,8 @@ std::optional<CachedSamples> load_token_cache(const std::string& path, const std
 
 void save_token_cache(const std::string& path, const std::string& key, const CachedSamples& cached) {
   const auto& s = cached.samples;
-  std::string body;
-  append(body, s.offsets);
-  append(body, s.ids);
-  append(body, s.type_ids);
-  append(body, s.labels);
   const json header = {{"key", key},
-                       {"checksum", checksum_of(body)},
+                       {"checksum", checksum_of(s)},
                        {"samples", s.size()},
                        {"tokens", s.ids.size()},
                        {"typed", !s.type_ids.empty()},
@@ -157,7 +166,10 @@ void save_token_cache(const std::string& path, const std::string& key, const Cac
   std::string bytes(kMagic);
   bytes.append(reinterpret_cast<const char*>(&header_size), sizeof header_size);
   bytes += header_text;
-  bytes += body;
+  append(bytes, s.offsets);
+  append(bytes, s.ids);
+  append(bytes, s.type_ids);
+  append(bytes, s.labels);
   try {
     std::filesystem::create_directories(std::filesystem::path(path).parent_path());
     write_file_atomically(path, bytes);  // a run killed mid-write leaves no partial cache

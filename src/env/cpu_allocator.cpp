@@ -30,9 +30,17 @@ class CachingCpuAllocator final : public c10::Allocator {
   explicit CachingCpuAllocator(std::size_t limit) { stats_.cache_limit_bytes = limit; }
 
   // LibTorch 1.13 declares allocate() const, 2.3 and later non-const: defining both overrides
-  // whichever the build has (the other is an ordinary member).
+  // whichever the build has (the other is an ordinary member), so neither can say `override`
+  // (clang warns about that; the fuzz build compiles with clang).
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winconsistent-missing-override"
+#endif
   c10::DataPtr allocate(std::size_t n) const { return allocate_block(n); }
   c10::DataPtr allocate(std::size_t n) { return allocate_block(n); }
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
   // Pure virtual from LibTorch 2.3 on (Allocator::clone uses it); unused before.
   void copy_data(void* dest, const void* src, std::size_t count) const { std::memcpy(dest, src, count); }
   c10::DeleterFnPtr raw_deleter() const override { return &CachingCpuAllocator::release; }

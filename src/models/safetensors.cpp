@@ -64,7 +64,7 @@ bool element_count(const std::vector<int64_t>& shape, uint64_t& count) {
 }
 
 // safetensors' own limit on the JSON header: a hostile length must not make us allocate gigabytes.
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
 // Reads exactly `size` bytes at `offset`; false when the file ends first.
 bool read_exactly(int fd, void* out, uint64_t size, uint64_t offset) {
@@ -97,7 +97,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : path_(path) {
     if (!read_exactly(fd_, length, 8, 0)) throw fail("the file became shorter while it was read");
     uint64_t header_size = 0;
     for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | length[i];  // little-endian
-    if (header_size > kMaxHeaderBytes) {
+    if (header_size > kMaxSafetensorsHeaderBytes) {
       throw fail("corrupt: the header claims " + std::to_string(header_size) + " bytes, over safetensors' 100 MB limit");
     }
     if (header_size > file_size - 8) {

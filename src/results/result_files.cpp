@@ -35,7 +35,8 @@ void ensure_writable(const std::string& result_path, bool force) {
   if (ec) throw input_error("output: cannot create directory '" + parent.string() + "': " + ec.message());
   // Find out now, not after the run, that nothing can be written there (read-only, no permission).
   const std::string probe = (parent.empty() ? fs::path(".") : parent).string() + "/.tbench-write-probe." + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  ::unlink(probe.c_str());  // one left by a killed process that had our pid
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     throw input_error("output: cannot write in directory '" + (parent.empty() ? std::string(".") : parent.string()) +
                       "': " + std::strerror(errno));

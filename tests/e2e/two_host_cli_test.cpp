@@ -58,6 +58,7 @@ class TwoHosts {
     if (ip_.empty()) return;
     shell(ip_ + " netns del " + ns(0));  // deleting a namespace deletes its end of the pair, and the pair
     shell(ip_ + " netns del " + ns(1));
+    shell(ip_ + " link del " + veth(0));  // a pair made before a failed move is still in this namespace
   }
   bool ready() const { return ready_; }
   const std::string& reason() const { return reason_; }
@@ -99,6 +100,15 @@ std::vector<float> read_params(const std::string& path) {
   return values;
 }
 
+// Kills and reaps the ranks still running when a test ends (an ASSERT failing); ranks that have
+// exited were reaped already, and waitpid on them fails harmlessly.
+struct RanksReaper {
+  std::vector<pid_t> pids;
+  ~RanksReaper() {
+    for (const pid_t pid : pids) testing::wait_for_exit(pid, 0);
+  }
+};
+
 #define REQUIRE_TWO_HOSTS(hosts)                                                              \
   if (!gloo_available()) GTEST_SKIP() << "this build has no Gloo backend";                          \
   if (!(hosts).ready()) GTEST_SKIP() << (hosts).reason()
@@ -114,6 +124,7 @@ TEST(TwoHosts, RanksOnSeparateHostsEndWithTheSingleProcessWeights) {
   const std::string two = dir.write("two.json", spec_for(dir.file("two.result.json"), 4).dump());
   const std::vector<std::string> args = {"run", "-q", two, "--dump-params", dir.file("two.params")};
   const pid_t rank0 = hosts.start_rank(0, args, dir), rank1 = hosts.start_rank(1, args, dir);
+  const RanksReaper reaper{{rank0, rank1}};
   const int code0 = testing::wait_for_exit(rank0, 120), code1 = testing::wait_for_exit(rank1, 120);
   ASSERT_EQ(code0, 0) << testing::read_text(dir.file("rank0.err"));
   ASSERT_EQ(code1, 0) << testing::read_text(dir.file("rank1.err"));
@@ -142,6 +153,7 @@ TEST(TwoHosts, CuttingTheLinkEndsBothRanksWithinTheTimeoutNamingTheLostPeer) {
   const double timeout_s = spec["dist"]["timeout_s"];
   const std::string path = dir.write("spec.json", spec.dump());
   const pid_t rank0 = hosts.start_rank(0, {"run", "-q", path}, dir), rank1 = hosts.start_rank(1, {"run", "-q", path}, dir);
+  const RanksReaper reaper{{rank0, rank1}};  // hours of steps: never left running by a failed ASSERT
   const std::string stream = dir.file("cut.iterations.jsonl");
   for (int i = 0; i < 1200 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

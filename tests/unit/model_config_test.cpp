@@ -67,6 +67,12 @@ TEST(ModelConfig, BadConfigsNameTheKey) {
       "num_attention_heads": 2, "intermediate_size": 8, "max_position_embeddings": 8, "hidden_dropout_prob": 1.5})")
                 .find("hidden_dropout_prob"),
             std::string::npos);
+  // Both index embedding tables: out of range they would fail inside LibTorch at the first step.
+  const std::string small = R"({"model_type": "bert", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "intermediate_size": 8, "max_position_embeddings": 8, )";
+  EXPECT_NE(error_of(small + R"("pad_token_id": 10})").find("pad_token_id"), std::string::npos);
+  EXPECT_NE(error_of(small + R"("pad_token_id": -1})").find("pad_token_id"), std::string::npos);
+  EXPECT_NE(error_of(small + R"("type_vocab_size": -2})").find("type_vocab_size"), std::string::npos);
 }
 
 TEST(ModelConfig, NameComesFromThePath) {
