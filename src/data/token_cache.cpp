@@ -26,9 +26,12 @@ namespace {
 using nlohmann::json;
 constexpr char kMagic[] = "TBENCH-TOKENS\n";
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (const unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
+
+// FNV-1a over `size` bytes, continuing from `hash` (so several buffers hash as one).
+uint64_t fnv1a(const void* data, std::size_t size, uint64_t hash = kFnvOffset) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
   return hash;
 }
 
@@ -57,11 +60,8 @@ constexpr bool kAcceptBadChecksum = false;
 // themselves so no second copy of a large dataset is made: a bit flipped in the middle of the ids
 // (a bad disk, a bad copy) is caught, where the sizes alone would pass and feed wrong tokens to a run.
 std::string checksum_of(const TokenizedSamples& s) {
-  uint64_t hash = 1469598103934665603ULL;
-  const auto add = [&](const auto& values) {
-    const auto* bytes = reinterpret_cast<const unsigned char*>(values.data());
-    for (std::size_t i = 0; i < values.size() * sizeof(values[0]); ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
-  };
+  uint64_t hash = kFnvOffset;
+  const auto add = [&](const auto& values) { hash = fnv1a(values.data(), values.size() * sizeof(values[0]), hash); };
   add(s.offsets);
   add(s.ids);
   add(s.type_ids);
@@ -96,7 +96,7 @@ std::string default_cache_dir() {
 
 std::string token_cache_path(const std::string& dir, const std::string& data_path, const std::string& key) {
   std::ostringstream name;
-  name << std::filesystem::path(data_path).stem().string() << '-' << std::hex << fnv1a(key) << ".tokens";
+  name << std::filesystem::path(data_path).stem().string() << '-' << std::hex << fnv1a(key.data(), key.size()) << ".tokens";
   return (std::filesystem::path(dir) / name.str()).string();
 }
 

@@ -5,8 +5,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -15,6 +13,7 @@
 
 #include "support/cli.hpp"
 #include "support/json_schema.hpp"
+#include "support/ranks.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/embedded.hpp"
 #include "tbench/env/torch_features.hpp"
@@ -24,12 +23,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::have_gloo;
+using testing::max_abs_diff;
+using testing::read_floats;
 using testing::ScratchDir;
-
-bool have_gloo() {
-  const auto backends = available_backends();
-  return std::find(backends.begin(), backends.end(), "gloo") != backends.end();
-}
 
 #define REQUIRE_GLOO() \
   if (!have_gloo()) GTEST_SKIP() << "this build has no Gloo backend (install libgloo-dev and reconfigure)"
@@ -71,19 +68,6 @@ RankRun run_single(const ScratchDir& dir, const std::vector<std::string>& args) 
   run.out = testing::read_text(dir.file("single.out"));
   run.err = testing::read_text(dir.file("single.err"));
   return run;
-}
-
-std::vector<float> read_floats(const std::string& path) {
-  const std::string bytes = testing::read_text(path);
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double worst = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
 }
 
 // tiny-bert without dropout: 32 samples, a global batch of 8 (4 steps per epoch), 2 epochs.

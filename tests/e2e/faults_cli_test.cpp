@@ -76,40 +76,45 @@ std::size_t expect_whole_consecutive_lines(const std::string& path) {
 
 const std::string kEarlier = "{\"earlier\": \"result\"}\n";
 
+// Runs the forty-step spec with --force onto a small disk that holds an earlier result.
+testing::CommandResult run_over_an_earlier_result(const ScratchDir& dir, const SmallDisk& disk) {
+  std::ofstream(disk.file("r.json")) << kEarlier;
+  const std::string spec = dir.write("spec.json", forty_step_spec(disk.file("r.json")).dump());
+  return testing::run_tbench("run -q --force " + spec);
+}
+
+// The earlier result is as it was, and no temporary of a half-written one lies beside it.
+void expect_the_earlier_result_untouched(const SmallDisk& disk) {
+  EXPECT_EQ(testing::read_text(disk.file("r.json")), kEarlier);
+  for (const auto& f : fs::directory_iterator(disk.file(""))) {
+    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "a half-written result: " << f.path();
+  }
+}
+
 TEST(DiskFull, WhileIterationsStreamTheRunFailsAndTheEarlierResultIsUntouched) {
   ScratchDir dir;
   SmallDisk disk(dir, "disk", 12);  // the earlier result's page + ~28 of the 40 lines
   if (!disk.mounted()) GTEST_SKIP() << disk.reason();
-  std::ofstream(disk.file("r.json")) << kEarlier;
-  const std::string spec = dir.write("spec.json", forty_step_spec(disk.file("r.json")).dump());
-  const auto r = testing::run_tbench("run -q --force " + spec);
+  const auto r = run_over_an_earlier_result(dir, disk);
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_NE(r.err.find("cannot write the iteration stream"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
-  EXPECT_EQ(testing::read_text(disk.file("r.json")), kEarlier);
+  expect_the_earlier_result_untouched(disk);
   const std::size_t lines = expect_whole_consecutive_lines(disk.file("r.iterations.jsonl"));
   EXPECT_GT(lines, 5u);
   EXPECT_LT(lines, 40u);
-  for (const auto& f : fs::directory_iterator(disk.file(""))) {
-    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "a half-written result: " << f.path();
-  }
 }
 
 TEST(DiskFull, WhileTheResultIsWrittenNothingHalfWrittenIsLeft) {
   ScratchDir dir;
   SmallDisk disk(dir, "disk", 24);  // the earlier result and the whole stream fit; the ~24 KB result does not
   if (!disk.mounted()) GTEST_SKIP() << disk.reason();
-  std::ofstream(disk.file("r.json")) << kEarlier;
-  const std::string spec = dir.write("spec.json", forty_step_spec(disk.file("r.json")).dump());
-  const auto r = testing::run_tbench("run -q --force " + spec);
+  const auto r = run_over_an_earlier_result(dir, disk);
   EXPECT_EQ(r.exit_code, 4) << r.err;
   EXPECT_NE(r.err.find("No space left on device"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("no result was written"), std::string::npos) << r.err;
-  EXPECT_EQ(testing::read_text(disk.file("r.json")), kEarlier);
+  expect_the_earlier_result_untouched(disk);
   EXPECT_EQ(expect_whole_consecutive_lines(disk.file("r.iterations.jsonl")), 40u);
-  for (const auto& f : fs::directory_iterator(disk.file(""))) {
-    EXPECT_EQ(f.path().filename().string().find(".tmp."), std::string::npos) << "a half-written result: " << f.path();
-  }
 }
 
 TEST(DiskFull, AFileSizeLimitEndsTheRunWithAnErrorNotASignal) {

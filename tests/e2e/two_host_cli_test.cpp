@@ -8,13 +8,11 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <thread>
 
 #include "support/cli.hpp"
-#include "tbench/dist/dist.hpp"
+#include "support/ranks.hpp"
 
 namespace tbench {
 namespace {
@@ -79,10 +77,6 @@ class TwoHosts {
   bool ready_ = false;
 };
 
-bool gloo_available() {
-  const auto backends = available_backends();
-  return std::find(backends.begin(), backends.end(), "gloo") != backends.end();
-}
 
 // tiny-bert without dropout, per-device batch `batch`: with 2 ranks the global batch is twice it.
 json spec_for(const std::string& output, int64_t batch) {
@@ -93,12 +87,6 @@ json spec_for(const std::string& output, int64_t batch) {
   return spec;
 }
 
-std::vector<float> read_params(const std::string& path) {
-  const std::string bytes = testing::read_text(path);
-  std::vector<float> values(bytes.size() / sizeof(float));
-  std::memcpy(values.data(), bytes.data(), values.size() * sizeof(float));
-  return values;
-}
 
 // Kills and reaps the ranks still running when a test ends (an ASSERT failing); ranks that have
 // exited were reaped already, and waitpid on them fails harmlessly.
@@ -110,7 +98,7 @@ struct RanksReaper {
 };
 
 #define REQUIRE_TWO_HOSTS(hosts)                                                              \
-  if (!gloo_available()) GTEST_SKIP() << "this build has no Gloo backend";                          \
+  if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";                          \
   if (!(hosts).ready()) GTEST_SKIP() << (hosts).reason()
 
 TEST(TwoHosts, RanksOnSeparateHostsEndWithTheSingleProcessWeights) {
@@ -129,14 +117,13 @@ TEST(TwoHosts, RanksOnSeparateHostsEndWithTheSingleProcessWeights) {
   ASSERT_EQ(code0, 0) << testing::read_text(dir.file("rank0.err"));
   ASSERT_EQ(code1, 0) << testing::read_text(dir.file("rank1.err"));
 
-  const auto reference = read_params(dir.file("one.params"));
-  const auto rank0_params = read_params(dir.file("two.params.rank0"));
-  const auto rank1_params = read_params(dir.file("two.params.rank1"));
+  const auto reference = testing::read_floats(dir.file("one.params"));
+  const auto rank0_params = testing::read_floats(dir.file("two.params.rank0"));
+  const auto rank1_params = testing::read_floats(dir.file("two.params.rank1"));
   ASSERT_EQ(reference.size(), rank0_params.size());
   EXPECT_EQ(rank0_params, rank1_params) << "the ranks diverged";
-  double worst = 0;
-  for (std::size_t i = 0; i < reference.size(); ++i) worst = std::max(worst, std::fabs(double(reference[i]) - rank0_params[i]));
-  EXPECT_LT(worst, 2e-5) << "two hosts and one process disagree";  // a mean of two means: float rounding only
+  // A mean of two means: float rounding only.
+  EXPECT_LT(testing::max_abs_diff(reference, rank0_params), 2e-5) << "two hosts and one process disagree";
 
   const auto result = testing::read_json(dir.file("two.result.json"));
   EXPECT_EQ(result["dist"]["world_size"], 2);

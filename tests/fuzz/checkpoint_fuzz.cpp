@@ -1,12 +1,11 @@
 // Fuzz targets for what a model folder holds: safetensors checkpoints (header, offsets, data),
 // the sharded index (model.safetensors.index.json) and config.json.
-#include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "fuzz_target.hpp"
+#include "tbench/files.hpp"
 #include "tbench/models/model_config.hpp"
 #include "tbench/models/safetensors.hpp"
 
@@ -25,8 +24,7 @@ std::string saved(const std::vector<std::pair<std::string, torch::Tensor>>& tens
                   const std::map<std::string, std::string>& metadata = {}) {
   const std::string path = tbench::fuzz::scratch_dir() + "/seed.safetensors";
   tbench::save_safetensors(path, tensors, metadata);
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return tbench::read_file(path, "the seed");
 }
 
 // Reads every tensor of a file, then loads it into the small model (shape and name checks).

@@ -1,10 +1,9 @@
 // Fuzz targets for data files: text datasets (CSV, TSV, JSONL), pre-tokenized JSONL, the length
 // histogram and the token cache.
-#include <fstream>
-
 #include "fuzz_target.hpp"
 #include "tbench/data/data.hpp"
 #include "tbench/data/data_sources.hpp"
+#include "tbench/files.hpp"
 
 namespace {
 
@@ -94,6 +93,5 @@ TBENCH_FUZZ_SEEDS(token_cache) {
   cached.label_names = {"negative", "positive"};
   const std::string path = tbench::fuzz::scratch_dir() + "/seed.tokens";
   tbench::save_token_cache(path, "fuzz-key", cached);
-  std::ifstream in(path, std::ios::binary);
-  return {std::string(std::istreambuf_iterator<char>(in), {})};
+  return {tbench::read_file(path, "the seed")};
 }

@@ -15,6 +15,7 @@
 
 #include "fuzz_target.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/files.hpp"
 
 namespace tbench::fuzz {
 namespace {
@@ -50,10 +51,7 @@ bool register_seeds(const std::string& name, SeedFn fn) {
 }
 
 std::string repo_file(const std::string& relative) {
-  const std::string path = std::string(TBENCH_SOURCE_DIR) + "/" + relative;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("seed file missing: " + path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
+  return read_file(std::string(TBENCH_SOURCE_DIR) + "/" + relative, "a seed file");
 }
 
 std::vector<std::string> repo_files(const std::string& folder, const std::string& suffix) {
