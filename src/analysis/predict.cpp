@@ -96,7 +96,7 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   if (actual) {
     // Scale the actual's steady step time to this result's epoch, so shapes must match.
     if (actual->batch_size * actual->grad_accum != r.batch_size * r.grad_accum || actual->seq_len != r.seq_len ||
-        actual->model != r.model) {
+        model_row(*actual) != model_row(r)) {
       throw input_error(actual->path + ": model, batch or seq_len differ from " + r.path + "; the actual must run the same workload");
     }
     p.actual_epoch_seconds = steps * mean(actual->step_seconds);

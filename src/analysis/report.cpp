@@ -95,9 +95,10 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   std::map<std::string, std::map<std::string, std::vector<const ResultFile*>>> groups;
   for (const auto& r : results) {
     const std::string label = label_of(r, by);
-    add_unique(report.models, r.model);
+    const std::string row = model_row(r, by);
+    add_unique(report.models, row);
     add_unique(report.labels, label);
-    groups[r.model][label].push_back(&r);
+    groups[row][label].push_back(&r);
     report.results.push_back(&r);
   }
   report.baseline = baseline.empty() ? report.labels.front() : baseline;

@@ -16,7 +16,7 @@ json iteration_series(const Report& report) {
     for (const auto& it : r->iterations) {
       points.push_back({it.ended_at, static_cast<double>(it.samples) / it.seconds, it.warmup});
     }
-    series.push_back({{"name", r->model + " · " + label_of(*r, report.by)}, {"path", r->path}, {"points", points}});
+    series.push_back({{"name", model_row(*r, report.by) + " · " + label_of(*r, report.by)}, {"path", r->path}, {"points", points}});
   }
   return series;
 }

@@ -142,6 +142,7 @@ ResultFile load_result(const std::string& path) {
   }
   const ResultReader read(r.json, path);
   r.model = read.string("/model/name");
+  r.task = read.string_or("/model/task", "classification");  // results before tasks were classification
   r.params = read.integer("/model/params", 0, kMaxParams);
   r.train_flops_per_sample = read.number("/model/train_flops_per_sample");
   r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
@@ -192,6 +193,10 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths) {
   return out;
 }
 
+std::string model_row(const ResultFile& r, const std::string& by) {
+  return r.task == "classification" || by == "task" ? r.model : r.model + " [" + r.task + "]";
+}
+
 std::string label_of(const ResultFile& r, const std::string& by) {
   if (by == "machine") return r.machine;
   if (by == "host") return r.host;
@@ -202,7 +207,8 @@ std::string label_of(const ResultFile& r, const std::string& by) {
   if (by == "seq_len") return "seq " + std::to_string(r.seq_len);
   if (by == "world_size") return std::to_string(r.world_size) + (r.world_size == 1 ? " process" : " processes");
   if (by == "name") return r.name;
-  throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, world_size, name");
+  if (by == "task") return r.task;
+  throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, world_size, task, name");
 }
 
 }  // namespace tbench

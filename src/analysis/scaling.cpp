@@ -97,7 +97,7 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
   if (results.empty()) throw input_error("report: give at least one result file");
   using Key = std::tuple<std::string, std::string, int64_t>;  // model, config, world size
   std::map<Key, std::vector<const ResultFile*>> groups;
-  for (const auto& r : results) groups[{r.model, config_of(r), r.world_size}].push_back(&r);
+  for (const auto& r : results) groups[{model_row(r), config_of(r), r.world_size}].push_back(&r);
 
   std::vector<ScalingRow> rows;
   std::map<std::pair<std::string, std::string>, double> baseline;  // (model, config) -> T1

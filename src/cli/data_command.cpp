@@ -103,8 +103,22 @@ int data_command() {
             << " eval), " << report["truncated_samples"] << " truncated to seq_len " << spec.data.seq_len << "\n"
             << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 " << l["p10"]
             << ", median " << l["median"] << ", p90 " << l["p90"] << ", max " << l["max"] << "\n"
-            << "labels: " << json_text(report["labels"]) << "\n"
+            << (spec.task == Task::classification ? "labels: " + json_text(report["labels"]) + "\n" : "")
             << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch):\n";
+  if (report["corpus"].is_object()) {
+    const json& c = report["corpus"];
+    std::cout << "corpus: " << c["files"] << " file(s) packed into " << c["blocks"] << " blocks of " << c["block_tokens"]
+              << " tokens\n";
+  }
+  if (report["masking"].is_object()) {
+    const json& m = report["masking"];
+    std::cout << "masking: " << format_fixed(100 * m["probability"].get<double>(), 1) << "% of tokens, "
+              << format_fixed(100 * m["mask_fraction"].get<double>(), 0) << "/"
+              << format_fixed(100 * m["random_fraction"].get<double>(), 0) << "/"
+              << format_fixed(100 * (1 - m["mask_fraction"].get<double>() - m["random_fraction"].get<double>()), 0)
+              << " mask/random/keep, mask id " << m["mask_token_id"] << ", never " << json_text(m["never_masked"])
+              << " (new masks every epoch)\n";
+  }
   const json& p = report["padding_efficiency"];
   std::cout << "  max_length          " << format_fixed(p["max_length"].get<double>(), 3) << "\n"
             << "  longest             " << format_fixed(p["longest"].get<double>(), 3) << "\n"

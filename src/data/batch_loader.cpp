@@ -17,8 +17,8 @@ BatchLoader::~BatchLoader() {
   if (worker_.joinable()) worker_.join();
 }
 
-Batch BatchLoader::make(const std::vector<int64_t>& indices) const {
-  Batch batch = collate(samples_, indices, collate_);
+Batch BatchLoader::make(const std::vector<int64_t>& indices, int64_t epoch) const {
+  Batch batch = collate(samples_, indices, collate_, epoch);
   if (pin_memory_) {
     // Page-locked host memory lets the host-to-device copy run asynchronously (non_blocking).
     batch.inputs.input_ids = batch.inputs.input_ids.pin_memory();
@@ -29,10 +29,11 @@ Batch BatchLoader::make(const std::vector<int64_t>& indices) const {
   return batch;
 }
 
-void BatchLoader::start_epoch(const std::vector<StepBatches>& steps) {
+void BatchLoader::start_epoch(const std::vector<StepBatches>& steps, int64_t epoch) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     ++generation_;
+    epoch_ = epoch;
     pending_.clear();
     ready_.clear();
     for (const auto& step : steps) {
@@ -48,8 +49,9 @@ Batch BatchLoader::next() {
     if (pending_.empty()) throw std::logic_error("BatchLoader::next: no batch left in this epoch");
     const auto indices = std::move(pending_.front());
     pending_.pop_front();
+    const int64_t epoch = epoch_;
     lock.unlock();
-    return make(indices);
+    return make(indices, epoch);
   }
   changed_.wait(lock, [&] { return !ready_.empty() || error_ || (pending_.empty() && ready_.empty() && !busy_); });
   if (error_) std::rethrow_exception(error_);
@@ -69,12 +71,13 @@ void BatchLoader::work() {
     const auto indices = std::move(pending_.front());
     pending_.pop_front();
     const uint64_t generation = generation_;
+    const int64_t epoch = epoch_;
     busy_ = true;
     lock.unlock();
     std::exception_ptr error;
     Batch batch;
     try {
-      batch = make(indices);
+      batch = make(indices, epoch);
     } catch (...) {
       error = std::current_exception();
     }

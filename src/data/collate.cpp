@@ -6,7 +6,8 @@
 
 namespace tbench {
 
-Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& o) {
+Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& o,
+              int64_t epoch) {
   int64_t longest = 0, real_tokens = 0;
   for (const int64_t i : indices) {
     longest = std::max(longest, samples.length(i));
@@ -48,6 +49,7 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   batch.samples = rows;
   batch.tokens = rows * width;
   batch.real_tokens = real_tokens;
+  if (o.masking.enabled) apply_masking(batch, indices, o.masking, epoch);
   return batch;
 }
 

@@ -118,11 +118,13 @@ struct Loaded {
   std::vector<std::string> label_names;
   json tokenizer = nullptr;
   json cache = nullptr;
+  json corpus = nullptr;
   PaddingConvention padding;
+  std::optional<SpecialTokenIds> special;  // the tokenizer's, when the data has one
 };
 
-Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
-  const DataSpec& d = spec.data;
+// The run's tokenizer, checked against the model; `loaded` records which it is.
+std::unique_ptr<Tokenizer> load_run_tokenizer(const RunSpec& spec, const ModelConfig& model, Loaded& loaded) {
   const TokenizerOptions options = resolve_tokenizer_options(spec, model);
   std::unique_ptr<Tokenizer> tokenizer;
   try {
@@ -131,33 +133,76 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
     fail_field(spec, "data.tokenizer", e.what());
   }
   check_tokenizer_fits_model(spec, model, *tokenizer);
-
-  Loaded loaded;
   loaded.padding = {tokenizer->pads_left(), tokenizer->pad_token_type_id()};
+  loaded.special = tokenizer->special_tokens();
   loaded.tokenizer = {{"kind", to_string(options.kind)},
                       {"vocab", options.vocab_file},
                       {"merges", options.merges_file.empty() ? json(nullptr) : json(options.merges_file)},
                       {"lowercase", options.lowercase},
                       {"vocab_size", tokenizer->vocab_size()}};
+  return tokenizer;
+}
+
+// A cached tokenization for `key`, if the cache holds one that fits the model.
+std::optional<CachedSamples> cached_samples(const RunSpec& spec, const ModelConfig& model, const std::string& cache_path,
+                                            const std::string& key) {
+  if (!spec.data.cache) return std::nullopt;
+  auto cached = load_token_cache(cache_path, key);
+  if (cached && !samples_fit_model(cached->samples, model.vocab_size, token_type_limit(model), spec.num_labels)) {
+    spdlog::warn("token cache {}: ids outside the model's tables (a damaged file); tokenizing again", cache_path);
+    cached.reset();
+  }
+  if (cached) spdlog::info("tokens from the cache: {}", cache_path);
+  return cached;
+}
+
+// A plain-text corpus packed into seq_len blocks (masked-LM tasks).
+Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
+  const DataSpec& d = spec.data;
+  Loaded loaded;
+  const auto tokenizer = load_run_tokenizer(spec, model, loaded);
+  std::vector<std::string> files;
+  try {
+    files = corpus_files(d.path);
+  } catch (const Error& e) {
+    fail_field(spec, "data.path", e.what());
+  }
+  std::string key = "corpus|" + std::to_string(d.seq_len) + "|" + std::to_string(d.num_samples) + "|" + tokenizer->fingerprint();
+  for (const auto& f : files) key += "|" + describe_file(f);
+  const std::string cache_path = token_cache_path(d.cache_dir.empty() ? default_cache_dir() : d.cache_dir, d.path, key);
+  if (auto cached = cached_samples(spec, model, cache_path, key)) {
+    loaded.samples = std::move(cached->samples);
+    loaded.cache = {{"path", cache_path}, {"hit", true}};
+  } else {
+    loaded.samples = pack_corpus(files, *tokenizer, d.seq_len, d.num_samples);
+    if (d.cache) {
+      save_token_cache(cache_path, key, {loaded.samples, {}});
+      loaded.cache = {{"path", cache_path}, {"hit", false}};
+    }
+  }
+  if (loaded.samples.size() == 0) {
+    fail_field(spec, "data.path", "'" + d.path + "' holds fewer than data.seq_len " + std::to_string(d.seq_len) +
+                                      " tokens: not one block to train on");
+  }
+  loaded.corpus = {{"files", files.size()}, {"blocks", loaded.samples.size()}, {"block_tokens", d.seq_len}};
+  return loaded;
+}
+
+Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
+  const DataSpec& d = spec.data;
+  Loaded loaded;
+  const auto tokenizer = load_run_tokenizer(spec, model, loaded);
   const TextFileOptions file{d.path, d.format, d.text_column, d.text_pair_column, d.label_column, d.num_samples};
   const std::string key = "text|" + describe_file(d.path) + "|" + to_string(text_file_format(file)) + "|" + d.text_column + "|" +
                           d.text_pair_column + "|" + d.label_column + "|" + json_text(json(d.labels)) + "|" +
                           std::to_string(d.num_samples) + "|" + std::to_string(d.seq_len) + "|" +
                           std::to_string(spec.num_labels) + "|" + tokenizer->fingerprint();
   const std::string cache_path = token_cache_path(d.cache_dir.empty() ? default_cache_dir() : d.cache_dir, d.path, key);
-  if (d.cache) {
-    auto cached = load_token_cache(cache_path, key);
-    if (cached && !samples_fit_model(cached->samples, model.vocab_size, token_type_limit(model), spec.num_labels)) {
-      spdlog::warn("token cache {}: ids outside the model's tables (a damaged file); tokenizing again", cache_path);
-      cached.reset();
-    }
-    if (cached) {
-      loaded.samples = std::move(cached->samples);
-      loaded.label_names = std::move(cached->label_names);
-      loaded.cache = {{"path", cache_path}, {"hit", true}};
-      spdlog::info("tokens from the cache: {}", cache_path);
-      return loaded;
-    }
+  if (auto cached = cached_samples(spec, model, cache_path, key)) {
+    loaded.samples = std::move(cached->samples);
+    loaded.label_names = std::move(cached->label_names);
+    loaded.cache = {{"path", cache_path}, {"hit", true}};
+    return loaded;
   }
   const auto rows = read_text_rows(file);
   std::vector<std::string> labels;
@@ -187,6 +232,7 @@ Loaded load_samples(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
   if (d.source == DataSource::text) return load_text(spec, model);
+  if (d.source == DataSource::corpus) return load_corpus(spec, model);
   // Ids made without a tokenizer are padded as the model family's tokenizer would pad them.
   loaded.padding = padding_convention(family_tokenizer(model.arch));
   if (d.source == DataSource::tokenized) {
@@ -289,13 +335,56 @@ TokenizerOptions resolve_tokenizer_options(const RunSpec& spec, const ModelConfi
   return o;
 }
 
+namespace {
+
+// The masked-LM corruption for a run: the tokenizer's mask and special tokens, or for data made
+// without one, the family's (BERT's [MASK] is 103 in every HF vocabulary, RoBERTa's <mask> its last id).
+MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const std::optional<SpecialTokenIds>& special) {
+  MaskingOptions m;
+  if (spec.task == Task::classification) return m;
+  m.enabled = true;
+  m.probability = spec.mlm.probability;
+  m.mask_fraction = spec.mlm.mask_fraction;
+  m.random_fraction = spec.mlm.random_fraction;
+  m.vocab_size = model.vocab_size;
+  m.seed = spec.data.seed;
+  m.special_ids = {model.pad_token_id};
+  if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad});
+  std::sort(m.special_ids.begin(), m.special_ids.end());
+  m.special_ids.erase(std::unique(m.special_ids.begin(), m.special_ids.end()), m.special_ids.end());
+  if (spec.mlm.mask_token_id >= 0) {
+    m.mask_token_id = spec.mlm.mask_token_id;
+  } else if (special && special->mask >= 0) {
+    m.mask_token_id = special->mask;
+  } else if (special) {
+    fail_field(spec, "mlm.mask_token_id", "the tokenizer has no mask token ([MASK] or <mask>): set mlm.mask_token_id");
+  } else {
+    const int64_t family = model.arch == Architecture::roberta ? model.vocab_size - 1 : 103;
+    m.mask_token_id = family < model.vocab_size ? family : model.vocab_size - 1;
+  }
+  if (m.mask_token_id >= model.vocab_size) {
+    fail_field(spec, "mlm.mask_token_id", std::to_string(m.mask_token_id) + " is not an id of " + model.name +
+                                              " (vocab_size " + std::to_string(model.vocab_size) + ")");
+  }
+  return m;
+}
+
+json describe_masking(const MaskingOptions& m) {
+  if (!m.enabled) return nullptr;
+  return {{"probability", m.probability},   {"mask_fraction", m.mask_fraction}, {"random_fraction", m.random_fraction},
+          {"mask_token_id", m.mask_token_id}, {"never_masked", m.special_ids},  {"dynamic", true}};
+}
+
+}  // namespace
+
 PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
   Loaded loaded = load_samples(spec, model);
   const int64_t total = loaded.samples.size(), truncated = loaded.samples.truncated;
   PreparedData out;
   split_eval(spec, std::move(loaded.samples), out);
 
-  out.collate = {spec.data.seq_len, spec.data.padding, model.pad_token_id, loaded.padding.pad_token_type_id, loaded.padding.pads_left};
+  out.collate = {spec.data.seq_len, spec.data.padding, model.pad_token_id, loaded.padding.pad_token_type_id,
+                 loaded.padding.pads_left, masking_for(spec, model, loaded.special)};
   out.description = {{"source", to_string(spec.data.source)},
                      {"path", spec.data.path.empty() ? json(nullptr) : json(spec.data.path)},
                      {"samples", total},
@@ -307,7 +396,9 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
                      {"padding", to_string(spec.data.padding)},
                      {"bucket_by_length", spec.data.bucket_by_length},
                      {"tokenizer", loaded.tokenizer},
-                     {"cache", loaded.cache}};
+                     {"cache", loaded.cache},
+                     {"corpus", loaded.corpus},
+                     {"masking", describe_masking(out.collate.masking)}};
   if (truncated > 0) {
     spdlog::info("{} of {} samples were longer than data.seq_len {} and were truncated", truncated, total, spec.data.seq_len);
   }

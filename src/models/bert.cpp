@@ -1,9 +1,11 @@
-// BERT for sequence classification (Devlin et al., 2018), laid out as HF's
-// BertForSequenceClassification so state_dict keys match:
+// BERT (Devlin et al., 2018) for sequence classification and masked LM, laid out as HF's
+// BertForSequenceClassification and BertForMaskedLM so state_dict keys match:
 //   bert.embeddings.{word,position,token_type}_embeddings, bert.embeddings.LayerNorm
 //   bert.encoder.layer.N.attention.self.{query,key,value}, ...attention.output.{dense,LayerNorm}
 //   bert.encoder.layer.N.intermediate.dense, ...output.{dense,LayerNorm}
-//   bert.pooler.dense, classifier
+//   classifier: bert.pooler.dense, classifier
+//   masked LM (no pooler): cls.predictions.transform.{dense,LayerNorm}, cls.predictions.bias; the
+//     decoder's weight is bert.embeddings.word_embeddings.weight (tied)
 #include "tbench/models/architectures.hpp"
 #include "tbench/models/bert.hpp"
 
@@ -81,6 +83,14 @@ torch::Tensor EncoderImpl::forward(torch::Tensor x, const torch::Tensor& bias) {
 
 namespace {
 
+// The encoder's output: embeddings at absolute positions 0..S-1, then every layer.
+torch::Tensor encode(Embeddings& embeddings, Encoder& encoder, const ModelInputs& in) {
+  const auto seq_len = in.input_ids.size(1);
+  auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
+  auto x = embeddings(in.input_ids, in.token_type_ids, positions);
+  return encoder(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+}
+
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
@@ -94,10 +104,7 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
   torch::Tensor forward(const ModelInputs& in) override {
-    const auto seq_len = in.input_ids.size(1);
-    auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
-    auto x = embeddings_(in.input_ids, in.token_type_ids, positions);
-    x = encoder_(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+    const auto x = encode(embeddings_, encoder_, in);
     // Pooler: tanh(W_p · h_[CLS]), then dropout and the linear classifier.
     auto pooled = torch::tanh(pooler_(x.select(1, 0)));
     return classifier_(dropout_(pooled));
@@ -110,10 +117,44 @@ class ForSequenceClassification : public SequenceClassifier {
   torch::nn::Dropout dropout_{nullptr};
 };
 
+// HF's BertForMaskedLM: the encoder without its pooler, then BertOnlyMLMHead.
+class ForMaskedLM : public MaskedLanguageModel {
+ public:
+  explicit ForMaskedLM(const ModelConfig& c) : activation_(c.activation) {
+    auto bert = add_group(*this, "bert");
+    embeddings_ = bert->register_module("embeddings", Embeddings(c));
+    encoder_ = bert->register_module("encoder", Encoder(c));
+    auto predictions = add_group(*add_group(*this, "cls"), "predictions");
+    auto transform = add_group(*predictions, "transform");
+    transform_ = transform->register_module("dense", layers::linear(c.hidden_size, c.hidden_size));
+    transform_norm_ = transform->register_module("LayerNorm", layers::layer_norm(c.hidden_size, c.layer_norm_eps));
+    bias_ = predictions->register_parameter("bias", torch::zeros({c.vocab_size}));
+    layers::init_weights(*this, c.initializer_range);
+  }
+
+  MaskedLmOutputs forward(const ModelInputs& in) override {
+    auto hidden = encode(embeddings_, encoder_, in);
+    // scores = LayerNorm(act(W_t h + b_t)) E^T + b, with E the word embeddings.
+    auto logits = layers::masked_lm_scores(hidden, transform_, activation_, transform_norm_,
+                                           embeddings_->word_embeddings->weight, bias_);
+    return {logits, hidden};
+  }
+
+ private:
+  std::string activation_;
+  Embeddings embeddings_{nullptr};
+  Encoder encoder_{nullptr};
+  layers::Linear transform_{nullptr};
+  torch::nn::LayerNorm transform_norm_{nullptr};
+  torch::Tensor bias_;
+};
+
 }  // namespace
 
 std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels) {
   return std::make_shared<ForSequenceClassification>(c, num_labels);
 }
+
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c) { return std::make_shared<ForMaskedLM>(c); }
 
 }  // namespace tbench::bert

@@ -1,4 +1,5 @@
-// The architecture registry: ModelConfig -> the matching *ForSequenceClassification module.
+// The architecture registry: ModelConfig -> the matching *ForSequenceClassification or
+// *ForMaskedLM module.
 #include "tbench/errors.hpp"
 #include "tbench/models/architectures.hpp"
 
@@ -12,6 +13,17 @@ std::shared_ptr<SequenceClassifier> build_classifier(const ModelConfig& config, 
     case Architecture::xlnet: return xlnet::make_classifier(config, num_labels);
   }
   throw Error(ExitCode::internal, config.source + ": no classifier for architecture " + to_string(config.arch));
+}
+
+std::shared_ptr<MaskedLanguageModel> build_masked_lm(const ModelConfig& config) {
+  switch (config.arch) {
+    case Architecture::bert: return bert::make_masked_lm(config);
+    case Architecture::roberta: return roberta::make_masked_lm(config);
+    case Architecture::distilbert: return distilbert::make_masked_lm(config);
+    case Architecture::xlnet: break;
+  }
+  throw Error(ExitCode::bad_input, config.source + ": " + config.name + " is " + to_string(config.arch) +
+                                       ", which pre-trains with permutation LM, not masked LM");
 }
 
 int64_t count_parameters(const torch::nn::Module& module) {

@@ -1,10 +1,13 @@
-// DistilBERT for sequence classification (Sanh et al., 2019), laid out as HF's
-// DistilBertForSequenceClassification: BERT with half the layers, no token types, no pooler.
+// DistilBERT (Sanh et al., 2019) for sequence classification and masked LM, laid out as HF's
+// DistilBertForSequenceClassification and DistilBertForMaskedLM: BERT with half the layers, no
+// token types, no pooler.
 //   distilbert.embeddings.{word_embeddings,position_embeddings,LayerNorm} (BERT's embeddings; the
 //     config's type_vocab_size of 0 leaves out the token-type table)
 //   distilbert.transformer.layer.N.attention.{q_lin,k_lin,v_lin,out_lin}, ...sa_layer_norm
 //   distilbert.transformer.layer.N.ffn.{lin1,lin2}, ...output_layer_norm
-//   pre_classifier, classifier
+//   classifier: pre_classifier, classifier
+//   masked LM: vocab_transform, vocab_layer_norm, vocab_projector.bias; the projector's weight is
+//     distilbert.embeddings.word_embeddings.weight (tied)
 #include <cmath>
 
 #include "tbench/models/architectures.hpp"
@@ -75,38 +78,83 @@ class TransformerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerBlock);
 
+// The body both heads share, under "distilbert.": embeddings and the transformer blocks.
+struct Body {
+  bert::Embeddings embeddings{nullptr};
+  torch::nn::ModuleList blocks{nullptr};
+
+  Body(torch::nn::Module& model, const ModelConfig& c) {
+    auto distilbert = add_group(model, "distilbert");
+    embeddings = distilbert->register_module("embeddings", bert::Embeddings(c));
+    blocks = add_group(*distilbert, "transformer")->register_module("layer", torch::nn::ModuleList());
+    for (int64_t i = 0; i < c.num_layers; ++i) blocks->push_back(TransformerBlock(c));
+  }
+
+  // Called after the model's init_weights, which leaves fixed tables as they are.
+  static void fill_positions(const ModelConfig& c, Body& body) {
+    if (c.sinusoidal_positions) fill_sinusoidal(body.embeddings->position_embeddings->weight);
+  }
+
+  torch::Tensor forward(const ModelInputs& in) {
+    const auto seq_len = in.input_ids.size(1);
+    auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
+    // No token types: the embeddings are Dropout(LayerNorm(word + position)).
+    auto x = embeddings(in.input_ids, /*token_type_ids=*/torch::Tensor(), positions);
+    const auto bias = layers::padding_bias(in.attention_mask, x.scalar_type());
+    for (const auto& block : *blocks) x = block->as<TransformerBlock>()->forward(x, bias);
+    return x;
+  }
+};
+
 class ForSequenceClassification : public SequenceClassifier {
  public:
-  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) : body_(*this, c) {
     const int64_t h = c.hidden_size;
-    auto distilbert = add_group(*this, "distilbert");
-    embeddings_ = distilbert->register_module("embeddings", bert::Embeddings(c));
-    blocks_ = add_group(*distilbert, "transformer")->register_module("layer", torch::nn::ModuleList());
-    for (int64_t i = 0; i < c.num_layers; ++i) blocks_->push_back(TransformerBlock(c));
     pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
     classifier_ = register_module("classifier", layers::linear(h, num_labels));
     classifier_dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
-    if (c.sinusoidal_positions) fill_sinusoidal(embeddings_->position_embeddings->weight);
+    Body::fill_positions(c, body_);
     layers::init_weights(*this, c.initializer_range);
   }
 
   torch::Tensor forward(const ModelInputs& in) override {
-    const auto seq_len = in.input_ids.size(1);
-    auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
-    // No token types: the embeddings are Dropout(LayerNorm(word + position)).
-    auto x = embeddings_(in.input_ids, /*token_type_ids=*/torch::Tensor(), positions);
-    const auto bias = layers::padding_bias(in.attention_mask, x.scalar_type());
-    for (const auto& block : *blocks_) x = block->as<TransformerBlock>()->forward(x, bias);
+    const auto x = body_.forward(in);
     // Head on [CLS]: pre_classifier -> ReLU -> dropout(seq_classif_dropout) -> classifier.
     auto h = torch::relu(pre_classifier_(x.select(1, 0)));
     return classifier_(classifier_dropout_(h));
   }
 
  private:
-  bert::Embeddings embeddings_{nullptr};
-  torch::nn::ModuleList blocks_{nullptr};
+  Body body_;
   layers::Linear pre_classifier_{nullptr}, classifier_{nullptr};
   torch::nn::Dropout classifier_dropout_{nullptr};
+};
+
+// HF's DistilBertForMaskedLM: vocab_transform -> activation -> vocab_layer_norm (eps 1e-12, fixed
+// in HF) -> vocab_projector.
+class ForMaskedLM : public MaskedLanguageModel {
+ public:
+  explicit ForMaskedLM(const ModelConfig& c) : body_(*this, c), activation_(c.activation) {
+    vocab_transform_ = register_module("vocab_transform", layers::linear(c.hidden_size, c.hidden_size));
+    vocab_layer_norm_ = register_module("vocab_layer_norm", layers::layer_norm(c.hidden_size, 1e-12));
+    bias_ = add_group(*this, "vocab_projector")->register_parameter("bias", torch::zeros({c.vocab_size}));
+    Body::fill_positions(c, body_);
+    layers::init_weights(*this, c.initializer_range);
+  }
+
+  MaskedLmOutputs forward(const ModelInputs& in) override {
+    auto hidden = body_.forward(in);
+    auto logits = layers::masked_lm_scores(hidden, vocab_transform_, activation_, vocab_layer_norm_,
+                                           body_.embeddings->word_embeddings->weight, bias_);
+    return {logits, hidden};
+  }
+
+ private:
+  Body body_;
+  std::string activation_;
+  layers::Linear vocab_transform_{nullptr};
+  torch::nn::LayerNorm vocab_layer_norm_{nullptr};
+  torch::Tensor bias_;
 };
 
 }  // namespace
@@ -114,5 +162,7 @@ class ForSequenceClassification : public SequenceClassifier {
 std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels) {
   return std::make_shared<ForSequenceClassification>(c, num_labels);
 }
+
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c) { return std::make_shared<ForMaskedLM>(c); }
 
 }  // namespace tbench::distilbert

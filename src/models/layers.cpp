@@ -89,4 +89,11 @@ torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }
 
+torch::Tensor masked_lm_scores(const torch::Tensor& hidden, Linear& transform, const std::string& activation_name,
+                               torch::nn::LayerNorm& norm, const torch::Tensor& word_embeddings,
+                               const torch::Tensor& bias) {
+  const auto transformed = norm(activation(activation_name, transform(hidden)));
+  return torch::linear(transformed, word_embeddings, bias);
+}
+
 }  // namespace tbench::layers

@@ -42,9 +42,21 @@ double xlnet_layer_flops(const ModelConfig& c, int64_t s) {
   return projections + ffn + attention;
 }
 
+// HF's masked-LM heads: transform dense + LayerNorm + a bias per token (the decoder's weight is the
+// tied word embeddings, counted once there).
+int64_t masked_lm_head_params(const ModelConfig& c) {
+  return linear_params(c.hidden_size, c.hidden_size) + layer_norm_params(c.hidden_size) + c.vocab_size;
+}
+
+// Every position: the transform (H x H) and the projection onto the vocabulary (H x V).
+double masked_lm_head_flops(const ModelConfig& c, int64_t s) {
+  const double h = static_cast<double>(c.hidden_size), v = static_cast<double>(c.vocab_size);
+  return static_cast<double>(s) * (2.0 * h * h + 2.0 * h * v);
+}
+
 }  // namespace
 
-ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len) {
+ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, Task task) {
   const int64_t h = c.hidden_size;
   const int64_t embeddings = c.vocab_size * h + c.max_position_embeddings * h + c.type_vocab_size * h +
                              layer_norm_params(h);
@@ -78,11 +90,25 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len) 
       layer_flops = xlnet_layer_flops(c, seq_len);
       break;
   }
+  if (task != Task::classification) {
+    // *ForMaskedLM: the base without a pooler, then the masked-LM head on every position.
+    const bool has_pooler = c.arch == Architecture::bert || c.arch == Architecture::roberta;
+    const int64_t base = cost.base_params - (has_pooler ? linear_params(h, h) : 0);
+    cost.classifier_params = base + masked_lm_head_params(c);
+    head_flops = masked_lm_head_flops(c, seq_len);
+  }
   double flops = head_flops;
   for (int64_t i = 0; i < c.num_layers; ++i) flops += layer_flops;
   cost.forward_flops_per_sample = flops;
   cost.train_flops_per_sample = 3.0 * flops;  // backward costs about twice the forward
   return cost;
+}
+
+double run_train_flops_per_sample(const ModelConfig& model, const ModelConfig* teacher, int64_t num_labels,
+                                  int64_t seq_len, Task task) {
+  double flops = model_cost(model, num_labels, seq_len, task).train_flops_per_sample;
+  if (teacher) flops += model_cost(*teacher, num_labels, seq_len, Task::mlm).forward_flops_per_sample;
+  return flops;
 }
 
 }  // namespace tbench

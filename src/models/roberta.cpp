@@ -1,7 +1,10 @@
-// RoBERTa for sequence classification (Liu et al., 2019), laid out as HF's
-// RobertaForSequenceClassification: the BERT encoder under "roberta." without a pooler, position
-// ids that count only real tokens and start after the padding id, and a two-layer head on <s>:
-//   roberta.embeddings.*, roberta.encoder.layer.N.*, classifier.dense, classifier.out_proj
+// RoBERTa (Liu et al., 2019) for sequence classification and masked LM, laid out as HF's
+// RobertaForSequenceClassification and RobertaForMaskedLM: the BERT encoder under "roberta."
+// without a pooler, and position ids that count only real tokens and start after the padding id.
+//   roberta.embeddings.*, roberta.encoder.layer.N.*
+//   classifier: a two-layer head on <s>, classifier.dense, classifier.out_proj
+//   masked LM: lm_head.dense, lm_head.layer_norm, lm_head.bias; the decoder's weight is
+//     roberta.embeddings.word_embeddings.weight (tied)
 #include "tbench/models/architectures.hpp"
 #include "tbench/models/bert.hpp"
 
@@ -9,6 +12,15 @@ namespace tbench::roberta {
 namespace {
 
 using layers::add_group;
+
+// The encoder's output. position_i = pad + (number of real tokens up to and including i), and
+// pad for padding tokens.
+torch::Tensor encode(bert::Embeddings& embeddings, bert::Encoder& encoder, const ModelInputs& in, int64_t pad) {
+  auto real = in.input_ids.ne(pad).to(torch::kLong);
+  auto positions = torch::cumsum(real, 1) * real + pad;
+  auto x = embeddings(in.input_ids, in.token_type_ids, positions);
+  return encoder(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+}
 
 class ForSequenceClassification : public SequenceClassifier {
  public:
@@ -24,11 +36,7 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
   torch::Tensor forward(const ModelInputs& in) override {
-    // position_i = pad + (number of real tokens up to and including i), pad for padding tokens.
-    auto real = in.input_ids.ne(pad_).to(torch::kLong);
-    auto positions = torch::cumsum(real, 1) * real + pad_;
-    auto x = embeddings_(in.input_ids, in.token_type_ids, positions);
-    x = encoder_(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+    const auto x = encode(embeddings_, encoder_, in, pad_);
     // Head on <s>: dropout -> dense -> tanh -> dropout -> out_proj.
     auto h = torch::tanh(dense_(dropout_(x.select(1, 0))));
     return out_proj_(dropout_(h));
@@ -42,10 +50,41 @@ class ForSequenceClassification : public SequenceClassifier {
   torch::nn::Dropout dropout_{nullptr};
 };
 
+// HF's RobertaForMaskedLM: RobertaLMHead applies the exact gelu, whatever the config's hidden_act.
+class ForMaskedLM : public MaskedLanguageModel {
+ public:
+  explicit ForMaskedLM(const ModelConfig& c) : pad_(c.pad_token_id) {
+    auto roberta = add_group(*this, "roberta");
+    embeddings_ = roberta->register_module("embeddings", bert::Embeddings(c));
+    encoder_ = roberta->register_module("encoder", bert::Encoder(c));
+    auto head = add_group(*this, "lm_head");
+    dense_ = head->register_module("dense", layers::linear(c.hidden_size, c.hidden_size));
+    norm_ = head->register_module("layer_norm", layers::layer_norm(c.hidden_size, c.layer_norm_eps));
+    bias_ = head->register_parameter("bias", torch::zeros({c.vocab_size}));
+    layers::init_weights(*this, c.initializer_range);
+  }
+
+  MaskedLmOutputs forward(const ModelInputs& in) override {
+    auto hidden = encode(embeddings_, encoder_, in, pad_);
+    auto logits = layers::masked_lm_scores(hidden, dense_, "gelu", norm_, embeddings_->word_embeddings->weight, bias_);
+    return {logits, hidden};
+  }
+
+ private:
+  int64_t pad_;
+  bert::Embeddings embeddings_{nullptr};
+  bert::Encoder encoder_{nullptr};
+  layers::Linear dense_{nullptr};
+  torch::nn::LayerNorm norm_{nullptr};
+  torch::Tensor bias_;
+};
+
 }  // namespace
 
 std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels) {
   return std::make_shared<ForSequenceClassification>(c, num_labels);
 }
+
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c) { return std::make_shared<ForMaskedLM>(c); }
 
 }  // namespace tbench::roberta

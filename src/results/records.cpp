@@ -7,6 +7,10 @@ void to_json(nlohmann::json& j, const IterationRecord& r) {
        {"tokens", r.tokens}, {"real_tokens", r.real_tokens}, {"train_flops", r.train_flops}, {"seconds", r.seconds},
        {"data_seconds", r.data_seconds}, {"comm_wait_seconds", r.comm_wait_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
        {"skipped", r.skipped}, {"warmup", r.warmup}, {"ended_at", r.ended_at}};
+  if (!r.loss_terms.empty()) {
+    auto& terms = j["loss_terms"] = nlohmann::json::object();
+    for (const auto& [name, value] : r.loss_terms) terms[name] = value;
+  }
 }
 
 void to_json(nlohmann::json& j, const EpochRecord& r) {
@@ -22,6 +26,7 @@ void to_json(nlohmann::json& j, const EpochRecord& r) {
                                                    {"accuracy", r.eval_accuracy},
                                                    {"samples", r.eval_samples},
                                                    {"seconds", r.eval_seconds}};
+  if (r.eval_samples > 0 && r.eval_perplexity) j["eval"]["perplexity"] = *r.eval_perplexity;
 }
 
 void from_json(const nlohmann::json& j, IterationRecord& r) {
@@ -41,6 +46,11 @@ void from_json(const nlohmann::json& j, IterationRecord& r) {
   r.skipped = j.value("skipped", false);
   r.warmup = j.value("warmup", false);
   r.ended_at = j.value("ended_at", 0.0);
+  if (j.contains("loss_terms") && j["loss_terms"].is_object()) {
+    for (const auto& item : j["loss_terms"].items()) {
+      if (item.value().is_number()) r.loss_terms.emplace_back(item.key(), item.value().get<double>());
+    }
+  }
 }
 
 }  // namespace tbench

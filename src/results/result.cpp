@@ -46,6 +46,22 @@ json to_json(const ModelInfo& m) {
           {"weights", m.weights.empty() ? json("random init") : json(m.weights)}};
 }
 
+json model_json(const ModelInfo& m) {
+  json j = to_json(m);
+  j["task"] = m.task;
+  if (!m.initialised_from.empty()) j["initialised_from"] = m.initialised_from;
+  if (m.teacher) {
+    const TeacherInfo& t = *m.teacher;
+    j["teacher"] = {{"name", t.name},
+                    {"arch", t.arch},
+                    {"params", t.params},
+                    {"precision", t.precision},
+                    {"forward_flops_per_sample", t.forward_flops_per_sample},
+                    {"weights", t.weights.empty() ? json("random init") : json(t.weights)}};
+  }
+  return j;
+}
+
 json to_json(const DistSection& d) {
   json ranks = json::array();
   for (const auto& r : d.ranks) ranks.push_back(to_json(r));
@@ -234,7 +250,7 @@ json to_json(const Result& r) {
             {"tbench", {{"version", r.tbench_version}, {"git", r.git_sha}}},
             {"spec", r.spec},
             {"env", r.env},
-            {"model", to_json(r.model)},
+            {"model", model_json(r.model)},
             {"data", r.data},
             {"iterations", r.records.iterations},
             {"epochs", r.records.epochs},

@@ -16,6 +16,9 @@
 #include "tbench/env/hardware.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/layers.hpp"
+#include "tbench/models/masked_lm.hpp"
+#include "tbench/models/student_init.hpp"
+#include "tbench/train/objective.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/progress/progress.hpp"
 #include "tbench/results/result.hpp"
@@ -111,21 +114,21 @@ void check_data_fills_a_step(const RunSpec& spec, const PreparedData& data, int6
   }
 }
 
-void load_weights(const RunSpec& spec, torch::nn::Module& model) {
+void load_weights(const RunSpec& spec, torch::nn::Module& model, const std::string& path, const std::string& field) {
   WeightLoadReport report;
   try {
-    report = load_hf_weights(model, spec.model.weights);
+    report = load_hf_weights(model, path);
   } catch (const Error& e) {
-    throw input_error(spec.where("model.weights") + e.what());
+    throw input_error(spec.where(field) + e.what());
   }
-  spdlog::info("loaded {} tensors from {}", report.loaded.size(), spec.model.weights);
+  spdlog::info("loaded {} tensors from {}", report.loaded.size(), path);
   if (!report.initialised.empty()) {
     std::string names;
     for (const auto& n : report.initialised) names += (names.empty() ? "" : ", ") + n;
     spdlog::info("not in the checkpoint, newly initialised (the task head): {}", names);
   }
   if (!report.unexpected.empty()) {
-    spdlog::info("{} checkpoint tensors not used by the classifier (e.g. a pre-training head), such as {}",
+    spdlog::info("{} checkpoint tensors not used by the model (e.g. another task's head), such as {}",
                  report.unexpected.size(), report.unexpected.front());
   }
 }
@@ -143,6 +146,19 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params) {
   m.base_params = plan.cost.base_params;
   m.train_flops_per_sample = plan.cost.train_flops_per_sample;
   m.weights = plan.spec.model.weights;
+  m.task = to_string(plan.spec.task);
+  if (plan.teacher) {
+    const DistillationSpec& d = plan.spec.distillation;
+    TeacherInfo t;
+    t.name = plan.teacher->name;
+    t.arch = to_string(plan.teacher->arch);
+    t.precision = to_string(d.teacher_precision.value_or(plan.spec.precision));
+    t.params = model_cost(*plan.teacher, 2, plan.spec.data.seq_len, Task::mlm).classifier_params;
+    t.forward_flops_per_sample = model_cost(*plan.teacher, 2, plan.spec.data.seq_len, Task::mlm).forward_flops_per_sample;
+    t.weights = d.teacher.weights;
+    m.teacher = t;
+    if (d.init_from_teacher) m.initialised_from = "teacher";
+  }
   return m;
 }
 
@@ -185,6 +201,54 @@ ModelConfig model_config_for(const RunSpec& spec) {
   }
 }
 
+namespace {
+
+ModelConfig teacher_config_for(const RunSpec& spec) {
+  const ModelRef& t = spec.distillation.teacher;
+  try {
+    return t.config.empty() ? shipped_model_config(t.name) : read_model_config(t.config);
+  } catch (const Error& e) {
+    throw input_error(locate_field(spec.source, spec.origin, "distillation.teacher") + ": " + e.what());
+  }
+}
+
+// What each task asks of its models: a masked-LM head (not XLNet's permutation LM), and a teacher
+// that scores the same vocabulary and, for the cosine loss, has hidden states of the same width.
+void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const ModelConfig* teacher) {
+  if (spec.task == Task::classification) return;
+  if (model.arch == Architecture::xlnet) {
+    fail_field(spec, "task", std::string(to_string(spec.task)) + " needs a masked-LM head, but " + model.name +
+                                 " is XLNet, which pre-trains with permutation LM (XLNetLMHeadModel), not masked LM");
+  }
+  if (!teacher) return;
+  if (teacher->arch == Architecture::xlnet) {
+    fail_field(spec, "distillation.teacher", teacher->name + " is XLNet: a teacher must be a masked LM (BERT, "
+                                             "DistilBERT or RoBERTa)");
+  }
+  if (teacher->vocab_size != model.vocab_size) {
+    fail_field(spec, "distillation.teacher", teacher->name + " scores " + std::to_string(teacher->vocab_size) +
+                                                 " tokens, the student " + model.name + " " +
+                                                 std::to_string(model.vocab_size) + ": they must share a vocabulary");
+  }
+  if (spec.distillation.alpha_cos > 0 && teacher->hidden_size != model.hidden_size) {
+    fail_field(spec, "distillation.alpha_cos", "the cosine loss compares hidden states, but the teacher's are " +
+                                                   std::to_string(teacher->hidden_size) + " wide and the student's " +
+                                                   std::to_string(model.hidden_size) + " (set alpha_cos to 0)");
+  }
+  if (spec.distillation.init_from_teacher) {
+    const std::string mismatch = student_init_mismatch(model, *teacher);
+    if (!mismatch.empty()) fail_field(spec, "distillation.init_from_teacher", mismatch + " (set it to false)");
+  }
+  const int64_t usable = teacher->max_position_embeddings -
+                         (teacher->arch == Architecture::roberta ? teacher->pad_token_id + 1 : 0);
+  if (teacher->max_position_embeddings > 0 && spec.data.seq_len > usable) {
+    fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is longer than the teacher " + teacher->name +
+                                         " can take (" + std::to_string(usable) + " positions)");
+  }
+}
+
+}  // namespace
+
 TrainerConfig trainer_config(const RunSpec& spec) {
   TrainerConfig c;
   c.epochs = spec.train.epochs;
@@ -211,7 +275,9 @@ RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
   plan.model = model_config_for(spec);
+  if (spec.task == Task::distillation) plan.teacher = teacher_config_for(spec);
   check_model_fits(spec, plan.model);
+  check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);
   check_device(spec);
   plan.launch = detect_launch();  // torchrun / srun / mpirun, or a single process
   check_launch(spec, plan.launch);
@@ -219,7 +285,9 @@ RunPlan prepare_run(const RunSpec& spec) {
     fail_field(spec, "train.cuda_graph", "is not supported with data-parallel training (the gradient all-reduce "
                                          "hooks cannot be captured in a graph)");
   }
-  plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len);
+  plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len, spec.task);
+  plan.cost.train_flops_per_sample = run_train_flops_per_sample(plan.model, plan.teacher ? &*plan.teacher : nullptr,
+                                                                spec.num_labels, spec.data.seq_len, spec.task);
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
   plan.trainer = trainer_config(spec);
@@ -230,6 +298,11 @@ RunPlan prepare_run(const RunSpec& spec) {
   // `auto` choices are recorded as what this build and device resolved them to.
   plan.model.attention = layers::resolve_attention(spec.model.attention);
   plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
+  if (plan.teacher) plan.teacher->attention = plan.model.attention;
+  if (spec.task == Task::distillation) {
+    plan.spec.resolved["distillation"]["teacher_precision"] =
+        to_string(spec.distillation.teacher_precision.value_or(spec.precision));
+  }
   plan.spec.resolved["train"]["optimizer_impl"] = to_string(plan.trainer.optimizer);
   return plan;
 }
@@ -263,25 +336,71 @@ torch::Device set_up_process(const RunPlan& plan) {
   return rank_device(plan.spec, plan.launch);
 }
 
-std::shared_ptr<SequenceClassifier> build_model(const RunPlan& plan, const torch::Device& device) {
+// The models a run trains and the loss around them: a classifier, or a masked LM (with, for
+// distillation, its frozen teacher). `trained()` is the module whose parameters train.
+struct RunModels {
+  std::shared_ptr<SequenceClassifier> classifier;
+  std::shared_ptr<MaskedLanguageModel> masked_lm;
+  std::shared_ptr<MaskedLanguageModel> teacher;
+  std::unique_ptr<TrainingObjective> objective;
+
+  torch::nn::Module& trained() const { return objective->trained(); }
+};
+
+// Distillation's teacher: its weights (or, for a timing run, random init), then the student's
+// start from its layers if asked. The student's own model.weights, if any, are loaded after.
+std::shared_ptr<MaskedLanguageModel> build_teacher(const RunPlan& plan, MaskedLanguageModel& student) {
+  const DistillationSpec& d = plan.spec.distillation;
+  auto teacher = build_masked_lm(*plan.teacher);
+  if (!d.teacher.weights.empty()) load_weights(plan.spec, *teacher, d.teacher.weights, "distillation.teacher_weights");
+  if (d.init_from_teacher) {
+    const auto set = init_student_from_teacher(student, plan.model, *teacher, *plan.teacher);
+    spdlog::info("student {} started from teacher {}: {} tensors (layers {})", plan.model.name, plan.teacher->name,
+                 set.size(), json_text(json(teacher_layers_for(plan.model.num_layers, plan.teacher->num_layers))));
+  }
+  return teacher;
+}
+
+RunModels build_models(const RunPlan& plan, const torch::Device& device) {
   const RunSpec& spec = plan.spec;
-  spdlog::info("{}: {} ({}), {} on {}, {} thread(s), batch {} x accum {}, seq {}, {} steps/epoch", spec.name,
-               plan.model.name, to_string(plan.model.arch), to_string(spec.precision), spec.device.text(), plan.threads,
-               spec.train.batch_size, spec.train.grad_accum_steps, spec.data.seq_len, plan.steps.steps_per_epoch);
-  auto model = build_classifier(plan.model, spec.num_labels);
-  if (!spec.model.weights.empty()) load_weights(spec, *model);
-  model->to(device);
-  return model;
+  spdlog::info("{}: {} {} ({}), {} on {}, {} thread(s), batch {} x accum {}, seq {}, {} steps/epoch", spec.name,
+               to_string(spec.task), plan.model.name, to_string(plan.model.arch), to_string(spec.precision),
+               spec.device.text(), plan.threads, spec.train.batch_size, spec.train.grad_accum_steps, spec.data.seq_len,
+               plan.steps.steps_per_epoch);
+  RunModels models;
+  if (spec.task == Task::classification) {
+    models.classifier = build_classifier(plan.model, spec.num_labels);
+    if (!spec.model.weights.empty()) load_weights(spec, *models.classifier, spec.model.weights, "model.weights");
+    models.classifier->to(device);
+    models.objective = classification_objective(*models.classifier, spec.precision, device);
+    return models;
+  }
+  models.masked_lm = build_masked_lm(plan.model);
+  if (spec.task == Task::distillation) models.teacher = build_teacher(plan, *models.masked_lm);
+  if (!spec.model.weights.empty()) load_weights(spec, *models.masked_lm, spec.model.weights, "model.weights");
+  models.masked_lm->to(device);
+  if (!models.teacher) {
+    models.objective = masked_lm_objective(*models.masked_lm, spec.precision, device);
+    return models;
+  }
+  models.teacher->to(device);
+  const DistillationSpec& d = spec.distillation;
+  DistillationLoss loss{d.temperature, d.alpha_ce, d.alpha_mlm, d.alpha_cos, d.teacher_precision.value_or(spec.precision)};
+  models.objective = distillation_objective(*models.masked_lm, *models.teacher, loss, spec.precision, device);
+  return models;
 }
 
 // The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
-TrainRun train(const RunPlan& plan, SequenceClassifier& model, const torch::Device& device, GradientSync* sync,
+TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
-  Trainer trainer(plan.trainer, model, *plan.data, device, sync);
+  Trainer trainer(plan.trainer, objective, *plan.data, device, sync);
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
   trainer.set_flops_model([&](int64_t length) {
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
-    if (added) it->second = model_cost(plan.model, plan.spec.num_labels, length).train_flops_per_sample;
+    if (added) {
+      it->second = run_train_flops_per_sample(plan.model, plan.teacher ? &*plan.teacher : nullptr, plan.spec.num_labels,
+                                              length, plan.spec.task);
+    }
     return it->second;
   });
   const bool writes_result = plan.launch.rank == 0;
@@ -299,7 +418,7 @@ struct RunClock {
   Clock::time_point start = Clock::now();
 };
 
-Result assemble_result(const RunPlan& plan, const SequenceClassifier& model, const TrainRun& run,
+Result assemble_result(const RunPlan& plan, const torch::nn::Module& model, const TrainRun& run,
                        const RunClock& clock) {
   SummaryInputs inputs;
   inputs.warmup_steps = plan.spec.timing.warmup_steps;
@@ -324,7 +443,7 @@ Result assemble_result(const RunPlan& plan, const SequenceClassifier& model, con
 }
 
 // Saving is part of the run: a failure fails it, but the measurements are still written.
-void save_weights_if_asked(const RunPlan& plan, const SequenceClassifier& model, Result& result) {
+void save_weights_if_asked(const RunPlan& plan, const torch::nn::Module& model, Result& result) {
   const std::string& path = plan.spec.model.save_weights;
   if (path.empty() || result.summary.status == RunStatus::failed) return;
   try {
@@ -366,22 +485,23 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   if (writes_result) ensure_writable(plan.output_path, options.force);
   const RunClock clock;
   const torch::Device device = set_up_process(plan);
-  auto model = build_model(plan, device);
+  const RunModels models = build_models(plan, device);
+  torch::nn::Module& model = models.trained();
   const DevicePeak peak = writes_result ? device_peak(plan) : DevicePeak{};  // only rank 0's is used
-  const auto sync = comm ? make_gradient_sync(*comm, *model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
-  const TrainRun run = train(plan, *model, device, sync.get(), options);
+  const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
+  const TrainRun run = train(plan, *models.objective, device, sync.get(), options);
   if (!options.dump_params.empty()) {
-    write_parameters(*model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
+    write_parameters(model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
   }
   if (comm && !writes_result) return finish_peer_rank(*comm, device, run, sync.get());
 
-  Result result = assemble_result(plan, *model, run, clock);
+  Result result = assemble_result(plan, model, run, clock);
   if (comm) {  // every rank's timings, the dist section, and the global summary
     result.dist = gather_rank_reports(*comm, plan.spec, rank_report(*comm, device, run, sync.get()), sync.get());
     make_global(result.summary, *result.dist);
   }
   set_utilisation(result.summary, peak, plan.launch.world_size);
-  save_weights_if_asked(plan, *model, result);
+  save_weights_if_asked(plan, model, result);
   try {
     write_file_atomically(plan.output_path, json_text(to_json(result), 2) + "\n");
   } catch (const Error& e) {

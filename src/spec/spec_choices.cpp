@@ -16,9 +16,17 @@ const ChoiceNames<DeviceKind>& choice_names(DeviceKind) {
   return names;
 }
 
+const ChoiceNames<Task>& choice_names(Task) {
+  static const ChoiceNames<Task> names = {
+      {Task::classification, "classification"}, {Task::mlm, "mlm"}, {Task::distillation, "distillation"}};
+  return names;
+}
+
 const ChoiceNames<DataSource>& choice_names(DataSource) {
-  static const ChoiceNames<DataSource> names = {
-      {DataSource::synthetic, "synthetic"}, {DataSource::tokenized, "tokenized"}, {DataSource::text, "text"}};
+  static const ChoiceNames<DataSource> names = {{DataSource::synthetic, "synthetic"},
+                                                {DataSource::tokenized, "tokenized"},
+                                                {DataSource::text, "text"},
+                                                {DataSource::corpus, "corpus"}};
   return names;
 }
 

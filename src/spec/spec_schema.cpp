@@ -35,6 +35,9 @@ void read_into(std::string& out, const json& v) { out = v.is_string() ? v.get<st
 void read_into(std::optional<bool>& out, const json& v) {
   out = v.is_boolean() ? std::optional<bool>(v.get<bool>()) : std::nullopt;
 }
+void read_into(std::optional<Precision>& out, const json& v) {  // "auto": unset
+  out = parse_choice<Precision>(v.get<std::string>());
+}
 void read_into(std::vector<std::string>& out, const json& v) { out = v.get<std::vector<std::string>>(); }
 void read_into(DeviceRef& out, const json& v) { out = *parse_device(v.get<std::string>()); }
 template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
@@ -70,14 +73,18 @@ struct Field {
 
 // Sections are objects; everything else is a leaf field.
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "train", "timing", "cpu",
-                                             "cuda", "dist", "sweep"};
+  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "mlm", "distillation",
+                                             "train", "timing", "cpu", "cuda", "dist", "sweep"};
   return s;
 }
 
 const std::vector<Field>& fields() {
   static const std::vector<Field> f = {
       {"name", Kind::string, nullptr, -1e300, {}, "run name (default: the spec file's stem)", set(&RunSpec::name)},
+      {"task", Kind::choice, "classification", -1e300, choice_list<Task>(),
+       "classification: fine-tune a sequence classifier; mlm: masked-LM training (*ForMaskedLM) on masked "
+       "text; distillation: a masked-LM student learns from a frozen teacher (DistilBERT's recipe)",
+       set(&RunSpec::task)},
       {"model.name", Kind::nullable_string, nullptr, -1e300, {},
        "a shipped model (`tbench models`), e.g. distilbert-base-uncased", set(&RunSpec::model, &ModelRef::name)},
       {"model.config", Kind::nullable_string, nullptr, -1e300, {},
@@ -94,7 +101,8 @@ const std::vector<Field>& fields() {
        set(&RunSpec::model, &ModelRef::attention)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
-       "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label",
+       "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label; corpus: plain "
+       "text (a .txt file or a folder of them) packed into seq_len blocks, for mlm and distillation",
        set(&RunSpec::data, &DataSpec::source)},
       {"data.path", Kind::nullable_string, nullptr, -1e300, {}, "the data file (source tokenized or text)",
        set(&RunSpec::data, &DataSpec::path)},
@@ -160,6 +168,38 @@ const std::vector<Field>& fields() {
       {"data.cache_dir", Kind::nullable_string, nullptr, -1e300, {},
        "token cache folder (default $XDG_CACHE_HOME/tbench or ~/.cache/tbench)",
        set(&RunSpec::data, &DataSpec::cache_dir)},
+      {"mlm.probability", Kind::number, 0.15, 0, {}, "mlm, distillation: share of tokens picked for prediction",
+       set(&RunSpec::mlm, &MlmSpec::probability)},
+      {"mlm.mask_fraction", Kind::number, 0.8, 0, {}, "of the picked tokens: replaced by the mask token",
+       set(&RunSpec::mlm, &MlmSpec::mask_fraction)},
+      {"mlm.random_fraction", Kind::number, 0.1, 0, {},
+       "of the picked tokens: replaced by a random token (the rest stay as they are)",
+       set(&RunSpec::mlm, &MlmSpec::random_fraction)},
+      {"mlm.mask_token_id", Kind::nullable_integer, nullptr, 0, {},
+       "the mask token (default: the tokenizer's; without one, [MASK] 103 for BERT/DistilBERT, <mask> = "
+       "vocab_size - 1 for RoBERTa)", set(&RunSpec::mlm, &MlmSpec::mask_token_id)},
+      {"distillation.teacher", Kind::nullable_string, nullptr, -1e300, {},
+       "distillation: the teacher, a shipped model name or an HF config.json (BERT or RoBERTa)",
+       set(&RunSpec::distillation, &DistillationSpec::teacher, &ModelRef::name)},
+      {"distillation.teacher_weights", Kind::nullable_string, nullptr, -1e300, {},
+       "distillation: the teacher's safetensors (default: random init, for timing only)",
+       set(&RunSpec::distillation, &DistillationSpec::teacher, &ModelRef::weights)},
+      {"distillation.teacher_precision", Kind::choice, "auto", -1e300, {"auto", "fp32", "fp16", "bf16"},
+       "distillation: autocast of the teacher's forward (auto: the run's precision)",
+       set(&RunSpec::distillation, &DistillationSpec::teacher_precision)},
+      {"distillation.temperature", Kind::number, 2.0, 0, {}, "distillation: softmax temperature T",
+       set(&RunSpec::distillation, &DistillationSpec::temperature)},
+      {"distillation.alpha_ce", Kind::number, 5.0, 0, {}, "distillation: weight of T^2 KL(student/T || teacher/T)",
+       set(&RunSpec::distillation, &DistillationSpec::alpha_ce)},
+      {"distillation.alpha_mlm", Kind::number, 2.0, 0, {}, "distillation: weight of the student's masked-LM loss",
+       set(&RunSpec::distillation, &DistillationSpec::alpha_mlm)},
+      {"distillation.alpha_cos", Kind::number, 1.0, 0, {},
+       "distillation: weight of the cosine loss between the last hidden states",
+       set(&RunSpec::distillation, &DistillationSpec::alpha_cos)},
+      {"distillation.init_from_teacher", Kind::boolean, true, -1e300, {},
+       "distillation: start the student from the teacher's embeddings, evenly spaced layers (0 2 4 7 9 11 of "
+       "12) and head, as DistilBERT was made; false: random init",
+       set(&RunSpec::distillation, &DistillationSpec::init_from_teacher)},
       {"train.epochs", Kind::integer, 1, 1, {}, "epochs to train", set(&RunSpec::train, &TrainSpec::epochs)},
       {"train.batch_size", Kind::integer, 32, 1, {}, "samples per micro-step (per device)",
        set(&RunSpec::train, &TrainSpec::batch_size)},
@@ -434,6 +474,56 @@ void check_length_distribution(const Validator& v, const DataSpec& d) {
   }
 }
 
+// Which data each task trains on, and the sections that only one task reads.
+void check_task(const Validator& v, const RunSpec& spec, const json& given) {
+  const bool masked_lm = spec.task != Task::classification;
+  const DataSource source = spec.data.source;
+  if (masked_lm && source != DataSource::synthetic && source != DataSource::corpus) {
+    v.fail("data.source", std::string("task ") + to_string(spec.task) + " trains on plain text: use corpus (a .txt "
+                          "file or a folder of them) or synthetic, not '" + to_string(source) + "'");
+  }
+  if (!masked_lm && source == DataSource::corpus) {
+    v.fail("data.source", "corpus is unlabelled text, for task mlm or distillation; a classifier needs text or tokenized "
+                          "data with labels");
+  }
+  if (!masked_lm && given.contains("mlm")) v.fail("mlm", "only used with task mlm or distillation (task is classification)");
+  if (spec.task != Task::distillation && given.contains("distillation")) {
+    v.fail("distillation", std::string("only used with task distillation (task is ") + to_string(spec.task) + ")");
+  }
+  if (masked_lm) {
+    const MlmSpec& m = spec.mlm;
+    if (m.probability <= 0 || m.probability > 1) v.fail("mlm.probability", "must be in (0, 1], got " + json_text(json(m.probability)));
+    if (m.mask_fraction + m.random_fraction > 1 + 1e-12) {
+      v.fail("mlm.random_fraction", "mlm.mask_fraction + mlm.random_fraction must be at most 1, got " +
+                                        json_text(json(m.mask_fraction)) + " + " + json_text(json(m.random_fraction)));
+    }
+  }
+  if (spec.task == Task::distillation) {
+    if (spec.distillation.teacher.name.empty()) {
+      v.fail("distillation.teacher", "task distillation needs a teacher: a shipped model (e.g. bert-base-uncased) or "
+                                     "an HF config.json");
+    }
+    if (spec.distillation.temperature <= 0) v.fail("distillation.temperature", "must be > 0");
+    const auto& d = spec.distillation;
+    if (d.alpha_ce + d.alpha_mlm + d.alpha_cos <= 0) {
+      v.fail("distillation.alpha_ce", "alpha_ce, alpha_mlm and alpha_cos are all 0: there is nothing to train on");
+    }
+    if (!d.teacher.config.empty() && !std::ifstream(d.teacher.config).good()) {
+      v.fail("distillation.teacher", "cannot open '" + d.teacher.config + "'");
+    }
+    if (!d.teacher.weights.empty() && !std::filesystem::exists(d.teacher.weights)) {
+      v.fail("distillation.teacher_weights", "cannot open '" + d.teacher.weights + "'");
+    }
+    if (d.teacher_precision == Precision::fp16 && !spec.device.is_cuda()) {
+      v.fail("distillation.teacher_precision", "fp16 needs a CUDA device (use fp32 or bf16 on CPU)");
+    }
+  }
+  if (masked_lm && spec.train.cuda_graph) {
+    v.fail("train.cuda_graph", std::string("is not supported with task ") + to_string(spec.task) +
+                                   " (the masked positions differ per batch: selecting them has a data-dependent shape)");
+  }
+}
+
 void check_data_spec(const Validator& v, const DataSpec& d) {
   if (d.source == DataSource::synthetic && d.num_samples == 0) {
     v.fail("data.num_samples", "synthetic data needs at least 1 sample");
@@ -468,6 +558,14 @@ RunSpec assign_fields(const json& root) {
     spec.data.num_samples = spec.data.source == DataSource::synthetic ? 1024 : 0;
   }
   if (root["model"]["config"].is_string()) spec.model.name = model_name_from_config_path(spec.model.config);
+  if (root["mlm"]["mask_token_id"].is_null()) spec.mlm.mask_token_id = -1;
+  // distillation.teacher names a shipped model or, like `model:`, an HF config.json.
+  const std::string teacher = spec.distillation.teacher.name;
+  if (teacher.find('/') != std::string::npos || (teacher.size() > 5 && teacher.compare(teacher.size() - 5, 5, ".json") == 0)) {
+    spec.distillation.teacher.config = teacher;
+    spec.distillation.teacher.name = model_name_from_config_path(teacher);
+  }
+  spec.distillation.teacher.attention = spec.model.attention;
   return spec;
 }
 
@@ -507,6 +605,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
 
   // Checks that involve more than one field.
   check_data_spec(v, spec.data);
+  check_task(v, spec, doc.root);
   if (spec.precision == Precision::fp16 && !spec.device.is_cuda()) {
     v.fail("precision", "fp16 needs a CUDA device, but device is 'cpu' (use fp32 or bf16 on CPU)");
   }

@@ -202,7 +202,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
       if (!id) throw input_error(vocab_path + ": special token " + token + " is missing");
       return *id;
     };
-    special_ = {special("<pad>"), special("<unk>"), special("<s>"), special("</s>")};
+    special_ = {special("<pad>"), special("<unk>"), special("<s>"), special("</s>"), special("<mask>")};
     // RobertaTokenizer's <mask> is an AddedToken with lstrip=True: "a <mask>" is "a" + "<mask>".
     added_tokens_ = {{"<s>", special("<s>"), false},     {"<pad>", special("<pad>"), false},
                      {"</s>", special("</s>"), false},   {"<unk>", special("<unk>"), false},

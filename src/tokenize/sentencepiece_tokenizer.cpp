@@ -689,8 +689,9 @@ std::unique_ptr<Tokenizer> load_sentencepiece_tokenizer(const TokenizerOptions& 
 
   UnigramVocabulary vocab = make_unigram_vocabulary(fields, path);
   const SpecialTokenIds special{required_piece(vocab, "<pad>", path), required_piece(vocab, "<unk>", path),
-                                required_piece(vocab, "<cls>", path), required_piece(vocab, "<sep>", path)};
-  for (const char* piece : {"<s>", "</s>", "<mask>"}) required_piece(vocab, piece, path);
+                                required_piece(vocab, "<cls>", path), required_piece(vocab, "<sep>", path),
+                                required_piece(vocab, "<mask>", path)};
+  for (const char* piece : {"<s>", "</s>"}) required_piece(vocab, piece, path);
   std::vector<AddedToken> added_tokens = make_added_tokens(vocab, fields.piece_types);
   PrecompiledCharsmap charsmap = PrecompiledCharsmap::parse(fields.precompiled_charsmap, path);
 

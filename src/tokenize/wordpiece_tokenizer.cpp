@@ -169,7 +169,10 @@ class WordPieceTokenizer final : public Tokenizer {
     special_.cls = require(options.vocab_file, "[CLS]");
     special_.sep = require(options.vocab_file, "[SEP]");
     for (const char* token : kRequiredSpecials) added_tokens_.push_back({token, *token_to_id(token), false});
-    if (const auto mask = token_to_id(kMask)) added_tokens_.push_back({kMask, *mask, false});
+    if (const auto mask = token_to_id(kMask)) {
+      added_tokens_.push_back({kMask, *mask, false});
+      special_.mask = *mask;
+    }
   }
 
   TokenizerKind kind() const override { return TokenizerKind::wordpiece; }

@@ -3,15 +3,17 @@
 namespace tbench {
 namespace {
 
-// [loss, loss scale, found_inf] in one host tensor: one copy per step, not three. On CUDA it is
+// [loss, loss scale, found_inf, terms...] in one host tensor: one copy per step, not several. On CUDA it is
 // pinned and copied without blocking, so the copy runs in stream order before the end event.
 torch::Tensor stage_on_host(const StepOutputs& out) {
   const auto options = out.loss.options().dtype(torch::kFloat);
   const auto scale = out.loss_scale.defined() ? out.loss_scale.reshape({1}).to(torch::kFloat) : torch::ones({1}, options);
   const auto inf = out.found_inf.defined() ? out.found_inf.reshape({1}).to(torch::kFloat) : torch::zeros({1}, options);
-  const auto values = torch::cat({out.loss.detach().reshape({1}).to(torch::kFloat), scale, inf});
+  std::vector<torch::Tensor> parts = {out.loss.detach().reshape({1}).to(torch::kFloat), scale, inf};
+  if (out.terms.defined()) parts.push_back(out.terms.detach().reshape({-1}).to(torch::kFloat));
+  const auto values = torch::cat(parts);
   if (!values.is_cuda()) return values;
-  auto host = torch::empty({3}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
+  auto host = torch::empty({values.numel()}, torch::TensorOptions().dtype(torch::kFloat).pinned_memory(true));
   host.copy_(values, /*non_blocking=*/true);
   return host;
 }
@@ -39,6 +41,9 @@ IterationRecord PendingSteps::complete_oldest() {
   record.loss = static_cast<double>(v[0]);
   record.loss_scale = static_cast<double>(v[1]);
   record.skipped = record.skipped || v[2] != 0.0f;
+  for (std::size_t i = 0; i < record.loss_terms.size() && 3 + static_cast<int64_t>(i) < values.numel(); ++i) {
+    record.loss_terms[i].second = static_cast<double>(v[3 + i]);
+  }
   return record;
 }
 

@@ -16,6 +16,16 @@
 namespace tbench {
 namespace {
 
+// A step's loss terms, summed over its micro-batches (each already weighted by its share).
+void add_terms(LossTerms& sum, const LossTerms& micro) {
+  if (!sum.total.defined()) {
+    sum = micro;
+    return;
+  }
+  sum.total = sum.total + micro.total;
+  for (std::size_t i = 0; i < sum.parts.size(); ++i) sum.parts[i] = sum.parts[i] + micro.parts[i];
+}
+
 // HF's Trainer exempts LayerNorm weights and every parameter with "bias" in its name (XLNet's
 // r_w_bias, r_r_bias and r_s_bias included) from weight decay.
 bool exempt_from_weight_decay(const std::string& name) {
@@ -72,10 +82,11 @@ double linear_schedule_lr(double peak_lr, int64_t step, int64_t warmup, int64_t 
   return peak_lr * std::max(0.0, remaining);
 }
 
-Trainer::Trainer(const TrainerConfig& config, SequenceClassifier& model, const PreparedData& data,
+Trainer::Trainer(const TrainerConfig& config, TrainingObjective& objective, const PreparedData& data,
                  torch::Device device, GradientSync* sync)
     : config_(config),
-      model_(model),
+      objective_(objective),
+      model_(objective.trained()),
       data_(data),
       device_(device),
       sync_(sync),
@@ -124,7 +135,7 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
   const int64_t micro_steps = static_cast<int64_t>(micro_batches.size());
   int64_t step_samples = 0;
   for (const auto& micro : micro_batches) step_samples += static_cast<int64_t>(micro.size());
-  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
+  LossTerms step_loss;
   optimizer_->set_lr(record.lr);  // before the step's work: a replayed graph reads it on the device
 
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
@@ -146,30 +157,28 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     // Each micro-batch weighs by its share of the step's samples (they differ only in a last,
     // partial step), so the step's gradient is the mean over all its samples.
     const double weight = static_cast<double>(batch.samples) / static_cast<double>(step_samples);
-    loss_sum += micro_step(inputs, labels, weight, micro == micro_steps - 1, record);
+    add_terms(step_loss, micro_step(inputs, labels, weight, micro == micro_steps - 1, record));
   }
-  return finish_step(loss_sum, record);
+  return finish_step(step_loss, record);
 }
 
-torch::Tensor Trainer::micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight,
-                                  bool last_micro_step, IterationRecord& record) {
-  torch::Tensor logits;
-  {
-    AutocastGuard autocast(config_.precision, device_);
-    logits = model_.forward(inputs);
-  }
-  auto loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
+LossTerms Trainer::micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight,
+                              bool last_micro_step, IterationRecord& record) {
+  const LossTerms loss = objective_.loss(inputs, labels);
   if (sync_) sync_->before_backward(last_micro_step, stop_requested_->load());
-  scaler_->scale(loss * weight).backward();
+  scaler_->scale(loss.total * weight).backward();
   // Data-parallel: the all-reduces started during backward are awaited here, before the
   // optimizer (and the fp16 unscale and clipping) see the gradients.
   if (sync_) record.comm_wait_seconds += sync_->after_backward();
-  return loss.detach() * weight;
+  LossTerms weighted{loss.total.detach() * weight, {}};
+  for (const auto& part : loss.parts) weighted.parts.push_back(part * weight);
+  return weighted;
 }
 
-StepOutputs Trainer::finish_step(const torch::Tensor& loss, IterationRecord& record) {
+StepOutputs Trainer::finish_step(const LossTerms& loss, IterationRecord& record) {
   StepOutputs outputs;
-  outputs.loss = loss;
+  outputs.loss = loss.total;
+  if (!loss.parts.empty()) outputs.terms = torch::stack(loss.parts).to(torch::kFloat);
   torch::Tensor found_inf;
   if (scaler_->enabled()) {
     outputs.loss_scale = scaler_->current_scale().clone();  // update() below changes it in place
@@ -248,6 +257,7 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
         const EvalResult eval = evaluate();
         record.eval_loss = eval.loss;
         record.eval_accuracy = eval.accuracy;
+        record.eval_perplexity = eval.perplexity;
         record.eval_samples = eval.samples;
         record.eval_seconds = eval.seconds;
       });
@@ -264,7 +274,7 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   auto epoch_steps = plan_epoch(data_.train, sampler_options(), epoch);
   const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
   epoch_steps.resize(static_cast<std::size_t>(steps));
-  loader_.start_epoch(epoch_steps);
+  loader_.start_epoch(epoch_steps, epoch);
   for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
 
   EpochTotals totals;
@@ -300,6 +310,7 @@ IterationRecord Trainer::start_record(int64_t epoch, int64_t step, int64_t globa
   record.global_step = global_step;
   record.warmup = global_step <= config_.timed_warmup_steps;
   record.lr = linear_schedule_lr(config_.lr, global_step - 1, config_.lr_warmup_steps, plan_.total_steps);
+  for (const auto& name : objective_.term_names()) record.loss_terms.emplace_back(name, 0.0);  // values once run
   return record;
 }
 
@@ -346,28 +357,21 @@ EvalResult Trainer::evaluate() {
   torch::NoGradGuard no_grad;
   model_.eval();
   const auto& samples = data_.eval;
-  torch::Tensor loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
-  torch::Tensor correct = torch::zeros({}, torch::TensorOptions().dtype(torch::kLong).device(device_));
+  EvalSums sums = zero_eval_sums(device_);
   for (int64_t first = 0; first < samples.size(); first += config_.batch_size) {
     std::vector<int64_t> indices(static_cast<std::size_t>(std::min(config_.batch_size, samples.size() - first)));
     std::iota(indices.begin(), indices.end(), first);
-    const Batch batch = collate(samples, indices, data_.collate);
+    // Epoch 0's masks: every epoch is scored on the same masked tokens.
+    const Batch batch = collate(samples, indices, data_.collate, /*epoch=*/0);
     const ModelInputs inputs{batch.inputs.input_ids.to(device_), batch.inputs.attention_mask.to(device_),
                              batch.inputs.token_type_ids.to(device_)};
-    const auto labels = batch.labels.to(device_);
-    torch::Tensor logits;
-    {
-      AutocastGuard autocast(config_.precision, device_);
-      logits = model_.forward(inputs).to(torch::kFloat);
-    }
-    loss_sum += torch::nn::functional::cross_entropy(
-                    logits, labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                    .to(torch::kDouble);
-    correct += logits.argmax(-1).eq(labels).sum();
+    objective_.score(inputs, batch.labels.to(device_), sums);
   }
   result.samples = samples.size();
-  result.loss = loss_sum.item<double>() / static_cast<double>(result.samples);
-  result.accuracy = static_cast<double>(correct.item<int64_t>()) / static_cast<double>(result.samples);
+  const double scored = static_cast<double>(std::max<int64_t>(1, sums.count.item<int64_t>()));
+  result.loss = sums.loss_sum.item<double>() / scored;
+  result.accuracy = static_cast<double>(sums.correct.item<int64_t>()) / scored;
+  if (objective_.reports_perplexity()) result.perplexity = std::exp(result.loss);
   set_training_mode();
   synchronize();
   result.seconds = seconds_between(start, Clock::now());

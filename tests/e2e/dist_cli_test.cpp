@@ -194,6 +194,39 @@ TEST_F(DistCli, DelayedSyncEqualsSyncEveryMicroStep) {
   EXPECT_LT(max_abs_diff(delayed, read_floats(dir_->file("one/params"))), 2e-5);
 }
 
+// Distillation data-parallel: masks are drawn per sample, not per rank, and only the student
+// trains, so 2 ranks of batch 4 end where 1 process of batch 8 does. The test trains on the cosine
+// term alone: its mean is over real tokens, the same number on every rank. The KL and masked-LM
+// terms average over each rank's masked tokens, whose counts differ between ranks, and the mean of
+// two ranks' means is not the mean over both (as with DDP in PyTorch: HF's runs do the same).
+TEST_F(DistCli, DistillationMatchesOneProcessOnTheSameGlobalBatch) {
+  ScratchDir dir;
+  const auto distil = [&](int64_t batch) {
+    auto spec = dp_spec(dir.file("unused.json"), batch);
+    spec["task"] = "distillation";
+    spec["model"] = "tiny-distilbert";
+    spec["distillation"] = {{"teacher", "tiny-bert"}, {"alpha_ce", 0.0}, {"alpha_mlm", 0.0}, {"alpha_cos", 1.0}};
+    return spec;
+  };
+  const auto one = dir.write("one.json", distil(8).dump());
+  const auto single = run_single(dir, {"run", "-q", one, "--set", "output=" + dir.file("one-result.json"),
+                                       "--dump-params", dir.file("one-params")});
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  const auto two = dir.write("two.json", distil(4).dump());
+  const auto runs = run_ranks(dir, {"run", "-q", two, "--set", "output=" + dir.file("two-result.json"),
+                                    "--dump-params", dir.file("two-params")}, 2);
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].err;
+  const auto rank0 = read_floats(dir.file("two-params.rank0")), rank1 = read_floats(dir.file("two-params.rank1"));
+  EXPECT_EQ(rank0, rank1);
+  const auto single_params = read_floats(dir.file("one-params"));
+  ASSERT_EQ(single_params.size(), rank0.size());  // the student's parameters only
+  EXPECT_LT(max_abs_diff(single_params, rank0), 2e-5);
+  const json result = testing::read_json(dir.file("two-result.json"));
+  EXPECT_EQ(result["model"]["task"], "distillation");
+  EXPECT_EQ(result["dist"]["world_size"], 2);
+}
+
 TEST_F(DistCli, ReportShowsScalingAgainstTheSingleProcessRun) {
   ScratchDir dir;
   const std::string one = dir.write("one.json", dp_spec(dir.file("one-b4.json"), 4).dump());

@@ -146,7 +146,8 @@ OptimizerRun train(const RunSpec& spec) {
   torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
   const RunPlan plan = prepare_run(spec);
   auto model = build_classifier(plan.model, spec.num_labels);
-  Trainer trainer(plan.trainer, *model, *plan.data, torch::kCPU);
+  auto objective = classification_objective(*model, plan.trainer.precision, torch::kCPU);
+  Trainer trainer(plan.trainer, *objective, *plan.data, torch::kCPU);
   std::atomic<bool> stop{false};
   return trainer.run({}, stop);
 }

@@ -30,7 +30,8 @@ TrainedRun train(const RunSpec& spec) {
   run.model = build_classifier(shipped_model_config(spec.model.name), spec.num_labels);
   const ModelConfig c = shipped_model_config(spec.model.name);
   const PreparedData data = prepare_data(spec, c);
-  Trainer trainer(trainer_config(spec), *run.model, data, torch::kCPU);
+  auto objective = classification_objective(*run.model, spec.precision, torch::kCPU);
+  Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
   std::atomic<bool> stop{false};
   TrainRun result = trainer.run({}, stop);
   run.records = std::move(result.records);
@@ -97,7 +98,8 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
   const ModelConfig c = shipped_model_config(spec.model.name);
   auto model = build_classifier(c, 2);
   const PreparedData data = prepare_data(spec, c);
-  Trainer trainer(trainer_config(spec), *model, data, torch::kCPU);
+  auto objective = classification_objective(*model, spec.precision, torch::kCPU);
+  Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
   struct StopAfter : TrainObserver {
     std::atomic<bool> stop{false};
     int seen = 0;
@@ -141,7 +143,8 @@ TEST(Trainer, LoaderThreadFailureEndsTheRunAsFailed) {
   data.collate.seq_len = 4;  // shorter than the samples: collate throws std::length_error
   TrainerConfig config = trainer_config(spec);
   config.prefetch = 2;  // collated on the loader's thread
-  Trainer trainer(config, *model, data, torch::kCPU);
+  auto objective = classification_objective(*model, config.precision, torch::kCPU);
+  Trainer trainer(config, *objective, data, torch::kCPU);
   std::atomic<bool> stop{false};
   TrainRun run;
   ASSERT_NO_THROW(run = trainer.run({}, stop));
@@ -158,7 +161,8 @@ TEST(Trainer, EvalFailureEndsTheRunAsFailedWithItsRecords) {
   auto model = build_classifier(c, 2);
   PreparedData data = prepare_data(spec, c);
   data.eval.add(std::vector<int64_t>(12, 5), {}, 0);  // longer than seq_len 8: collate throws
-  Trainer trainer(trainer_config(spec), *model, data, torch::kCPU);
+  auto objective = classification_objective(*model, spec.precision, torch::kCPU);
+  Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
   std::atomic<bool> stop{false};
   TrainRun run;
   ASSERT_NO_THROW(run = trainer.run({}, stop));

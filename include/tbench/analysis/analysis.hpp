@@ -24,7 +24,7 @@ struct ResultIteration {
 struct ResultFile {
   std::string path;
   nlohmann::json json;
-  std::string model, name, host, device, gpu, precision, machine, status, peak_source;
+  std::string model, task, name, host, device, gpu, precision, machine, status, peak_source;
   double hidden_size = 768, num_layers = 12, num_heads = 12;  // for the memory estimate of predict
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
   std::vector<ResultIteration> iterations;
@@ -47,8 +47,13 @@ struct ResultFile {
 ResultFile load_result(const std::string& path);
 std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
 
+// A result's row in reports, scaling and predictions: the model, with " [mlm]" or
+// " [distillation]" for the masked-LM tasks, so a model's tasks stay apart (their steps differ: a
+// vocabulary-sized head, a teacher) unless the columns are the tasks themselves (by == "task").
+std::string model_row(const ResultFile& r, const std::string& by = "");
+
 // The column a result falls in: by "machine" (host, plus GPU), "host", "device", "precision",
-// "threads", "batch_size", "seq_len", "world_size" or "name".
+// "threads", "batch_size", "seq_len", "world_size", "task" or "name".
 std::string label_of(const ResultFile& r, const std::string& by);
 
 // ---- report ---------------------------------------------------------------------------------------

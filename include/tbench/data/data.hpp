@@ -4,7 +4,8 @@
 //     -> TokenizedSamples (every sample's ids, truncated to seq_len, and its label)
 //     -> plan_epoch: the seeded order of each epoch cut into steps and micro-batches (optionally
 //        bucketed by length, sharded across data-parallel ranks)
-//     -> collate: pad to seq_len or to the longest in the batch (left for XLNet)
+//     -> collate: pad to seq_len or to the longest in the batch (left for XLNet); for masked-LM
+//        tasks, then mask (apply_masking: dynamic, seeded per sample and epoch)
 //     -> BatchLoader: collates on a background thread, a bounded number of batches ahead.
 #include <condition_variable>
 #include <cstdint>
@@ -19,12 +20,13 @@
 
 #include "tbench/models/classifier.hpp"
 #include "tbench/spec/spec.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 
 namespace tbench {
 
 struct Batch {
   ModelInputs inputs;
-  torch::Tensor labels;  // [B] int64
+  torch::Tensor labels;  // [B] int64 class; masked LM: [B, S] int64, the original id where masked, else kIgnoreLabel
   int64_t samples = 0;
   int64_t tokens = 0;       // computed tokens: batch x padded length
   int64_t real_tokens = 0;  // tokens that are not padding
@@ -78,6 +80,43 @@ struct SyntheticOptions {
 // in real fine-tuning.
 TokenizedSamples make_synthetic_samples(const SyntheticOptions& options);
 
+// --- plain-text corpora (masked LM, distillation) ---------------------------------------------------
+
+// The .txt files of a corpus: `path` itself, or every *.txt under a folder (recursively), sorted
+// by path so the packing is the same on every machine. Throws a bad-input Error naming the path.
+std::vector<std::string> corpus_files(const std::string& path);
+
+// HF's run_mlm without line_by_line: every non-blank line is encoded with the model's special
+// tokens ([CLS] line [SEP]), all of them concatenated in file order and cut into blocks of exactly
+// `block_size` tokens; the remainder (less than one block) is dropped. `max_blocks` > 0 stops there.
+TokenizedSamples pack_corpus(const std::vector<std::string>& files, const Tokenizer& tokenizer, int64_t block_size,
+                             int64_t max_blocks);
+
+// --- masked-LM corruption ---------------------------------------------------------------------------
+
+inline constexpr int64_t kIgnoreLabel = -100;  // labels of unmasked positions: no loss (HF's -100)
+
+// HF's DataCollatorForLanguageModeling: each real, non-special token is picked with `probability`;
+// a picked token becomes the mask token with mask_fraction, a random id in [0, vocab_size) with
+// random_fraction, and stays itself otherwise; its label is its original id. The draws for a
+// sample come from (seed, epoch, sample index) alone, so a sample's masks do not depend on the
+// batch it lands in, the prefetch depth or the number of data-parallel ranks, and each epoch
+// draws new ones (dynamic masking, as RoBERTa and HF do).
+struct MaskingOptions {
+  bool enabled = false;
+  double probability = 0.15;
+  double mask_fraction = 0.8;
+  double random_fraction = 0.1;
+  int64_t mask_token_id = 0;
+  int64_t vocab_size = 0;
+  std::vector<int64_t> special_ids;  // never picked: [CLS], [SEP], [PAD], <s>, </s>, ...
+  int64_t seed = 0;
+};
+
+// Masks a collated batch in place: input_ids corrupted, labels replaced by [B, S] targets.
+// `indices`: the batch's sample indices, row by row.
+void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const MaskingOptions& options, int64_t epoch);
+
 // --- batches ------------------------------------------------------------------------------------
 
 struct CollateOptions {
@@ -86,9 +125,12 @@ struct CollateOptions {
   int64_t pad_id = 0;
   int64_t pad_type_id = 0;  // XLNet: 3
   bool pad_left = false;    // XLNet pads on the left
+  MaskingOptions masking;   // masked-LM tasks: applied after padding
 };
 
-Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& options);
+// `epoch` seeds the masking (0 for evaluation: the same masks every epoch).
+Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& options,
+              int64_t epoch = 0);
 
 struct SamplerOptions {
   int64_t batch_size = 1;     // per micro-batch, per rank
@@ -129,12 +171,12 @@ class BatchLoader {
   BatchLoader& operator=(const BatchLoader&) = delete;
 
   // Replaces whatever is queued with this epoch's micro-batches, in step order.
-  void start_epoch(const std::vector<StepBatches>& steps);
+  void start_epoch(const std::vector<StepBatches>& steps, int64_t epoch = 0);
   // The next micro-batch; blocks until it is ready. Rethrows what the collating thread threw.
   Batch next();
 
  private:
-  Batch make(const std::vector<int64_t>& indices) const;
+  Batch make(const std::vector<int64_t>& indices, int64_t epoch) const;
   void work();
 
   const TokenizedSamples& samples_;
@@ -148,6 +190,7 @@ class BatchLoader {
   std::deque<Batch> ready_;
   std::exception_ptr error_;
   uint64_t generation_ = 0;  // bumped by start_epoch: a batch collated for an older epoch is dropped
+  int64_t epoch_ = 0;        // the epoch being loaded (seeds the masking)
   bool busy_ = false;        // the worker is collating a batch (next() must wait for it)
   bool stopping_ = false;
   std::thread worker_;

@@ -1,10 +1,21 @@
 #pragma once
-// One factory per architecture file (src/models/<arch>.cpp); build_classifier picks among them.
+// One factory per architecture file and task (src/models/<arch>.cpp); build_classifier and
+// build_masked_lm pick among them.
 #include "tbench/models/classifier.hpp"
+#include "tbench/models/masked_lm.hpp"
 
 namespace tbench {
-namespace bert { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
-namespace roberta { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
-namespace distilbert { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
+namespace bert {
+std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels);
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c);
+}  // namespace bert
+namespace roberta {
+std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels);
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c);
+}  // namespace roberta
+namespace distilbert {
+std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels);
+std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c);
+}  // namespace distilbert
 namespace xlnet { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
 }  // namespace tbench

@@ -55,4 +55,11 @@ TORCH_MODULE(Linear);
 Linear linear(int64_t in, int64_t out);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 
+// The masked-LM head every architecture here shares, under its own names: a transform
+// LayerNorm(act(W x + b)), then a score against every word embedding (the decoder's weight is the
+// embedding table, tied as in HF) plus a bias per token. hidden [B, S, H] -> [B, S, vocab_size].
+torch::Tensor masked_lm_scores(const torch::Tensor& hidden, Linear& transform, const std::string& activation_name,
+                               torch::nn::LayerNorm& norm, const torch::Tensor& word_embeddings,
+                               const torch::Tensor& bias);
+
 }  // namespace tbench::layers

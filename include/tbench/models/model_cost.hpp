@@ -1,20 +1,30 @@
 #pragma once
 // Analytic size and work of a model: parameter counts (as HF reports them) and training FLOPs per
 // sample (matmuls and attention, forward + backward = 3 x forward). Used by `tbench models`, MFU
-// and prediction; tests check the parameter formulas against the built modules.
+// and prediction; tests check the parameter formulas against the built modules. The head is the
+// task's: a classifier on one position, or a masked-LM head on every position (HF projects every
+// position onto the vocabulary: 2 H V FLOPs per token, forward, the largest matmul of a small model).
 #include <cstdint>
 
 #include "tbench/models/model_config.hpp"
+#include "tbench/spec/spec.hpp"
 
 namespace tbench {
 
 struct ModelCost {
   int64_t base_params = 0;        // the pre-trained base model, as HF counts it (with BERT's pooler)
-  int64_t classifier_params = 0;  // the *ForSequenceClassification model tbench trains
+  int64_t classifier_params = 0;  // the model tbench trains: *ForSequenceClassification or *ForMaskedLM
   double forward_flops_per_sample = 0;
   double train_flops_per_sample = 0;
 };
 
-ModelCost model_cost(const ModelConfig& config, int64_t num_labels, int64_t seq_len);
+// `task` picks the head: classification, or the masked-LM head for mlm and distillation (the
+// student; a distillation teacher's forward is added by the caller, see teacher_forward_flops).
+ModelCost model_cost(const ModelConfig& config, int64_t num_labels, int64_t seq_len, Task task = Task::classification);
+
+// Training FLOPs per sample of a run: the trained model's forward and backward, plus a
+// distillation teacher's forward (no backward) when there is one.
+double run_train_flops_per_sample(const ModelConfig& model, const ModelConfig* teacher, int64_t num_labels,
+                                  int64_t seq_len, Task task);
 
 }  // namespace tbench

@@ -2,7 +2,10 @@
 // What a run measures: one record per optimizer step, one per epoch. Plain data; the trainer
 // fills them, observers stream them, and the summary is computed from them.
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +29,9 @@ struct IterationRecord {
   double loss_scale = 1;    // fp16 dynamic loss scale (1 otherwise)
   bool skipped = false;     // fp16: step skipped for non-finite gradients
   bool warmup = false;      // excluded from the summary statistics
+  // The loss's parts (distillation: ce, mlm, cos), unweighted, averaged over the micro-batches
+  // like `loss`; empty when the loss has one part.
+  std::vector<std::pair<std::string, double>> loss_terms;
   // When the step finished on its device, in seconds since the training loop began (not since
   // the process or the run started: model building and data preparation come before it).
   double ended_at = 0;
@@ -53,6 +59,7 @@ struct EpochRecord {
   int64_t eval_samples = 0;
   double eval_loss = 0;
   double eval_accuracy = 0;
+  std::optional<double> eval_perplexity;  // masked-LM tasks: exp(eval_loss per masked token)
   double eval_seconds = 0;
 };
 

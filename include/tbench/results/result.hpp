@@ -17,13 +17,24 @@ namespace tbench {
 inline constexpr const char* kResultSchemaId = "tbench.result/1";
 
 // The model as built: its shape, its size and its FLOPs per sample.
+// A distillation run's teacher: run forward only, its FLOPs part of train_flops_per_sample.
+struct TeacherInfo {
+  std::string name, arch, precision;
+  int64_t params = 0;
+  double forward_flops_per_sample = 0;
+  std::string weights;  // empty: random init
+};
+
 struct ModelInfo {
   std::string name, arch, source;
+  std::string task = "classification";  // classification | mlm | distillation: the head and the loss
   int64_t hidden_size = 0, num_layers = 0, num_heads = 0, vocab_size = 0;
-  int64_t params = 0;       // the classifier as built
+  int64_t params = 0;       // the model as built (classifier or masked LM; a student, not its teacher)
   int64_t base_params = 0;  // the pre-trained base, as HF counts it
-  double train_flops_per_sample = 0;
+  double train_flops_per_sample = 0;  // with a teacher: its forward included
   std::string weights;  // the checkpoint it started from; empty: random init
+  std::string initialised_from;  // distillation: "teacher" when the student took the teacher's layers
+  std::optional<TeacherInfo> teacher;
 };
 
 // What one data-parallel rank measured, as it hands it to rank 0.

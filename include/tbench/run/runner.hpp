@@ -4,6 +4,7 @@
 //           -> TrainRun (records and outcome, from the trainer)
 //           -> Result (summary, peak, MFU, data-parallel merge) -> the result file.
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "tbench/dist/dist.hpp"
@@ -26,7 +27,8 @@ struct RunOptions {
 struct RunPlan {
   RunSpec spec;
   ModelConfig model;
-  ModelCost cost;
+  std::optional<ModelConfig> teacher;  // task distillation
+  ModelCost cost;  // of the trained model; train_flops_per_sample includes a teacher's forward
   TrainerConfig trainer;
   StepPlan steps;
   int threads = 1;          // CPU intra-op threads the run will use

@@ -19,7 +19,8 @@ namespace tbench {
 
 enum class Precision { fp32, fp16, bf16 };
 enum class DeviceKind { cpu, cuda };
-enum class DataSource { synthetic, tokenized, text };
+enum class Task { classification, mlm, distillation };  // what the run trains; see RunSpec::task
+enum class DataSource { synthetic, tokenized, text, corpus };
 enum class TextFormat { automatic, csv, tsv, jsonl };
 enum class LengthDistributionKind { fixed, uniform, normal, lognormal, histogram };
 enum class Padding { max_length, longest };  // to seq_len, or to the batch's longest sample
@@ -31,6 +32,7 @@ template <typename E>
 using ChoiceNames = std::vector<std::pair<E, const char*>>;
 const ChoiceNames<Precision>& choice_names(Precision);
 const ChoiceNames<DeviceKind>& choice_names(DeviceKind);
+const ChoiceNames<Task>& choice_names(Task);
 const ChoiceNames<DataSource>& choice_names(DataSource);
 const ChoiceNames<TextFormat>& choice_names(TextFormat);
 const ChoiceNames<LengthDistributionKind>& choice_names(LengthDistributionKind);
@@ -62,6 +64,7 @@ std::vector<std::string> choice_list() {
 }
 
 inline const char* to_string(Precision p) { return choice_name(p); }
+inline const char* to_string(Task t) { return choice_name(t); }
 inline const char* to_string(DataSource s) { return choice_name(s); }
 inline const char* to_string(TextFormat f) { return choice_name(f); }
 inline const char* to_string(Padding p) { return choice_name(p); }
@@ -165,6 +168,26 @@ struct DistSpec {
   int64_t timeout_s = 300;             // rendezvous, collective and store timeout
 };
 
+// Masked-LM corruption, as HF's DataCollatorForLanguageModeling draws it (task mlm, distillation).
+struct MlmSpec {
+  double probability = 0.15;    // chance that a (non-special) token is picked for prediction
+  double mask_fraction = 0.8;   // of the picked: replaced by the mask token
+  double random_fraction = 0.1; // of the picked: replaced by a random token; the rest are kept
+  int64_t mask_token_id = -1;   // -1: the tokenizer's, or for data without one the family's (103, <mask>)
+};
+
+// DistilBERT's distillation (HF's examples/research_projects/distillation): the student learns from
+// a frozen teacher's softened outputs, the masked-LM labels and the teacher's last hidden states.
+struct DistillationSpec {
+  ModelRef teacher;                     // name | config, weights; attention follows model.attention
+  std::optional<Precision> teacher_precision;  // unset: the run's precision
+  double temperature = 2.0;
+  double alpha_ce = 5.0;   // KL(student/T || teacher/T) x T^2 over the masked positions
+  double alpha_mlm = 2.0;  // the student's masked-LM cross-entropy
+  double alpha_cos = 1.0;  // 1 - cos(student hidden, teacher hidden) over the real tokens
+  bool init_from_teacher = true;  // DistilBERT's recipe: embeddings, every other layer and the head
+};
+
 // Where a field's value came from: "configs/x.yaml:7: ", "--set train.lr=1: " or the file.
 std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
                          const std::string& field);
@@ -173,9 +196,14 @@ std::string locate_field(const std::string& label, const std::map<std::string, s
 // holds its default, its checks and its documentation.
 struct RunSpec {
   std::string name;
+  // classification: *ForSequenceClassification; mlm: *ForMaskedLM on masked text; distillation:
+  // a *ForMaskedLM student trained against a frozen teacher.
+  Task task = Task::classification;
   ModelRef model;
   int64_t num_labels = 2;
   DataSpec data;
+  MlmSpec mlm;
+  DistillationSpec distillation;
   TrainSpec train;
   Precision precision = Precision::fp32;
   DeviceRef device;

@@ -52,6 +52,7 @@ struct SpecialTokenIds {
   int64_t unk = 0;
   int64_t cls = 0;  // RoBERTa: <s>
   int64_t sep = 0;  // RoBERTa: </s>
+  int64_t mask = -1;  // [MASK] / <mask>, for masked-LM data; -1: the vocabulary has none
 };
 
 class Tokenizer {

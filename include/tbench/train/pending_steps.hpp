@@ -24,6 +24,7 @@ struct StepOutputs {
   torch::Tensor loss;        // the step's mean loss, 0-dim float
   torch::Tensor loss_scale;  // fp16: the scale this step used ([1] float); undefined otherwise
   torch::Tensor found_inf;   // fp16: [1] float, non-zero if the step overflowed (and was skipped)
+  torch::Tensor terms;       // the loss's parts ([k] float, the record's loss_terms order); undefined: none
 };
 
 class PendingSteps {
@@ -36,8 +37,8 @@ class PendingSteps {
   void begin_step() { timer_->begin(); }
   // Stages the step's outputs for the host, then closes its timing.
   void end_step(IterationRecord record, const StepOutputs& outputs);
-  // The finished steps' records, oldest first, with seconds, ended_at, loss, loss_scale and
-  // skipped filled in. `wait_for_all`: waits for every pending step (epoch end, stop, failure).
+  // The finished steps' records, oldest first, with seconds, ended_at, loss, loss_scale, skipped
+  // and the values of loss_terms filled in. `wait_for_all`: waits for every pending step (epoch end, stop, failure).
   std::vector<IterationRecord> take_finished(bool wait_for_all);
   std::size_t size() const { return records_.size(); }
 
@@ -47,7 +48,7 @@ class PendingSteps {
   std::unique_ptr<StepTimer> timer_;
   std::size_t max_pending_;
   std::deque<IterationRecord> records_;
-  std::deque<torch::Tensor> staged_;  // per step on the host: [loss, loss scale, found_inf]
+  std::deque<torch::Tensor> staged_;  // per step on the host: [loss, loss scale, found_inf, terms...]
 };
 
 }  // namespace tbench

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,8 @@
 #include "tbench/data/data.hpp"
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/models/classifier.hpp"
 #include "tbench/spec/spec.hpp"
+#include "tbench/train/objective.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/train/train_run.hpp"
 
@@ -81,11 +82,13 @@ struct StepPlan {
 // With `world_size` processes, one optimizer step consumes batch x accumulation x world_size samples.
 StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t world_size = 1);
 
-// Held-out loss and accuracy, measured after an epoch (not part of its time).
+// Held-out loss and accuracy, measured after an epoch (not part of its time). Masked-LM tasks
+// score the masked tokens: loss and accuracy per masked token, and the perplexity exp(loss).
 struct EvalResult {
   double loss = 0;
   double accuracy = 0;
   int64_t samples = 0;
+  std::optional<double> perplexity;
   double seconds = 0;
 };
 
@@ -101,7 +104,8 @@ class Trainer {
  public:
   // `sync`: data-parallel gradient synchronisation; null for a single process. With it, this
   // rank reads its share of each step's samples (every world_size-th from its rank on).
-  Trainer(const TrainerConfig& config, SequenceClassifier& model, const PreparedData& data, torch::Device device,
+  // `objective`: the task's loss around the model that trains (objective.hpp).
+  Trainer(const TrainerConfig& config, TrainingObjective& objective, const PreparedData& data, torch::Device device,
           GradientSync* sync = nullptr);
   ~Trainer();
   // Trains until the plan is done, a stop is requested (interrupted) or a step fails (failed):
@@ -134,17 +138,18 @@ class Trainer {
               EpochTotals& totals, TrainRun& run) const;
   EpochRecord finish_epoch_record(const EpochTotals& totals, double seconds, const TrainOutcome& outcome) const;
   StepOutputs run_step(const StepBatches& micro_batches, IterationRecord& record);
-  // One micro-batch's forward and backward; returns its loss times `weight` (a device scalar).
-  torch::Tensor micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight, bool last_micro_step,
-                           IterationRecord& record);
+  // One micro-batch's forward and backward; returns its loss terms times `weight` (device scalars).
+  LossTerms micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight, bool last_micro_step,
+                       IterationRecord& record);
   // After the micro-batches: unscale, clip, update, zero the gradients, update the loss scale.
-  StepOutputs finish_step(const torch::Tensor& loss, IterationRecord& record);
+  StepOutputs finish_step(const LossTerms& loss, IterationRecord& record);
   // train.cuda_graph: eager before kCudaGraphCaptureStep, captured at it, replayed after.
   StepOutputs graphed_step(const ModelInputs& inputs, const torch::Tensor& labels, IterationRecord& record);
   void synchronize() const;
 
   const TrainerConfig config_;
-  SequenceClassifier& model_;
+  TrainingObjective& objective_;
+  torch::nn::Module& model_;  // objective_.trained()
   const PreparedData& data_;
   torch::Device device_;
   GradientSync* sync_ = nullptr;

@@ -1,0 +1,75 @@
+// Plain-text corpora for masked-LM training: .txt files (Gutenberg books, say) tokenized line by
+// line and packed into fixed-length blocks, as HF's run_mlm groups texts.
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "tbench/data/data.hpp"
+#include "tbench/errors.hpp"
+#include "tbench/files.hpp"
+
+namespace tbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_blank(const std::string& line) {
+  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f'; });
+}
+
+// Appends the ids of every non-blank line of `text`, each with the model's special tokens.
+// Blank lines (paragraph breaks) are skipped: HF's run_mlm would add an empty [CLS] [SEP] for each.
+void append_lines(const std::string& text, const Tokenizer& tokenizer, std::vector<int64_t>& stream,
+                  std::size_t enough) {
+  std::size_t start = 0;
+  while (start < text.size() && stream.size() < enough) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (is_blank(line)) continue;
+    const Encoding encoding = tokenizer.encode(line, nullptr, /*max_length=*/0);
+    stream.insert(stream.end(), encoding.input_ids.begin(), encoding.input_ids.end());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> corpus_files(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return {path};
+  if (!fs::is_directory(path, ec)) throw input_error(path + ": no such file or folder");
+  std::vector<std::string> files;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec) && it->path().extension() == ".txt") files.push_back(it->path().string());
+  }
+  if (ec) throw input_error(path + ": cannot list the folder: " + ec.message());
+  if (files.empty()) throw input_error(path + ": the folder holds no .txt files");
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TokenizedSamples pack_corpus(const std::vector<std::string>& files, const Tokenizer& tokenizer, int64_t block_size,
+                             int64_t max_blocks) {
+  const std::size_t enough = max_blocks > 0 ? static_cast<std::size_t>(max_blocks * block_size)
+                                            : std::numeric_limits<std::size_t>::max();
+  std::vector<int64_t> stream;
+  for (const auto& file : files) {
+    if (stream.size() >= enough) break;
+    append_lines(read_file(file, "a corpus file"), tokenizer, stream, enough);
+  }
+  TokenizedSamples samples;
+  const std::size_t blocks = std::min(stream.size(), enough) / static_cast<std::size_t>(block_size);
+  samples.ids.reserve(blocks * static_cast<std::size_t>(block_size));
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const auto first = stream.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::size_t>(block_size));
+    samples.ids.insert(samples.ids.end(), first, first + block_size);  // ids were checked against the vocabulary
+    samples.offsets.push_back(static_cast<int64_t>(samples.ids.size()));
+    samples.labels.push_back(0);  // no class: the targets are the tokens themselves
+  }
+  return samples;
+}
+
+}  // namespace tbench

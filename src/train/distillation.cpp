@@ -1,0 +1,72 @@
+// DistilBERT's training loss (Sanh et al., 2019), as HF's distillation example computes it
+// (examples/research_projects/distillation/distiller.py, with restrict_ce_to_mask):
+//   L = alpha_ce  * T^2 KL(softmax(t/T) || softmax(s/T))   over the masked positions
+//     + alpha_mlm * CE(s, masked-LM labels)                 over the masked positions
+//     + alpha_cos * (1 - cos(h_s, h_t))                     over the real tokens' last hidden states
+// The teacher runs forward only, frozen, in eval mode (no dropout) and without gradients.
+#include "tbench/data/data.hpp"
+#include "tbench/train/objective.hpp"
+#include "tbench/train/precision.hpp"
+
+namespace tbench {
+namespace {
+
+class Distillation final : public TrainingObjective {
+ public:
+  Distillation(MaskedLanguageModel& student, MaskedLanguageModel& teacher, const DistillationLoss& loss,
+               Precision precision, const torch::Device& device)
+      : student_(student), teacher_(teacher), loss_(loss), precision_(precision), device_(device) {
+    teacher_.eval();
+    for (auto& p : teacher_.parameters()) p.set_requires_grad(false);
+  }
+
+  torch::nn::Module& trained() override { return student_; }
+  std::vector<std::string> term_names() const override { return {"ce", "mlm", "cos"}; }
+  bool reports_perplexity() const override { return true; }  // of the student
+
+  LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
+    const MaskedLmOutputs s = student(inputs);
+    const MaskedLmOutputs t = teacher(inputs);
+    const auto vocab = s.logits.size(-1);
+    const auto masked = labels.ne(kIgnoreLabel);
+    const auto ce = distillation_kl(s.logits, t.logits, loss_.temperature, masked);
+    const auto mlm = masked_cross_entropy(s.logits.view({-1, vocab}), labels.view({-1}));
+    const auto cos = cosine_distance(s.hidden, t.hidden, inputs.attention_mask.ne(0));
+    const auto total = loss_.alpha_ce * ce + loss_.alpha_mlm * mlm + loss_.alpha_cos * cos;
+    return {total, {ce.detach(), mlm.detach(), cos.detach()}};
+  }
+
+  void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
+    add_masked_lm_scores(student(inputs).logits, labels, sums);
+  }
+
+ private:
+  MaskedLmOutputs student(const ModelInputs& inputs) {
+    AutocastGuard autocast(precision_, device_);
+    MaskedLmOutputs out = student_.forward(inputs);
+    return {out.logits.to(torch::kFloat), out.hidden.to(torch::kFloat)};
+  }
+
+  MaskedLmOutputs teacher(const ModelInputs& inputs) {
+    torch::NoGradGuard no_grad;
+    AutocastGuard autocast(loss_.teacher_precision, device_);
+    MaskedLmOutputs out = teacher_.forward(inputs);
+    return {out.logits.to(torch::kFloat), out.hidden.to(torch::kFloat)};
+  }
+
+  MaskedLanguageModel& student_;
+  MaskedLanguageModel& teacher_;
+  DistillationLoss loss_;
+  Precision precision_;
+  torch::Device device_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingObjective> distillation_objective(MaskedLanguageModel& student, MaskedLanguageModel& teacher,
+                                                          const DistillationLoss& loss, Precision precision,
+                                                          const torch::Device& device) {
+  return std::make_unique<Distillation>(student, teacher, loss, precision, device);
+}
+
+}  // namespace tbench

@@ -1,0 +1,129 @@
+// The classification and masked-LM objectives, and the loss functions every objective uses.
+#include "tbench/data/data.hpp"
+#include "tbench/train/objective.hpp"
+#include "tbench/train/precision.hpp"
+
+namespace tbench {
+
+EvalSums zero_eval_sums(const torch::Device& device) {
+  const auto on = [&](torch::ScalarType type) { return torch::zeros({}, torch::TensorOptions().dtype(type).device(device)); };
+  return {on(torch::kDouble), on(torch::kLong), on(torch::kLong)};
+}
+
+torch::Tensor masked_cross_entropy(const torch::Tensor& logits, const torch::Tensor& labels) {
+  namespace F = torch::nn::functional;
+  const auto sum = F::cross_entropy(logits, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kIgnoreLabel));
+  return sum / labels.ne(kIgnoreLabel).sum().clamp_min(1).to(sum.scalar_type());
+}
+
+namespace {
+
+// Per selected row, weighted and averaged over the selected rows; no row selection by index, so
+// nothing waits for the device to learn how many rows there are.
+torch::Tensor mean_over_selected(const torch::Tensor& per_row, const torch::Tensor& selected) {
+  const auto weights = selected.to(per_row.scalar_type());
+  return (per_row * weights).sum() / weights.sum().clamp_min(1);
+}
+
+// HF's *ForSequenceClassification: cross-entropy of the class logits.
+class Classification final : public TrainingObjective {
+ public:
+  Classification(SequenceClassifier& model, Precision precision, const torch::Device& device)
+      : model_(model), precision_(precision), device_(device) {}
+
+  torch::nn::Module& trained() override { return model_; }
+
+  LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
+    return {torch::nn::functional::cross_entropy(logits(inputs), labels), {}};
+  }
+
+  void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
+    namespace F = torch::nn::functional;
+    const auto scores = logits(inputs);
+    sums.loss_sum += F::cross_entropy(scores, labels, F::CrossEntropyFuncOptions().reduction(torch::kSum)).to(torch::kDouble);
+    sums.correct += scores.argmax(-1).eq(labels).sum();
+    sums.count += labels.size(0);
+  }
+
+ private:
+  torch::Tensor logits(const ModelInputs& inputs) {
+    AutocastGuard autocast(precision_, device_);
+    return model_.forward(inputs).to(torch::kFloat);
+  }
+
+  SequenceClassifier& model_;
+  Precision precision_;
+  torch::Device device_;
+};
+
+// HF's *ForMaskedLM: cross-entropy over the masked positions, every position projected.
+class MaskedLm final : public TrainingObjective {
+ public:
+  MaskedLm(MaskedLanguageModel& model, Precision precision, const torch::Device& device)
+      : model_(model), precision_(precision), device_(device) {}
+
+  torch::nn::Module& trained() override { return model_; }
+  bool reports_perplexity() const override { return true; }
+
+  LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
+    const auto logits = forward(inputs);
+    return {masked_cross_entropy(logits.view({-1, logits.size(-1)}), labels.view({-1})), {}};
+  }
+
+  void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
+    score_masked_lm(forward(inputs), labels, sums);
+  }
+
+  // Summed masked-token cross-entropy, right predictions and masked-token count.
+  static void score_masked_lm(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {
+    namespace F = torch::nn::functional;
+    const auto flat = logits.view({-1, logits.size(-1)});
+    const auto targets = labels.view({-1});
+    const auto masked = targets.ne(kIgnoreLabel);
+    sums.loss_sum += F::cross_entropy(flat, targets, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kIgnoreLabel))
+                         .to(torch::kDouble);
+    sums.correct += (flat.argmax(-1).eq(targets) & masked).sum();
+    sums.count += masked.sum();
+  }
+
+ private:
+  torch::Tensor forward(const ModelInputs& inputs) {
+    AutocastGuard autocast(precision_, device_);
+    return model_.forward(inputs).logits.to(torch::kFloat);
+  }
+
+  MaskedLanguageModel& model_;
+  Precision precision_;
+  torch::Device device_;
+};
+
+}  // namespace
+
+torch::Tensor distillation_kl(const torch::Tensor& student, const torch::Tensor& teacher, double temperature,
+                              const torch::Tensor& selected) {
+  const auto teacher_log_p = torch::log_softmax(teacher / temperature, -1);
+  const auto student_log_p = torch::log_softmax(student / temperature, -1);
+  const auto per_row = (teacher_log_p.exp() * (teacher_log_p - student_log_p)).sum(-1);
+  return mean_over_selected(per_row, selected) * (temperature * temperature);
+}
+
+torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor& teacher, const torch::Tensor& selected) {
+  const auto per_row = 1.0 - torch::cosine_similarity(student, teacher, -1);
+  return mean_over_selected(per_row, selected);
+}
+
+void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {
+  MaskedLm::score_masked_lm(logits, labels, sums);
+}
+
+std::unique_ptr<TrainingObjective> classification_objective(SequenceClassifier& model, Precision precision,
+                                                            const torch::Device& device) {
+  return std::make_unique<Classification>(model, precision, device);
+}
+
+std::unique_ptr<TrainingObjective> masked_lm_objective(MaskedLanguageModel& model, Precision precision,
+                                                       const torch::Device& device) {
+  return std::make_unique<MaskedLm>(model, precision, device);
+}
+
+}  // namespace tbench

@@ -1,0 +1,188 @@
+// End-to-end: the three tasks (classification, mlm, distillation) through the built binary, their
+// result files against the schema, corpora, and the specs each task refuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "support/cli.hpp"
+#include "support/json_schema.hpp"
+#include "tbench/embedded.hpp"
+
+namespace tbench {
+namespace {
+
+using nlohmann::json;
+using testing::run_tbench;
+using testing::ScratchDir;
+
+const std::string kWordpiece = std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/wordpiece-uncased";
+
+json masked_lm_spec(const std::string& output) {
+  auto spec = testing::tiny_spec(output);
+  spec["task"] = "mlm";
+  spec["data"]["eval_fraction"] = 0.25;
+  return spec;
+}
+
+json distillation_spec(const std::string& output) {
+  auto spec = masked_lm_spec(output);
+  spec["task"] = "distillation";
+  spec["model"] = "tiny-distilbert";
+  spec["distillation"] = {{"teacher", "tiny-bert"}};
+  return spec;
+}
+
+void expect_schema(const json& result) {
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+}
+
+void expect_perplexity_per_epoch(const json& result) {
+  for (const auto& epoch : result["epochs"]) {
+    ASSERT_TRUE(epoch["eval"].is_object());
+    EXPECT_NEAR(epoch["eval"]["perplexity"].get<double>(), std::exp(epoch["eval"]["loss"].get<double>()), 1e-9);
+  }
+}
+
+TEST(TasksCli, MaskedLmRunWritesAResultThatMatchesTheSchema) {
+  ScratchDir dir;
+  const std::string out = dir.file("mlm.json");
+  const auto r = run_tbench("run -q " + dir.write("spec.json", masked_lm_spec(out).dump()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = testing::read_json(out);
+  expect_schema(result);
+  EXPECT_EQ(result["model"]["task"], "mlm");
+  EXPECT_EQ(result["spec"]["task"], "mlm");
+  EXPECT_EQ(result["data"]["masking"]["mask_token_id"], 103);  // BERT's [MASK], without a tokenizer
+  EXPECT_EQ(result["summary"]["status"], "completed");
+  expect_perplexity_per_epoch(result);
+  EXPECT_FALSE(result["iterations"][0].contains("loss_terms"));  // one term
+}
+
+TEST(TasksCli, DistillationRunRecordsItsTermsAndTheTeacher) {
+  ScratchDir dir;
+  const std::string out = dir.file("distil.json");
+  const auto r = run_tbench("run -q " + dir.write("spec.json", distillation_spec(out).dump()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = testing::read_json(out);
+  expect_schema(result);
+  EXPECT_EQ(result["model"]["task"], "distillation");
+  EXPECT_EQ(result["model"]["teacher"]["name"], "tiny-bert");
+  EXPECT_EQ(result["model"]["initialised_from"], "teacher");
+  // The teacher's forward is part of the step's work.
+  const double teacher = result["model"]["teacher"]["forward_flops_per_sample"];
+  EXPECT_GT(teacher, 0);
+  EXPECT_GT(result["model"]["train_flops_per_sample"].get<double>(), teacher);
+  for (const auto& it : result["iterations"]) {
+    for (const char* term : {"ce", "mlm", "cos"}) EXPECT_TRUE(it["loss_terms"].contains(term)) << it.dump();
+  }
+  expect_perplexity_per_epoch(result);
+  // The stream carries the terms too.
+  const std::string first_line = testing::read_text(dir.file("distil.iterations.jsonl")).substr(0, 4096);
+  EXPECT_NE(first_line.find("\"loss_terms\""), std::string::npos);
+}
+
+// A folder of .txt files, packed into blocks, reported by `tbench data`, cached for the next run.
+TEST(TasksCli, CorpusIsPackedReportedAndCached) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("books"));
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the ship sailed into the harbour at dawn\n\nevery sailor looked at the mountain\n";
+  dir.write("books/one.txt", text);
+  dir.write("books/two.txt", text);
+  auto spec = masked_lm_spec(dir.file("corpus.json"));
+  spec["data"] = {{"source", "corpus"},
+                  {"path", dir.file("books")},
+                  {"seq_len", 32},
+                  {"eval_fraction", 0.1},
+                  {"cache_dir", dir.file("cache")},
+                  {"tokenizer", {{"path", kWordpiece}}}};
+  const std::string path = dir.write("spec.json", spec.dump());
+
+  const auto first = run_tbench("run -q " + path);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const json result = testing::read_json(dir.file("corpus.json"));
+  expect_schema(result);
+  EXPECT_EQ(result["data"]["source"], "corpus");
+  EXPECT_EQ(result["data"]["corpus"]["files"], 2);
+  EXPECT_EQ(result["data"]["lengths"]["min"], 32);
+  EXPECT_EQ(result["data"]["masking"]["mask_token_id"], 4);  // the tokenizer's [MASK]
+  EXPECT_EQ(result["data"]["cache"]["hit"], false);
+
+  const auto data = run_tbench("data " + path);
+  ASSERT_EQ(data.exit_code, 0) << data.err;
+  EXPECT_NE(data.out.find("corpus: 2 file(s) packed into"), std::string::npos) << data.out;
+  EXPECT_NE(data.out.find("masking: 15.0% of tokens, 80/10/10 mask/random/keep"), std::string::npos) << data.out;
+  const auto second = run_tbench("run -q --force " + path);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(testing::read_json(dir.file("corpus.json"))["data"]["cache"]["hit"], true);
+}
+
+// Reports keep a model's tasks in separate rows unless the columns are the tasks.
+TEST(TasksCli, ReportKeepsTasksApart) {
+  ScratchDir dir;
+  const std::string cls = dir.file("cls.json"), mlm = dir.file("mlm.json");
+  ASSERT_EQ(run_tbench("run -q " + dir.write("a.json", testing::tiny_spec(cls).dump())).exit_code, 0);
+  ASSERT_EQ(run_tbench("run -q " + dir.write("b.json", masked_lm_spec(mlm).dump())).exit_code, 0);
+  const auto rows = run_tbench("report --format csv " + cls + " " + mlm);
+  ASSERT_EQ(rows.exit_code, 0) << rows.err;
+  EXPECT_NE(rows.out.find("tiny-bert [mlm]"), std::string::npos) << rows.out;
+  const auto by_task = run_tbench("report --format csv --by task " + cls + " " + mlm);
+  ASSERT_EQ(by_task.exit_code, 0) << by_task.err;
+  EXPECT_EQ(by_task.out.find("[mlm]"), std::string::npos) << by_task.out;
+  EXPECT_NE(by_task.out.find("classification"), std::string::npos) << by_task.out;
+}
+
+struct BadTaskSpec {
+  std::string name;
+  std::vector<std::string> overrides;
+  std::string field;    // named in the error
+  std::string message;  // part of the error
+};
+
+class TaskSpecErrors : public ::testing::TestWithParam<BadTaskSpec> {};
+
+// Every refusal is exit 2, before training, naming the field and why.
+TEST_P(TaskSpecErrors, AreExit2NamingTheField) {
+  ScratchDir dir;
+  const std::string path = dir.write("spec.json", testing::tiny_spec(dir.file("r.json")).dump());
+  std::string args = "validate " + path;
+  for (const auto& o : GetParam().overrides) args += " --set '" + o + "'";
+  const auto r = run_tbench(args);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(GetParam().field), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(GetParam().message), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("r.json")));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TasksCli, TaskSpecErrors,
+    ::testing::Values(
+        BadTaskSpec{"XlnetHasNoMaskedLm", {"task=mlm", "model=tiny-xlnet"}, "task", "permutation LM"},
+        BadTaskSpec{"CorpusNeedsAMaskedLmTask", {"data.source=corpus", "data.path=."}, "data.source", "unlabelled"},
+        BadTaskSpec{"MaskedLmNeedsPlainText", {"task=mlm", "data.source=text", "data.path=."}, "data.source", "corpus"},
+        BadTaskSpec{"DistillationNeedsATeacher", {"task=distillation"}, "distillation.teacher", "needs a teacher"},
+        BadTaskSpec{"MlmSectionWithClassification", {"mlm.probability=0.2"}, "mlm", "only used with task"},
+        BadTaskSpec{"DistillationSectionWithMlm", {"task=mlm", "distillation.temperature=3"}, "distillation",
+                    "only used with task distillation"},
+        BadTaskSpec{"FractionsAboveOne", {"task=mlm", "mlm.mask_fraction=0.95"}, "mlm.random_fraction", "at most 1"},
+        BadTaskSpec{"ProbabilityAboveOne", {"task=mlm", "mlm.probability=1.5"}, "mlm.probability", "(0, 1]"},
+        BadTaskSpec{"TeacherOfAnotherVocabulary",
+                    {"task=distillation", "model=tiny-distilbert", "distillation.teacher=bert-base-uncased"},
+                    "distillation.teacher", "share a vocabulary"},
+        BadTaskSpec{"StudentWithoutALayerMapping",
+                    {"task=distillation", "model=tiny-roberta", "distillation.teacher=tiny-bert"},
+                    "distillation.init_from_teacher", "cannot start from a bert teacher"},
+        BadTaskSpec{"XlnetTeacher", {"task=distillation", "model=tiny-bert", "distillation.teacher=tiny-xlnet"},
+                    "distillation.teacher", "must be a masked LM"},
+        BadTaskSpec{"MissingTeacherConfig", {"task=distillation", "distillation.teacher=no/such/config.json"},
+                    "distillation.teacher", "cannot open"},
+        BadTaskSpec{"Fp16TeacherOnCpu", {"task=distillation", "distillation.teacher=tiny-bert",
+                                         "distillation.teacher_precision=fp16"},
+                    "distillation.teacher_precision", "CUDA"},
+        BadTaskSpec{"UnknownTask", {"task=pretraining"}, "task", "not one of"}),
+    [](const ::testing::TestParamInfo<BadTaskSpec>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace tbench

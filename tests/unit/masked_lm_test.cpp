@@ -1,0 +1,420 @@
+// Masked-LM and distillation: the heads under HF's names, the masking, the packed corpus, the
+// losses against their definitions, the student's start from its teacher, and the cost model.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "support/cli.hpp"
+#include "tbench/data/data.hpp"
+#include "tbench/data/data_sources.hpp"
+#include "tbench/models/masked_lm.hpp"
+#include "tbench/models/model_cost.hpp"
+#include "tbench/models/safetensors.hpp"
+#include "tbench/models/student_init.hpp"
+#include "tbench/train/objective.hpp"
+#include "tbench/train/trainer.hpp"
+
+namespace tbench {
+namespace {
+
+using testing::ScratchDir;
+
+std::unique_ptr<Tokenizer> fixture_wordpiece() {
+  TokenizerOptions o;
+  o.kind = TokenizerKind::wordpiece;
+  o.vocab_file = std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/wordpiece-uncased/vocab.txt";
+  return load_tokenizer(o);
+}
+
+std::vector<std::string> mlm_parameter_names(const torch::nn::Module& m) {
+  std::vector<std::string> names;
+  for (const auto& item : m.named_parameters()) names.push_back(item.key());
+  return names;
+}
+
+bool lists(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// ---- heads ---------------------------------------------------------------------------------------
+
+// The head's parameters carry HF's *ForMaskedLM names; the decoder's weight is the word
+// embeddings (tied), so it is not a parameter of its own and is saved once, as HF saves it.
+TEST(MaskedLmHeads, ParameterNamesAreHfs) {
+  const auto bert = mlm_parameter_names(*build_masked_lm(shipped_model_config("tiny-bert")));
+  for (const char* name : {"cls.predictions.transform.dense.weight", "cls.predictions.transform.dense.bias",
+                           "cls.predictions.transform.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias",
+                           "cls.predictions.bias", "bert.embeddings.word_embeddings.weight"}) {
+    EXPECT_TRUE(lists(bert, name)) << name;
+  }
+  EXPECT_FALSE(lists(bert, "cls.predictions.decoder.weight"));
+  EXPECT_FALSE(lists(bert, "bert.pooler.dense.weight"));  // BertForMaskedLM has no pooler
+
+  const auto distil = mlm_parameter_names(*build_masked_lm(shipped_model_config("tiny-distilbert")));
+  for (const char* name : {"vocab_transform.weight", "vocab_transform.bias", "vocab_layer_norm.weight",
+                           "vocab_layer_norm.bias", "vocab_projector.bias"}) {
+    EXPECT_TRUE(lists(distil, name)) << name;
+  }
+  EXPECT_FALSE(lists(distil, "vocab_projector.weight"));
+
+  const auto roberta = mlm_parameter_names(*build_masked_lm(shipped_model_config("tiny-roberta")));
+  for (const char* name : {"lm_head.dense.weight", "lm_head.dense.bias", "lm_head.layer_norm.weight",
+                           "lm_head.layer_norm.bias", "lm_head.bias"}) {
+    EXPECT_TRUE(lists(roberta, name)) << name;
+  }
+  EXPECT_FALSE(lists(roberta, "lm_head.decoder.weight"));
+  EXPECT_THROW(build_masked_lm(shipped_model_config("tiny-xlnet")), Error);
+}
+
+// scores = LayerNorm(act(W h + b)) E^T + bias: the tie means the word embeddings get a gradient
+// for every token, not only for those in the input.
+TEST(MaskedLmHeads, DecoderIsTiedToTheWordEmbeddings) {
+  torch::manual_seed(1);
+  auto model = build_masked_lm(shipped_model_config("tiny-bert"));
+  model->eval();
+  const auto ids = torch::full({1, 4}, 7, torch::kLong);
+  const ModelInputs in{ids, torch::ones({1, 4}, torch::kLong), torch::zeros({1, 4}, torch::kLong)};
+  const auto out = model->forward(in);
+  EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 4, 1000}));
+  EXPECT_EQ(out.hidden.sizes(), (std::vector<int64_t>{1, 4, 32}));
+  out.logits.sum().backward();
+  const auto params = model->named_parameters();
+  const auto grad = params["bert.embeddings.word_embeddings.weight"].grad();
+  ASSERT_TRUE(grad.defined());
+  EXPECT_GT(grad[500].abs().sum().item<double>(), 0.0);  // token 500 is not in the input
+}
+
+// Saved with HF's names, loaded back: the same scores. A checkpoint holding HF's redundant tied
+// keys (cls.predictions.decoder.*) loads too, those keys ignored as HF ignores them.
+TEST(MaskedLmHeads, CheckpointKeysRoundTrip) {
+  ScratchDir dir;
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta"}) {
+    const ModelConfig c = shipped_model_config(name);
+    torch::manual_seed(3);
+    auto saved = build_masked_lm(c);
+    saved->eval();
+    const std::string path = dir.file(std::string(name) + ".safetensors");
+    save_hf_weights(*saved, path);
+    const SafetensorsFile file(path);
+    std::set<std::string> keys;
+    for (const auto& [key, entry] : file.entries()) keys.insert(key);
+    EXPECT_EQ(keys.size(), mlm_parameter_names(*saved).size()) << name;
+
+    torch::manual_seed(4);
+    auto loaded = build_masked_lm(c);
+    loaded->eval();
+    const auto report = load_hf_weights(*loaded, path);
+    EXPECT_TRUE(report.initialised.empty()) << name;
+    EXPECT_TRUE(report.unexpected.empty()) << name;
+    const auto ids = torch::randint(5, 900, {2, 6}, torch::kLong);
+    const ModelInputs in{ids, torch::ones({2, 6}, torch::kLong), torch::zeros({2, 6}, torch::kLong)};
+    EXPECT_TRUE(torch::equal(saved->forward(in).logits, loaded->forward(in).logits)) << name;
+  }
+
+  // HF's BertForPreTraining layout: decoder weight and bias saved beside cls.predictions.bias.
+  const ModelConfig c = shipped_model_config("tiny-bert");
+  auto source = build_masked_lm(c);
+  auto params = source->named_parameters();
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const auto& item : params) tensors.emplace_back(item.key(), item.value());
+  tensors.emplace_back("cls.predictions.decoder.weight", params["bert.embeddings.word_embeddings.weight"]);
+  tensors.emplace_back("cls.predictions.decoder.bias", params["cls.predictions.bias"]);
+  save_safetensors(dir.file("pretraining.safetensors"), tensors);
+  auto target = build_masked_lm(c);
+  const auto report = load_hf_weights(*target, dir.file("pretraining.safetensors"));
+  EXPECT_EQ(report.unexpected.size(), 2u);
+  EXPECT_TRUE(torch::equal(target->named_parameters()["cls.predictions.bias"], params["cls.predictions.bias"]));
+}
+
+// ---- masking -------------------------------------------------------------------------------------
+
+TokenizedSamples framed_samples(int64_t count, int64_t length) {
+  TokenizedSamples s;
+  for (int64_t i = 0; i < count; ++i) {
+    std::vector<int64_t> ids = {2};  // [CLS]
+    for (int64_t t = 1; t < length - 1; ++t) ids.push_back(10 + (i * 7 + t * 13) % 900);
+    ids.push_back(3);  // [SEP]
+    s.add(ids, {}, 0);
+  }
+  return s;
+}
+
+CollateOptions masked_collate(int64_t seq_len) {
+  CollateOptions o;
+  o.seq_len = seq_len;
+  o.masking.enabled = true;
+  o.masking.mask_token_id = 4;
+  o.masking.vocab_size = 1000;
+  o.masking.special_ids = {0, 2, 3};
+  o.masking.seed = 11;
+  return o;
+}
+
+// DataCollatorForLanguageModeling's statistics: 15% picked, of those 80% [MASK], 10% random,
+// 10% kept; special tokens and padding never picked.
+TEST(Masking, FifteenPercentSplit80_10_10AndNeverSpecialTokens) {
+  const int64_t seq_len = 64;
+  TokenizedSamples samples = framed_samples(400, 48);  // 16 padding positions each
+  const CollateOptions o = masked_collate(seq_len);
+  int64_t eligible = 0, picked = 0, as_mask = 0, kept = 0, special_picked = 0, padding_picked = 0;
+  for (int64_t epoch = 1; epoch <= 5; ++epoch) {
+    for (int64_t first = 0; first < samples.size(); first += 16) {
+      std::vector<int64_t> indices(16);
+      std::iota(indices.begin(), indices.end(), first);
+      const Batch b = collate(samples, indices, o, epoch);
+      ASSERT_EQ(b.labels.sizes(), (std::vector<int64_t>{16, seq_len}));
+      const auto ids = b.inputs.input_ids.accessor<int64_t, 2>(), labels = b.labels.accessor<int64_t, 2>();
+      const auto real = b.inputs.attention_mask.accessor<int64_t, 2>();
+      for (int64_t r = 0; r < 16; ++r) {
+        for (int64_t t = 0; t < seq_len; ++t) {
+          const int64_t label = labels[r][t], id = ids[r][t];
+          const bool is_real = real[r][t] == 1;
+          const bool special = is_real && (t == 0 || t == 47);
+          if (!is_real) padding_picked += label != kIgnoreLabel;
+          if (special) special_picked += label != kIgnoreLabel || (id != 2 && id != 3);
+          if (!is_real || special) continue;
+          ++eligible;
+          if (label == kIgnoreLabel) continue;
+          ++picked;
+          as_mask += id == 4;
+          kept += id == label;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(special_picked, 0);
+  EXPECT_EQ(padding_picked, 0);
+  const double rate = static_cast<double>(picked) / static_cast<double>(eligible);
+  EXPECT_NEAR(rate, 0.15, 0.005) << picked << " of " << eligible;  // ~92k eligible: sd 0.0012
+  EXPECT_NEAR(static_cast<double>(as_mask) / static_cast<double>(picked), 0.80, 0.015);
+  // Kept: the 10% left alone, plus random draws that happen to hit the same token (1/1000).
+  EXPECT_NEAR(static_cast<double>(kept) / static_cast<double>(picked), 0.10, 0.012);
+  const double random = 1.0 - static_cast<double>(as_mask + kept) / static_cast<double>(picked);
+  EXPECT_NEAR(random, 0.10, 0.012);
+}
+
+// A sample's masks depend on (seed, epoch, sample) alone: not on its batch-mates, so a
+// data-parallel rank masks its share as a single process would. Each epoch draws new ones.
+TEST(Masking, MasksDependOnTheSampleAndEpochNotTheBatch) {
+  const TokenizedSamples samples = framed_samples(8, 40);
+  const CollateOptions o = masked_collate(40);
+  const Batch alone = collate(samples, {5}, o, 2);
+  const Batch in_batch = collate(samples, {1, 5, 7}, o, 2);
+  EXPECT_TRUE(torch::equal(alone.labels[0], in_batch.labels[1]));
+  EXPECT_TRUE(torch::equal(alone.inputs.input_ids[0], in_batch.inputs.input_ids[1]));
+  const Batch next_epoch = collate(samples, {5}, o, 3);
+  EXPECT_FALSE(torch::equal(alone.labels[0], next_epoch.labels[0]));
+  CollateOptions other_seed = o;
+  other_seed.masking.seed = 12;
+  EXPECT_FALSE(torch::equal(alone.labels[0], collate(samples, {5}, other_seed, 2).labels[0]));
+}
+
+// ---- corpora -------------------------------------------------------------------------------------
+
+// run_mlm's grouping: every line encoded with [CLS] .. [SEP], concatenated, cut into blocks; the
+// tail shorter than a block dropped; blank lines skipped; a folder's .txt files in path order.
+TEST(Corpus, LinesAreEncodedConcatenatedAndCutIntoBlocks) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("books/b"));
+  dir.write("books/b/second.txt", "the island\n");
+  dir.write("books/a.txt", "the ship sailed\n\n   \nat dawn\r\n");
+  dir.write("books/notes.md", "not a corpus file\n");
+  const auto files = corpus_files(dir.file("books"));
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0], dir.file("books/a.txt"));
+  const auto tokenizer = fixture_wordpiece();
+  std::vector<int64_t> expected;
+  for (const char* line : {"the ship sailed", "at dawn", "the island"}) {
+    const auto e = tokenizer->encode(line, nullptr, 0);
+    expected.insert(expected.end(), e.input_ids.begin(), e.input_ids.end());
+  }
+  const int64_t block = 4;
+  const TokenizedSamples packed = pack_corpus(files, *tokenizer, block, 0);
+  ASSERT_EQ(packed.size(), static_cast<int64_t>(expected.size()) / block);
+  for (int64_t i = 0; i < packed.size() * block; ++i) EXPECT_EQ(packed.ids[static_cast<std::size_t>(i)], expected[static_cast<std::size_t>(i)]) << i;
+  EXPECT_EQ(pack_corpus(files, *tokenizer, block, 1).size(), 1);  // data.num_samples caps the blocks
+  EXPECT_EQ(pack_corpus(files, *tokenizer, 1000, 0).size(), 0);   // less than one block
+  std::filesystem::create_directories(dir.file("empty"));
+  EXPECT_THROW(corpus_files(dir.file("empty")), Error);
+  EXPECT_THROW(corpus_files(dir.file("missing")), Error);
+}
+
+// ---- losses --------------------------------------------------------------------------------------
+
+// Perplexity is exp of the mean cross-entropy over the masked tokens, computed here by hand.
+TEST(MaskedLmLoss, PerplexityMatchesAHandComputation) {
+  const auto logits = torch::tensor({1.0f, 2.0f, 0.5f, 0.0f, -1.0f, 3.0f, 2.0f, 2.0f, 2.0f}).view({1, 3, 3});
+  const auto labels = torch::tensor({int64_t{1}, kIgnoreLabel, int64_t{0}}).view({1, 3});
+  EvalSums sums = zero_eval_sums(torch::kCPU);
+  add_masked_lm_scores(logits, labels, sums);
+  // Position 0: -log(e^2 / (e^1 + e^2 + e^0.5)); position 2: -log(1/3); position 1 not masked.
+  const double ce0 = -2.0 + std::log(std::exp(1.0) + std::exp(2.0) + std::exp(0.5));
+  const double ce2 = std::log(3.0);
+  EXPECT_EQ(sums.count.item<int64_t>(), 2);
+  EXPECT_NEAR(sums.loss_sum.item<double>(), ce0 + ce2, 1e-6);
+  EXPECT_NEAR(std::exp(sums.loss_sum.item<double>() / 2), std::exp((ce0 + ce2) / 2), 1e-5);
+  EXPECT_EQ(sums.correct.item<int64_t>(), 2);  // argmax 1 at position 0; ties pick 0 at position 2
+  EXPECT_NEAR(masked_cross_entropy(logits.view({3, 3}), labels.view({3})).item<double>(), (ce0 + ce2) / 2, 1e-6);
+  // No masked token: 0, where a mean over nothing would be NaN.
+  EXPECT_EQ(masked_cross_entropy(logits.view({3, 3}), torch::full({3}, kIgnoreLabel)).item<double>(), 0.0);
+}
+
+// HF's distiller: KLDivLoss(batchmean) of the softened distributions over the selected rows,
+// times T^2; CosineEmbeddingLoss(target 1) over the selected rows.
+TEST(DistillationLoss, MatchesHfsDefinitions) {
+  torch::manual_seed(5);
+  const auto s = torch::randn({2, 5, 7}), t = torch::randn({2, 5, 7});
+  const auto selected = torch::tensor({1, 0, 0, 1, 1, 0, 1, 0, 0, 0}).view({2, 5}).to(torch::kBool);
+  const double T = 2.0;
+  const auto rows = selected.view({-1}).nonzero().view({-1});
+  const auto s_sel = s.view({-1, 7}).index_select(0, rows), t_sel = t.view({-1, 7}).index_select(0, rows);
+  namespace F = torch::nn::functional;
+  const auto expected_kl = F::kl_div(F::log_softmax(s_sel / T, -1), F::softmax(t_sel / T, -1),
+                                     F::KLDivFuncOptions().reduction(torch::kBatchMean)) * (T * T);
+  EXPECT_NEAR(distillation_kl(s, t, T, selected).item<double>(), expected_kl.item<double>(), 1e-5);
+
+  const auto hs = torch::randn({2, 5, 4}), ht = torch::randn({2, 5, 4});
+  const auto hs_sel = hs.view({-1, 4}).index_select(0, rows), ht_sel = ht.view({-1, 4}).index_select(0, rows);
+  const auto expected_cos = F::cosine_embedding_loss(hs_sel, ht_sel, torch::ones({rows.size(0)}));
+  EXPECT_NEAR(cosine_distance(hs, ht, selected).item<double>(), expected_cos.item<double>(), 1e-5);
+  // A student equal to its teacher has nothing left to learn from it.
+  EXPECT_NEAR(distillation_kl(t, t, T, selected).item<double>(), 0.0, 1e-6);
+  EXPECT_NEAR(cosine_distance(ht, ht, selected).item<double>(), 0.0, 1e-6);
+}
+
+// ---- the student's start -------------------------------------------------------------------------
+
+TEST(StudentInit, EvenlySpacedTeacherLayersAsDistilBert) {
+  EXPECT_EQ(teacher_layers_for(6, 12), (std::vector<int64_t>{0, 2, 4, 7, 9, 11}));
+  EXPECT_EQ(teacher_layers_for(2, 2), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(teacher_layers_for(1, 12), (std::vector<int64_t>{0}));
+  EXPECT_EQ(teacher_layers_for(3, 24), (std::vector<int64_t>{0, 12, 23}));
+}
+
+TEST(StudentInit, DistilBertStartsFromBertsLayersAndHead) {
+  ModelConfig teacher_config = shipped_model_config("tiny-bert");
+  teacher_config.num_layers = 4;
+  const ModelConfig student_config = shipped_model_config("tiny-distilbert");  // 2 layers
+  torch::manual_seed(8);
+  auto teacher = build_masked_lm(teacher_config);
+  auto student = build_masked_lm(student_config);
+  const auto set = init_student_from_teacher(*student, student_config, *teacher, teacher_config);
+  const auto t = teacher->named_parameters();
+  const auto s = student->named_parameters();
+  // Layers 0 and 3 of 4 (the first and the last).
+  EXPECT_TRUE(torch::equal(s["distilbert.transformer.layer.1.attention.q_lin.weight"],
+                           t["bert.encoder.layer.3.attention.self.query.weight"]));
+  EXPECT_TRUE(torch::equal(s["distilbert.transformer.layer.0.ffn.lin2.bias"], t["bert.encoder.layer.0.output.dense.bias"]));
+  EXPECT_TRUE(torch::equal(s["distilbert.transformer.layer.1.output_layer_norm.weight"],
+                           t["bert.encoder.layer.3.output.LayerNorm.weight"]));
+  EXPECT_TRUE(torch::equal(s["distilbert.embeddings.word_embeddings.weight"], t["bert.embeddings.word_embeddings.weight"]));
+  EXPECT_TRUE(torch::equal(s["vocab_transform.weight"], t["cls.predictions.transform.dense.weight"]));
+  EXPECT_TRUE(torch::equal(s["vocab_layer_norm.bias"], t["cls.predictions.transform.LayerNorm.bias"]));
+  EXPECT_TRUE(torch::equal(s["vocab_projector.bias"], t["cls.predictions.bias"]));
+  EXPECT_EQ(set.size(), s.size());  // every student tensor has a source
+
+  // Widths that differ, or a pair without a mapping, are refused with the reason.
+  ModelConfig wide = student_config;
+  wide.hidden_size = 64;
+  EXPECT_NE(student_init_mismatch(wide, teacher_config).find("hidden_size"), std::string::npos);
+  EXPECT_NE(student_init_mismatch(shipped_model_config("tiny-roberta"), teacher_config).find("roberta"), std::string::npos);
+  EXPECT_EQ(student_init_mismatch(teacher_config, teacher_config), "");
+}
+
+// ---- cost ----------------------------------------------------------------------------------------
+
+// The parameter formula matches the built *ForMaskedLM modules (tied decoder counted once), and
+// the head's FLOPs are the H x V projection at every position.
+TEST(MaskedLmCost, ParametersMatchTheModulesAndTheHeadProjectsEveryPosition) {
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta", "bert-base-uncased", "distilbert-base-uncased"}) {
+    const ModelConfig c = shipped_model_config(name);
+    EXPECT_EQ(count_parameters(*build_masked_lm(c)), model_cost(c, 2, 128, Task::mlm).classifier_params) << name;
+  }
+  const ModelConfig c = shipped_model_config("bert-base-uncased");
+  const double mlm = model_cost(c, 2, 128, Task::mlm).forward_flops_per_sample;
+  const double cls = model_cost(c, 2, 128).forward_flops_per_sample;
+  const double h = 768, v = 30522;
+  EXPECT_NEAR(mlm - cls, 128 * (2 * h * h + 2 * h * v) - (2 * h * h + 2 * h * 2), 1.0);
+  // Distillation: the student's forward and backward plus the teacher's forward.
+  const ModelConfig student = shipped_model_config("distilbert-base-uncased");
+  EXPECT_DOUBLE_EQ(run_train_flops_per_sample(student, &c, 2, 128, Task::distillation),
+                   model_cost(student, 2, 128, Task::mlm).train_flops_per_sample + mlm);
+}
+
+// ---- training ------------------------------------------------------------------------------------
+
+// A tiny masked LM learns a small repetitive corpus: the loss falls, eval perplexity is exp(eval loss).
+TEST(MaskedLmTraining, LossDecreasesOnATinyModel) {
+  ScratchDir dir;
+  std::string text;
+  const std::vector<std::string> lines = {"the ship sailed into the harbour at dawn", "every sailor looked at the mountain",
+                                          "the old friend was waiting with a book", "the island was quiet at night"};
+  for (int i = 0; i < 120; ++i) text += lines[static_cast<std::size_t>(i % 4)] + "\n";
+  dir.write("corpus.txt", text);
+  torch::set_num_threads(1);
+  torch::manual_seed(9);
+  const ModelConfig c = shipped_model_config("tiny-bert");
+  PreparedData data;
+  data.train = pack_corpus({dir.file("corpus.txt")}, *fixture_wordpiece(), 32, 0);
+  data.eval = data.train.subset({0, 1, 2, 3, 4, 5, 6, 7});
+  data.collate = masked_collate(32);
+  auto model = build_masked_lm(c);
+  auto objective = masked_lm_objective(*model, Precision::fp32, torch::kCPU);
+  TrainerConfig config;
+  config.epochs = 6;
+  config.batch_size = 8;
+  config.lr = 3e-3;
+  config.prefetch = 0;
+  Trainer trainer(config, *objective, data, torch::kCPU);
+  std::atomic<bool> stop{false};
+  const TrainRun run = trainer.run({}, stop);
+  ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
+  const auto& epochs = run.records.epochs;
+  ASSERT_EQ(epochs.size(), 6u);
+  EXPECT_LT(epochs.back().loss, epochs.front().loss - 1.0);
+  ASSERT_TRUE(epochs.back().eval_perplexity.has_value());
+  EXPECT_NEAR(*epochs.back().eval_perplexity, std::exp(epochs.back().eval_loss), 1e-9);
+  EXPECT_LT(*epochs.back().eval_perplexity, *epochs.front().eval_perplexity);
+}
+
+// Distillation records its three terms per step, and the step's loss is their weighted sum.
+TEST(DistillationTraining, RecordsEachTermAndTheirWeightedSum) {
+  torch::set_num_threads(1);
+  torch::manual_seed(10);
+  const ModelConfig teacher_config = shipped_model_config("tiny-bert");
+  const ModelConfig student_config = shipped_model_config("tiny-distilbert");
+  PreparedData data;
+  data.train = framed_samples(32, 16);
+  data.collate = masked_collate(16);
+  auto teacher = build_masked_lm(teacher_config);
+  auto student = build_masked_lm(student_config);
+  DistillationLoss loss;  // T 2, alphas 5 / 2 / 1
+  auto objective = distillation_objective(*student, *teacher, loss, Precision::fp32, torch::kCPU);
+  TrainerConfig config;
+  config.batch_size = 4;
+  config.grad_accum_steps = 2;
+  config.prefetch = 0;
+  Trainer trainer(config, *objective, data, torch::kCPU);
+  std::atomic<bool> stop{false};
+  const TrainRun run = trainer.run({}, stop);
+  ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
+  ASSERT_EQ(run.records.iterations.size(), 4u);
+  for (const auto& it : run.records.iterations) {
+    ASSERT_EQ(it.loss_terms.size(), 3u);
+    EXPECT_EQ(it.loss_terms[0].first, "ce");
+    EXPECT_EQ(it.loss_terms[1].first, "mlm");
+    EXPECT_EQ(it.loss_terms[2].first, "cos");
+    const double weighted = 5 * it.loss_terms[0].second + 2 * it.loss_terms[1].second + 1 * it.loss_terms[2].second;
+    EXPECT_NEAR(it.loss, weighted, 1e-4 * std::abs(weighted));
+    EXPECT_GT(it.loss_terms[1].second, 0);
+  }
+  // The teacher is frozen: no gradient, unchanged.
+  for (const auto& p : teacher->parameters()) EXPECT_FALSE(p.requires_grad());
+}
+
+}  // namespace
+}  // namespace tbench
