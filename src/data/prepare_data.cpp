@@ -348,10 +348,9 @@ MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const 
   m.random_fraction = spec.mlm.random_fraction;
   m.vocab_size = model.vocab_size;
   m.seed = spec.data.seed;
+  // HF's all_special_ids: [CLS] [SEP] [PAD] [UNK] [MASK] (RoBERTa's <s> </s> <pad> <unk> <mask>).
   m.special_ids = {model.pad_token_id};
-  if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad});
-  std::sort(m.special_ids.begin(), m.special_ids.end());
-  m.special_ids.erase(std::unique(m.special_ids.begin(), m.special_ids.end()), m.special_ids.end());
+  if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
   if (spec.mlm.mask_token_id >= 0) {
     m.mask_token_id = spec.mlm.mask_token_id;
   } else if (special && special->mask >= 0) {
@@ -366,6 +365,9 @@ MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const 
     fail_field(spec, "mlm.mask_token_id", std::to_string(m.mask_token_id) + " is not an id of " + model.name +
                                               " (vocab_size " + std::to_string(model.vocab_size) + ")");
   }
+  m.special_ids.push_back(m.mask_token_id);
+  std::sort(m.special_ids.begin(), m.special_ids.end());
+  m.special_ids.erase(std::unique(m.special_ids.begin(), m.special_ids.end()), m.special_ids.end());
   return m;
 }
 

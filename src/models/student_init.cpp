@@ -92,7 +92,9 @@ std::string student_init_mismatch(const ModelConfig& s, const ModelConfig& t) {
       {"intermediate_size", {s.intermediate_size, t.intermediate_size}},
       {"num_heads", {s.num_heads, t.num_heads}},
       {"vocab_size", {s.vocab_size, t.vocab_size}},
-      {"max_position_embeddings", {s.max_position_embeddings, t.max_position_embeddings}}};
+      {"max_position_embeddings", {s.max_position_embeddings, t.max_position_embeddings}},
+      // A DistilBERT student has no token types to take; otherwise the tables must match.
+      {"type_vocab_size", {s.arch == t.arch ? s.type_vocab_size : 0, s.arch == t.arch ? t.type_vocab_size : 0}}};
   for (const auto& [name, values] : sizes) {
     if (values.first != values.second) {
       return std::string("the student's ") + name + " is " + std::to_string(values.first) + ", the teacher's " +

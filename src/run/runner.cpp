@@ -114,12 +114,20 @@ void check_data_fills_a_step(const RunSpec& spec, const PreparedData& data, int6
   }
 }
 
-void load_weights(const RunSpec& spec, torch::nn::Module& model, const std::string& path, const std::string& field) {
+// `whole`: every parameter must come from the checkpoint (a distillation teacher: a head left at
+// random init would be distilled into the student, with plausible-looking losses).
+void load_weights(const RunSpec& spec, torch::nn::Module& model, const std::string& path, const std::string& field,
+                  bool whole = false) {
   WeightLoadReport report;
   try {
     report = load_hf_weights(model, path);
   } catch (const Error& e) {
     throw input_error(spec.where(field) + e.what());
+  }
+  if (whole && !report.initialised.empty()) {
+    throw input_error(spec.where(field) + path + " lacks " + std::to_string(report.initialised.size()) +
+                      " tensor(s) of the teacher's masked-LM head, such as " + report.initialised.front() +
+                      " (a base or classifier checkpoint? the teacher needs its *ForMaskedLM / pre-training weights)");
   }
   spdlog::info("loaded {} tensors from {}", report.loaded.size(), path);
   if (!report.initialised.empty()) {
@@ -352,7 +360,9 @@ struct RunModels {
 std::shared_ptr<MaskedLanguageModel> build_teacher(const RunPlan& plan, MaskedLanguageModel& student) {
   const DistillationSpec& d = plan.spec.distillation;
   auto teacher = build_masked_lm(*plan.teacher);
-  if (!d.teacher.weights.empty()) load_weights(plan.spec, *teacher, d.teacher.weights, "distillation.teacher_weights");
+  if (!d.teacher.weights.empty()) {
+    load_weights(plan.spec, *teacher, d.teacher.weights, "distillation.teacher_weights", /*whole=*/true);
+  }
   if (d.init_from_teacher) {
     const auto set = init_student_from_teacher(student, plan.model, *teacher, *plan.teacher);
     spdlog::info("student {} started from teacher {}: {} tensors (layers {})", plan.model.name, plan.teacher->name,
@@ -385,7 +395,8 @@ RunModels build_models(const RunPlan& plan, const torch::Device& device) {
   }
   models.teacher->to(device);
   const DistillationSpec& d = spec.distillation;
-  DistillationLoss loss{d.temperature, d.alpha_ce, d.alpha_mlm, d.alpha_cos, d.teacher_precision.value_or(spec.precision)};
+  DistillationLoss loss{d.temperature, d.alpha_ce, d.alpha_mlm, d.alpha_cos, d.restrict_ce_to_mask,
+                        d.teacher_precision.value_or(spec.precision)};
   models.objective = distillation_objective(*models.masked_lm, *models.teacher, loss, spec.precision, device);
   return models;
 }

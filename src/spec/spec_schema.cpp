@@ -196,6 +196,9 @@ const std::vector<Field>& fields() {
       {"distillation.alpha_cos", Kind::number, 1.0, 0, {},
        "distillation: weight of the cosine loss between the last hidden states",
        set(&RunSpec::distillation, &DistillationSpec::alpha_cos)},
+      {"distillation.restrict_ce_to_mask", Kind::boolean, false, -1e300, {},
+       "distillation: the KL term over the masked tokens only (HF's --restrict_ce_to_mask); false: over every "
+       "real token, as DistilBERT was trained", set(&RunSpec::distillation, &DistillationSpec::restrict_ce_to_mask)},
       {"distillation.init_from_teacher", Kind::boolean, true, -1e300, {},
        "distillation: start the student from the teacher's embeddings, evenly spaced layers (0 2 4 7 9 11 of "
        "12) and head, as DistilBERT was made; false: random init",

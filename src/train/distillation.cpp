@@ -1,6 +1,7 @@
 // DistilBERT's training loss (Sanh et al., 2019), as HF's distillation example computes it
-// (examples/research_projects/distillation/distiller.py, with restrict_ce_to_mask):
-//   L = alpha_ce  * T^2 KL(softmax(t/T) || softmax(s/T))   over the masked positions
+// (examples/research_projects/distillation/distiller.py):
+//   L = alpha_ce  * T^2 KL(softmax(t/T) || softmax(s/T))   over the real tokens (or, with
+//                                                           restrict_ce_to_mask, the masked ones)
 //     + alpha_mlm * CE(s, masked-LM labels)                 over the masked positions
 //     + alpha_cos * (1 - cos(h_s, h_t))                     over the real tokens' last hidden states
 // The teacher runs forward only, frozen, in eval mode (no dropout) and without gradients.
@@ -29,9 +30,10 @@ class Distillation final : public TrainingObjective {
     const MaskedLmOutputs t = teacher(inputs);
     const auto vocab = s.logits.size(-1);
     const auto masked = labels.ne(kIgnoreLabel);
-    const auto ce = distillation_kl(s.logits, t.logits, loss_.temperature, masked);
+    const auto real = inputs.attention_mask.ne(0);
+    const auto ce = distillation_kl(s.logits, t.logits, loss_.temperature, loss_.restrict_ce_to_mask ? masked : real);
     const auto mlm = masked_cross_entropy(s.logits.view({-1, vocab}), labels.view({-1}));
-    const auto cos = cosine_distance(s.hidden, t.hidden, inputs.attention_mask.ne(0));
+    const auto cos = cosine_distance(s.hidden, t.hidden, real);
     const auto total = loss_.alpha_ce * ce + loss_.alpha_mlm * mlm + loss_.alpha_cos * cos;
     return {total, {ce.detach(), mlm.detach(), cos.detach()}};
   }

@@ -368,10 +368,14 @@ EvalResult Trainer::evaluate() {
     objective_.score(inputs, batch.labels.to(device_), sums);
   }
   result.samples = samples.size();
-  const double scored = static_cast<double>(std::max<int64_t>(1, sums.count.item<int64_t>()));
+  const int64_t count = sums.count.item<int64_t>();
+  const double scored = static_cast<double>(std::max<int64_t>(1, count));
   result.loss = sums.loss_sum.item<double>() / scored;
   result.accuracy = static_cast<double>(sums.correct.item<int64_t>()) / scored;
-  if (objective_.reports_perplexity()) result.perplexity = std::exp(result.loss);
+  // No masked token scored, or a loss too large for exp: no perplexity rather than 1 or inf.
+  if (objective_.reports_perplexity() && count > 0 && std::isfinite(std::exp(result.loss))) {
+    result.perplexity = std::exp(result.loss);
+  }
   set_training_mode();
   synchronize();
   result.seconds = seconds_between(start, Clock::now());

@@ -55,6 +55,7 @@ TEST(TasksCli, MaskedLmRunWritesAResultThatMatchesTheSchema) {
   EXPECT_EQ(result["model"]["task"], "mlm");
   EXPECT_EQ(result["spec"]["task"], "mlm");
   EXPECT_EQ(result["data"]["masking"]["mask_token_id"], 103);  // BERT's [MASK], without a tokenizer
+  EXPECT_EQ(result["data"]["masking"]["never_masked"], json({0, 103}));  // padding and the mask itself
   EXPECT_EQ(result["summary"]["status"], "completed");
   expect_perplexity_per_epoch(result);
   EXPECT_FALSE(result["iterations"][0].contains("loss_terms"));  // one term
@@ -108,6 +109,8 @@ TEST(TasksCli, CorpusIsPackedReportedAndCached) {
   EXPECT_EQ(result["data"]["corpus"]["files"], 2);
   EXPECT_EQ(result["data"]["lengths"]["min"], 32);
   EXPECT_EQ(result["data"]["masking"]["mask_token_id"], 4);  // the tokenizer's [MASK]
+  // HF's all_special_ids: [PAD] [UNK] [CLS] [SEP] [MASK] are never picked.
+  EXPECT_EQ(result["data"]["masking"]["never_masked"], json({0, 1, 2, 3, 4}));
   EXPECT_EQ(result["data"]["cache"]["hit"], false);
 
   const auto data = run_tbench("data " + path);

@@ -286,6 +286,31 @@ TEST(DistillationLoss, MatchesHfsDefinitions) {
   EXPECT_NEAR(cosine_distance(ht, ht, selected).item<double>(), 0.0, 1e-6);
 }
 
+// The KL term covers every real token by default (DistilBERT's training), the masked ones with
+// restrict_ce_to_mask; padding never counts.
+TEST(DistillationLoss, KlOverRealTokensOrOnlyTheMaskedOnes) {
+  torch::manual_seed(6);
+  auto teacher = build_masked_lm(shipped_model_config("tiny-bert"));
+  auto student = build_masked_lm(shipped_model_config("tiny-distilbert"));
+  TokenizedSamples samples = framed_samples(3, 12);
+  samples.add(std::vector<int64_t>{2, 50, 60, 3}, {}, 0);  // a short one: padding in its row
+  const Batch batch = collate(samples, {0, 1, 2, 3}, masked_collate(12), 1);
+  const ModelInputs& in = batch.inputs;
+  student->eval();
+  teacher->eval();
+  torch::NoGradGuard no_grad;
+  const auto s = student->forward(in), t = teacher->forward(in);
+  for (const bool restrict : {false, true}) {
+    DistillationLoss settings;
+    settings.restrict_ce_to_mask = restrict;
+    auto objective = distillation_objective(*student, *teacher, settings, Precision::fp32, torch::kCPU);
+    student->eval();  // the objective put nothing in train mode; dropout stays off
+    const LossTerms terms = objective->loss(in, batch.labels);
+    const auto rows = restrict ? batch.labels.ne(kIgnoreLabel) : in.attention_mask.ne(0);
+    EXPECT_NEAR(terms.parts[0].item<double>(), distillation_kl(s.logits, t.logits, 2.0, rows).item<double>(), 1e-6);
+  }
+}
+
 // ---- the student's start -------------------------------------------------------------------------
 
 TEST(StudentInit, EvenlySpacedTeacherLayersAsDistilBert) {
@@ -322,6 +347,9 @@ TEST(StudentInit, DistilBertStartsFromBertsLayersAndHead) {
   wide.hidden_size = 64;
   EXPECT_NE(student_init_mismatch(wide, teacher_config).find("hidden_size"), std::string::npos);
   EXPECT_NE(student_init_mismatch(shipped_model_config("tiny-roberta"), teacher_config).find("roberta"), std::string::npos);
+  ModelConfig one_type = teacher_config;
+  one_type.type_vocab_size = 1;
+  EXPECT_NE(student_init_mismatch(one_type, teacher_config).find("type_vocab_size"), std::string::npos);
   EXPECT_EQ(student_init_mismatch(teacher_config, teacher_config), "");
 }
 

@@ -182,9 +182,10 @@ struct DistillationSpec {
   ModelRef teacher;                     // name | config, weights; attention follows model.attention
   std::optional<Precision> teacher_precision;  // unset: the run's precision
   double temperature = 2.0;
-  double alpha_ce = 5.0;   // KL(student/T || teacher/T) x T^2 over the masked positions
+  double alpha_ce = 5.0;   // KL(teacher/T || student/T) x T^2 over the real (or masked) positions
   double alpha_mlm = 2.0;  // the student's masked-LM cross-entropy
   double alpha_cos = 1.0;  // 1 - cos(student hidden, teacher hidden) over the real tokens
+  bool restrict_ce_to_mask = false;  // the KL over the masked tokens only; false: every real token (HF's default)
   bool init_from_teacher = true;  // DistilBERT's recipe: embeddings, every other layer and the head
 };
 

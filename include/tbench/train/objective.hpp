@@ -53,6 +53,7 @@ std::unique_ptr<TrainingObjective> masked_lm_objective(MaskedLanguageModel& mode
 struct DistillationLoss {
   double temperature = 2.0;
   double alpha_ce = 5.0, alpha_mlm = 2.0, alpha_cos = 1.0;
+  bool restrict_ce_to_mask = false;  // the KL over the masked tokens only; false: every real token
   Precision teacher_precision = Precision::fp32;
 };
 // The teacher is put in eval mode, frozen, and only ever run forward without gradients.
