@@ -10,6 +10,10 @@ HF's AutoModelForSequenceClassification with random weights, saves them as model
 and records, in reference.json: the inputs (right padding for the BERT family, left padding for
 XLNet as its tokenizer does, two segments), the logits in eval mode, the cross-entropy loss for
 fixed labels, and after one backward pass the gradients of a few named parameters.
+
+For the masked-LM heads (tiny-bert, tiny-distilbert, tiny-roberta) it does the same with
+AutoModelForMaskedLM into <out>/<model>-mlm/: the logits at the labelled positions (every fourth
+real token), the masked-LM loss and the gradients of the tied word embeddings and the head.
 """
 import argparse
 import json
@@ -17,10 +21,11 @@ import os
 import sys
 
 import torch
-from transformers import AutoConfig, AutoModelForSequenceClassification
+from transformers import AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from parity_fixtures import GRADIENTS, MODELS, make_inputs  # noqa: E402  (shared with bench/eager_reference.py)
+from parity_fixtures import (GRADIENTS, MLM_GRADIENTS, MLM_MODELS, MODELS, make_inputs,  # noqa: E402
+                             make_mlm_labels)  # (shared with bench/eager_reference.py)
 
 
 def main():
@@ -61,6 +66,45 @@ def main():
         with open(os.path.join(out, "reference.json"), "w") as f:
             json.dump(reference, f, indent=1)
         print(f"{name}: loss {result.loss.item():.6f} -> {out}", file=sys.stderr)
+    for name in MLM_MODELS:
+        masked_lm_fixture(name, args)
+
+
+def masked_lm_fixture(name, args):
+    config = AutoConfig.from_pretrained(os.path.join(args.models_dir, name + ".json"))
+    torch.manual_seed(4321)
+    model = AutoModelForMaskedLM.from_config(config).float().eval()
+    out = os.path.join(args.out, name + "-mlm")
+    os.makedirs(out, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    ids, mask, types = make_inputs(config.model_type, config.pad_token_id, config.vocab_size,
+                                   getattr(config, "type_vocab_size", 2), left_padding=False)
+    labels = make_mlm_labels(ids, mask)
+    kwargs = dict(input_ids=ids, attention_mask=mask, labels=labels)
+    if config.model_type != "distilbert":
+        kwargs["token_type_ids"] = types
+    result = model(**kwargs)
+    result.loss.backward()
+    params = dict(model.named_parameters())
+    picked = labels != -100
+    reference = {
+        "model": name,
+        "task": "mlm",
+        "transformers": __import__("transformers").__version__,
+        "torch": torch.__version__,
+        "input_ids": ids.tolist(),
+        "attention_mask": mask.tolist(),
+        "token_type_ids": types.tolist(),
+        "labels": labels.tolist(),
+        "logits_at_labels": result.logits[picked].detach().tolist(),
+        "logits_norm": result.logits.detach().norm().item(),
+        "loss": result.loss.item(),
+        "gradients": {g: params[g].grad.flatten()[:64].tolist() for g in MLM_GRADIENTS[name]},
+        "gradient_norms": {g: params[g].grad.norm().item() for g in MLM_GRADIENTS[name]},
+    }
+    with open(os.path.join(out, "reference.json"), "w") as f:
+        json.dump(reference, f, indent=1)
+    print(f"{name} (masked LM): loss {result.loss.item():.6f} -> {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":

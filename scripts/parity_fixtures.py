@@ -20,6 +20,26 @@ GRADIENTS = {
 }
 
 
+# Masked-LM heads (AutoModelForMaskedLM): the tied word embeddings and the head's own tensors.
+MLM_MODELS = ["tiny-bert", "tiny-distilbert", "tiny-roberta"]
+MLM_GRADIENTS = {
+    "tiny-bert": ["bert.embeddings.word_embeddings.weight", "cls.predictions.transform.dense.weight",
+                  "cls.predictions.transform.LayerNorm.weight", "cls.predictions.bias"],
+    "tiny-distilbert": ["distilbert.embeddings.word_embeddings.weight", "vocab_transform.weight",
+                        "vocab_layer_norm.weight", "vocab_projector.bias"],
+    "tiny-roberta": ["roberta.embeddings.word_embeddings.weight", "lm_head.dense.weight", "lm_head.layer_norm.weight",
+                     "lm_head.bias"],
+}
+
+
+def make_mlm_labels(ids, mask):
+    """Targets at every fourth real position (from the second), -100 (no loss) elsewhere."""
+    labels = torch.full_like(ids, -100)
+    picked = (torch.arange(ids.shape[1]) % 4 == 1).unsqueeze(0) & (mask == 1)
+    labels[picked] = ids[picked]
+    return labels
+
+
 def make_inputs(model_type, pad_token_id, vocab_size, type_vocab_size, left_padding, seed=0):
     """Three rows of lengths 12, 9 and 5 (right padding, or left for XLNet) and two segments."""
     g = torch.Generator().manual_seed(seed)
