@@ -35,76 +35,52 @@ def main():
     args = parser.parse_args()
     torch.use_deterministic_algorithms(True)
     for name in MODELS:
-        config = AutoConfig.from_pretrained(os.path.join(args.models_dir, name + ".json"), num_labels=2)
-        torch.manual_seed(1234)
-        model = AutoModelForSequenceClassification.from_config(config).float().eval()
-        out = os.path.join(args.out, name)
-        os.makedirs(out, exist_ok=True)
-        model.save_pretrained(out, safe_serialization=True)
-        ids, mask, types = make_inputs(config.model_type, config.pad_token_id, config.vocab_size,
-                                       getattr(config, "type_vocab_size", 2), left_padding=config.model_type == "xlnet")
-        labels = torch.tensor([0, 1, 1])
-        kwargs = dict(input_ids=ids, attention_mask=mask, labels=labels)
-        if config.model_type != "distilbert":
-            kwargs["token_type_ids"] = types
-        result = model(**kwargs)
-        result.loss.backward()
-        params = dict(model.named_parameters())
-        reference = {
-            "model": name,
-            "transformers": __import__("transformers").__version__,
-            "torch": torch.__version__,
-            "input_ids": ids.tolist(),
-            "attention_mask": mask.tolist(),
-            "token_type_ids": types.tolist(),
-            "labels": labels.tolist(),
-            "logits": result.logits.detach().tolist(),
-            "loss": result.loss.item(),
-            "gradients": {g: params[g].grad.flatten()[:64].tolist() for g in GRADIENTS[name]},
-            "gradient_norms": {g: params[g].grad.norm().item() for g in GRADIENTS[name]},
-        }
-        with open(os.path.join(out, "reference.json"), "w") as f:
-            json.dump(reference, f, indent=1)
-        print(f"{name}: loss {result.loss.item():.6f} -> {out}", file=sys.stderr)
+        fixture(args, name, AutoModelForSequenceClassification, seed=1234, out_name=name, gradients=GRADIENTS[name],
+                labels_for=lambda ids, mask: torch.tensor([0, 1, 1]),
+                outputs=lambda logits, labels: {"logits": logits.tolist()})
     for name in MLM_MODELS:
-        masked_lm_fixture(name, args)
+        fixture(args, name, AutoModelForMaskedLM, seed=4321, out_name=name + "-mlm", gradients=MLM_GRADIENTS[name],
+                labels_for=make_mlm_labels,
+                outputs=lambda logits, labels: {"task": "mlm", "logits_at_labels": logits[labels != -100].tolist(),
+                                                "logits_norm": logits.norm().item()})
 
 
-def masked_lm_fixture(name, args):
-    config = AutoConfig.from_pretrained(os.path.join(args.models_dir, name + ".json"))
-    torch.manual_seed(4321)
-    model = AutoModelForMaskedLM.from_config(config).float().eval()
-    out = os.path.join(args.out, name + "-mlm")
+def fixture(args, name, auto_class, seed, out_name, gradients, labels_for, outputs):
+    """Builds `name` with HF's `auto_class` and random weights, saves them, and records the inputs,
+    `outputs(logits, labels)`, the loss and, after one backward pass, the listed gradients."""
+    extra = {"num_labels": 2} if auto_class is AutoModelForSequenceClassification else {}
+    config = AutoConfig.from_pretrained(os.path.join(args.models_dir, name + ".json"), **extra)
+    torch.manual_seed(seed)
+    model = auto_class.from_config(config).float().eval()
+    out = os.path.join(args.out, out_name)
     os.makedirs(out, exist_ok=True)
     model.save_pretrained(out, safe_serialization=True)
+    # XLNet pads on the left (its tokenizer does); only the classifiers include it.
     ids, mask, types = make_inputs(config.model_type, config.pad_token_id, config.vocab_size,
-                                   getattr(config, "type_vocab_size", 2), left_padding=False)
-    labels = make_mlm_labels(ids, mask)
+                                   getattr(config, "type_vocab_size", 2), left_padding=config.model_type == "xlnet")
+    labels = labels_for(ids, mask)
     kwargs = dict(input_ids=ids, attention_mask=mask, labels=labels)
     if config.model_type != "distilbert":
         kwargs["token_type_ids"] = types
     result = model(**kwargs)
     result.loss.backward()
     params = dict(model.named_parameters())
-    picked = labels != -100
     reference = {
         "model": name,
-        "task": "mlm",
         "transformers": __import__("transformers").__version__,
         "torch": torch.__version__,
         "input_ids": ids.tolist(),
         "attention_mask": mask.tolist(),
         "token_type_ids": types.tolist(),
         "labels": labels.tolist(),
-        "logits_at_labels": result.logits[picked].detach().tolist(),
-        "logits_norm": result.logits.detach().norm().item(),
+        **outputs(result.logits.detach(), labels),
         "loss": result.loss.item(),
-        "gradients": {g: params[g].grad.flatten()[:64].tolist() for g in MLM_GRADIENTS[name]},
-        "gradient_norms": {g: params[g].grad.norm().item() for g in MLM_GRADIENTS[name]},
+        "gradients": {g: params[g].grad.flatten()[:64].tolist() for g in gradients},
+        "gradient_norms": {g: params[g].grad.norm().item() for g in gradients},
     }
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1)
-    print(f"{name} (masked LM): loss {result.loss.item():.6f} -> {out}", file=sys.stderr)
+    print(f"{out_name}: loss {result.loss.item():.6f} -> {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
