@@ -27,6 +27,10 @@ void to_json(nlohmann::json& j, const EpochRecord& r) {
                                                    {"samples", r.eval_samples},
                                                    {"seconds", r.eval_seconds}};
   if (r.eval_samples > 0 && r.eval_perplexity) j["eval"]["perplexity"] = *r.eval_perplexity;
+  if (r.eval_samples > 0 && r.eval_pseudo_perplexity) {
+    j["eval"]["pseudo_perplexity"] = *r.eval_pseudo_perplexity;
+    j["eval"]["pseudo_perplexity_tokens"] = r.eval_pseudo_perplexity_tokens;
+  }
 }
 
 void from_json(const nlohmann::json& j, IterationRecord& r) {

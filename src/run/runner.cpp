@@ -276,6 +276,7 @@ TrainerConfig trainer_config(const RunSpec& spec) {
   c.cuda_graph = spec.train.cuda_graph;
   c.precision = spec.precision;
   c.timed_warmup_steps = spec.timing.warmup_steps;
+  if (spec.task != Task::classification) c.pseudo_perplexity_fraction = spec.mlm.pseudo_perplexity_fraction;
   return c;
 }
 

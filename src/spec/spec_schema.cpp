@@ -178,6 +178,10 @@ const std::vector<Field>& fields() {
       {"mlm.mask_token_id", Kind::nullable_integer, nullptr, 0, {},
        "the mask token (default: the tokenizer's; without one, [MASK] 103 for BERT/DistilBERT, <mask> = "
        "vocab_size - 1 for RoBERTa)", set(&RunSpec::mlm, &MlmSpec::mask_token_id)},
+      {"mlm.pseudo_perplexity_fraction", Kind::number, 0.0, 0, {},
+       "share of the held-out blocks also scored by pseudo-perplexity after each epoch: every token masked alone, "
+       "one forward each (0: off; needs data.eval_fraction)",
+       set(&RunSpec::mlm, &MlmSpec::pseudo_perplexity_fraction)},
       {"distillation.teacher", Kind::nullable_string, nullptr, -1e300, {},
        "distillation: the teacher, a shipped model name or an HF config.json (BERT or RoBERTa)",
        set(&RunSpec::distillation, &DistillationSpec::teacher, &ModelRef::name)},
@@ -498,6 +502,12 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
   if (masked_lm) {
     const MlmSpec& m = spec.mlm;
     if (m.probability <= 0 || m.probability > 1) v.fail("mlm.probability", "must be in (0, 1], got " + json_text(json(m.probability)));
+    if (m.pseudo_perplexity_fraction > 1) {
+      v.fail("mlm.pseudo_perplexity_fraction", "must be in [0, 1], got " + json_text(json(m.pseudo_perplexity_fraction)));
+    }
+    if (m.pseudo_perplexity_fraction > 0 && spec.data.eval_fraction <= 0) {
+      v.fail("mlm.pseudo_perplexity_fraction", "scores held-out blocks: set data.eval_fraction too");
+    }
     if (m.mask_fraction + m.random_fraction > 1 + 1e-12) {
       v.fail("mlm.random_fraction", "mlm.mask_fraction + mlm.random_fraction must be at most 1, got " +
                                         json_text(json(m.mask_fraction)) + " + " + json_text(json(m.random_fraction)));

@@ -42,6 +42,8 @@ class Distillation final : public TrainingObjective {
     add_masked_lm_scores(student(inputs).logits, labels, sums);
   }
 
+  torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return student(inputs).logits; }
+
  private:
   MaskedLmOutputs student(const ModelInputs& inputs) {
     AutocastGuard autocast(precision_, device_);

@@ -74,6 +74,8 @@ class MaskedLm final : public TrainingObjective {
     score_masked_lm(forward(inputs), labels, sums);
   }
 
+  torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return forward(inputs); }
+
   // Summed masked-token cross-entropy, right predictions and masked-token count.
   static void score_masked_lm(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {
     namespace F = torch::nn::functional;

@@ -258,6 +258,8 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
         record.eval_loss = eval.loss;
         record.eval_accuracy = eval.accuracy;
         record.eval_perplexity = eval.perplexity;
+        record.eval_pseudo_perplexity = eval.pseudo_perplexity;
+        record.eval_pseudo_perplexity_tokens = eval.pseudo_perplexity_tokens;
         record.eval_samples = eval.samples;
         record.eval_seconds = eval.seconds;
       });
@@ -376,10 +378,56 @@ EvalResult Trainer::evaluate() {
   if (objective_.reports_perplexity() && count > 0 && std::isfinite(std::exp(result.loss))) {
     result.perplexity = std::exp(result.loss);
   }
+  if (config_.pseudo_perplexity_fraction > 0) add_pseudo_perplexity(result);
   set_training_mode();
   synchronize();
   result.seconds = seconds_between(start, Clock::now());
   return result;
+}
+
+void Trainer::add_pseudo_perplexity(EvalResult& result) {
+  const MaskingOptions& masking = data_.collate.masking;
+  const auto& samples = data_.eval;
+  if (!masking.enabled || samples.size() == 0) return;
+  // A seeded subset, the same every epoch.
+  const int64_t n = samples.size();
+  const int64_t take = std::max<int64_t>(1, std::llround(config_.pseudo_perplexity_fraction * static_cast<double>(n)));
+  auto chosen = epoch_order(n, config_.data_seed, /*epoch=*/-1);
+  chosen.resize(static_cast<std::size_t>(std::min(take, n)));
+  std::sort(chosen.begin(), chosen.end());
+  double log_p_sum = 0;
+  int64_t tokens = 0;
+  for (const int64_t i : chosen) {
+    const auto begin = samples.ids.begin() + samples.offsets[static_cast<std::size_t>(i)];
+    const std::vector<int64_t> ids(begin, begin + samples.length(i));
+    std::vector<int64_t> positions;
+    for (std::size_t t = 0; t < ids.size(); ++t) {
+      if (std::find(masking.special_ids.begin(), masking.special_ids.end(), ids[t]) == masking.special_ids.end()) {
+        positions.push_back(static_cast<int64_t>(t));
+      }
+    }
+    const auto row = torch::tensor(ids, torch::kLong);
+    const int64_t length = static_cast<int64_t>(ids.size());
+    for (std::size_t first = 0; first < positions.size(); first += static_cast<std::size_t>(config_.batch_size)) {
+      const std::size_t count = std::min(positions.size() - first, static_cast<std::size_t>(config_.batch_size));
+      const auto at = torch::tensor(std::vector<int64_t>(positions.begin() + static_cast<std::ptrdiff_t>(first),
+                                                         positions.begin() + static_cast<std::ptrdiff_t>(first + count)),
+                                    torch::kLong);
+      const auto rows = torch::arange(static_cast<int64_t>(count), torch::kLong);
+      auto input_ids = row.unsqueeze(0).repeat({static_cast<int64_t>(count), 1});
+      input_ids.index_put_({rows, at}, masking.mask_token_id);  // copy j has only position at[j] masked
+      const ModelInputs inputs{input_ids.to(device_), torch::ones({static_cast<int64_t>(count), length}, torch::kLong).to(device_),
+                               torch::zeros({static_cast<int64_t>(count), length}, torch::kLong).to(device_)};
+      const auto scores = objective_.masked_lm_scores(inputs).to(torch::kCPU);
+      const auto log_p = torch::log_softmax(scores.index({rows, at}), -1).gather(1, row.index({at}).unsqueeze(1));
+      log_p_sum += log_p.sum().item<double>();
+      tokens += static_cast<int64_t>(count);
+    }
+  }
+  result.pseudo_perplexity_tokens = tokens;
+  if (tokens > 0 && std::isfinite(std::exp(-log_p_sum / static_cast<double>(tokens)))) {
+    result.pseudo_perplexity = std::exp(-log_p_sum / static_cast<double>(tokens));
+  }
 }
 
 }  // namespace tbench

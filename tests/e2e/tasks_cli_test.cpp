@@ -49,7 +49,9 @@ void expect_perplexity_per_epoch(const json& result) {
 TEST(TasksCli, MaskedLmRunWritesAResultThatMatchesTheSchema) {
   ScratchDir dir;
   const std::string out = dir.file("mlm.json");
-  const auto r = run_tbench("run -q " + dir.write("spec.json", masked_lm_spec(out).dump()));
+  auto spec = masked_lm_spec(out);
+  spec["mlm"] = {{"pseudo_perplexity_fraction", 0.5}};
+  const auto r = run_tbench("run -q " + dir.write("spec.json", spec.dump()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json result = testing::read_json(out);
   expect_schema(result);
@@ -60,6 +62,11 @@ TEST(TasksCli, MaskedLmRunWritesAResultThatMatchesTheSchema) {
   EXPECT_EQ(result["summary"]["status"], "completed");
   expect_perplexity_per_epoch(result);
   EXPECT_FALSE(result["iterations"][0].contains("loss_terms"));  // one term
+  // Half of the 8 held-out blocks of 16 tokens, every token (no special tokens in synthetic data).
+  for (const auto& epoch : result["epochs"]) {
+    EXPECT_GE(epoch["eval"]["pseudo_perplexity"].get<double>(), 1.0);
+    EXPECT_EQ(epoch["eval"]["pseudo_perplexity_tokens"], 4 * 16);
+  }
 }
 
 TEST(TasksCli, DistillationRunRecordsItsTermsAndTheTeacher) {
@@ -198,6 +205,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadTaskSpec{"DistillationSectionWithClassification", {"distillation.teacher=tiny-bert"}, "distillation",
                     "set task: distillation"},
         BadTaskSpec{"FractionsAboveOne", {"task=mlm", "mlm.mask_fraction=0.95"}, "mlm.random_fraction", "at most 1"},
+        BadTaskSpec{"PseudoPerplexityWithoutHeldOutData", {"task=mlm", "mlm.pseudo_perplexity_fraction=0.1"},
+                    "mlm.pseudo_perplexity_fraction", "data.eval_fraction"},
         BadTaskSpec{"ProbabilityAboveOne", {"task=mlm", "mlm.probability=1.5"}, "mlm.probability", "(0, 1]"},
         BadTaskSpec{"TeacherOfAnotherVocabulary",
                     {"task=distillation", "model=tiny-distilbert", "distillation.teacher=bert-base-uncased"},

@@ -60,6 +60,8 @@ struct EpochRecord {
   double eval_loss = 0;
   double eval_accuracy = 0;
   std::optional<double> eval_perplexity;  // masked-LM tasks: exp(eval_loss per masked token)
+  std::optional<double> eval_pseudo_perplexity;  // mlm.pseudo_perplexity_fraction: each token masked alone
+  int64_t eval_pseudo_perplexity_tokens = 0;
   double eval_seconds = 0;
 };
 

@@ -174,6 +174,9 @@ struct MlmSpec {
   double mask_fraction = 0.8;   // of the picked: replaced by the mask token
   double random_fraction = 0.1; // of the picked: replaced by a random token; the rest are kept
   int64_t mask_token_id = -1;   // -1: the tokenizer's, or for data without one the family's (103, <mask>)
+  // Share of the held-out blocks also scored by pseudo-perplexity (one forward per token, each
+  // token masked alone; Salazar et al., 2020). 0: off; the seed scored 10%.
+  double pseudo_perplexity_fraction = 0;
 };
 
 // DistilBERT's distillation (HF's examples/research_projects/distillation): the student learns from

@@ -43,6 +43,8 @@ class TrainingObjective {
   virtual void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) = 0;
   // Eval reports a perplexity, exp(mean loss per masked token): the masked-LM tasks.
   virtual bool reports_perplexity() const { return false; }
+  // The trained masked LM's scores [B, S, V] as float (undefined for a classifier): pseudo-perplexity.
+  virtual torch::Tensor masked_lm_scores(const ModelInputs& inputs) { return {}; }
 };
 
 std::unique_ptr<TrainingObjective> classification_objective(SequenceClassifier& model, Precision precision,

@@ -47,6 +47,7 @@ struct TrainerConfig {
   bool cuda_graph = false;  // capture the step at kCudaGraphCaptureStep, replay it after
   Precision precision = Precision::fp32;
   int64_t timed_warmup_steps = 0;  // first steps marked warm-up, left out of the summary
+  double pseudo_perplexity_fraction = 0;  // masked-LM tasks: share of the eval samples scored one token at a time
 };
 
 // Data-parallel gradient synchronisation, as the trainer sees it (the implementation, on c10d, is
@@ -89,6 +90,8 @@ struct EvalResult {
   double accuracy = 0;
   int64_t samples = 0;
   std::optional<double> perplexity;
+  std::optional<double> pseudo_perplexity;  // exp(-mean log p(token | the rest)), each token masked alone
+  int64_t pseudo_perplexity_tokens = 0;     // tokens it scored
   double seconds = 0;
 };
 
@@ -111,7 +114,8 @@ class Trainer {
   // Trains until the plan is done, a stop is requested (interrupted) or a step fails (failed):
   // every outcome returns the records made so far, and no exception escapes.
   TrainRun run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested);
-  // Loss and accuracy on the held-out samples, in eval mode, without gradients.
+  // Loss and accuracy on the held-out samples, in eval mode, without gradients (and for masked-LM
+  // tasks, the pseudo-perplexity of a seeded share of them).
   EvalResult evaluate();
   // Training FLOPs of one sample padded to a length: each step's FLOPs are recorded from it.
   void set_flops_model(std::function<double(int64_t padded_length)> train_flops_per_sample) {
@@ -146,6 +150,9 @@ class Trainer {
   // train.cuda_graph: eager before kCudaGraphCaptureStep, captured at it, replayed after.
   StepOutputs graphed_step(const ModelInputs& inputs, const torch::Tensor& labels, IterationRecord& record);
   void synchronize() const;
+  // Salazar et al.'s pseudo-perplexity over a seeded pseudo_perplexity_fraction of the eval
+  // samples: each non-special token masked alone, one forward per token (batched per sample).
+  void add_pseudo_perplexity(EvalResult& result);
 
   const TrainerConfig config_;
   TrainingObjective& objective_;
