@@ -1,7 +1,5 @@
 // Dynamic masking for masked-LM training, as HF's DataCollatorForLanguageModeling draws it, but
 // seeded per sample so that a run's masks are reproducible whatever its batching and world size.
-#include <algorithm>
-
 #include "tbench/data/data.hpp"
 
 namespace tbench {
@@ -38,9 +36,6 @@ void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const Mask
   int64_t* id = ids.data_ptr<int64_t>();
   const int64_t* real = batch.inputs.attention_mask.data_ptr<int64_t>();
   int64_t* label = labels.data_ptr<int64_t>();
-  const auto is_special = [&](int64_t token) {
-    return std::find(o.special_ids.begin(), o.special_ids.end(), token) != o.special_ids.end();
-  };
   for (int64_t row = 0; row < rows; ++row) {
     SampleRandom random(o.seed, epoch, indices[static_cast<std::size_t>(row)]);
     for (int64_t t = row * width; t < (row + 1) * width; ++t) {
@@ -48,7 +43,7 @@ void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const Mask
       // depends only on its sample and its place in it.
       const double pick = random.uniform(), how = random.uniform();
       const int64_t replacement = random.below(o.vocab_size);
-      if (real[t] == 0 || is_special(id[t]) || pick >= o.probability) continue;
+      if (real[t] == 0 || o.never_masks(id[t]) || pick >= o.probability) continue;
       label[t] = id[t];
       if (how < o.mask_fraction) {
         id[t] = o.mask_token_id;

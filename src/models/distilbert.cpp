@@ -91,8 +91,8 @@ struct Body {
   }
 
   // Called after the model's init_weights, which leaves fixed tables as they are.
-  static void fill_positions(const ModelConfig& c, Body& body) {
-    if (c.sinusoidal_positions) fill_sinusoidal(body.embeddings->position_embeddings->weight);
+  void fill_positions(const ModelConfig& c) {
+    if (c.sinusoidal_positions) fill_sinusoidal(embeddings->position_embeddings->weight);
   }
 
   torch::Tensor forward(const ModelInputs& in) {
@@ -113,7 +113,7 @@ class ForSequenceClassification : public SequenceClassifier {
     pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
     classifier_ = register_module("classifier", layers::linear(h, num_labels));
     classifier_dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
-    Body::fill_positions(c, body_);
+    body_.fill_positions(c);
     layers::init_weights(*this, c.initializer_range);
   }
 
@@ -138,7 +138,7 @@ class ForMaskedLM : public MaskedLanguageModel {
     vocab_transform_ = register_module("vocab_transform", layers::linear(c.hidden_size, c.hidden_size));
     vocab_layer_norm_ = register_module("vocab_layer_norm", layers::layer_norm(c.hidden_size, 1e-12));
     bias_ = add_group(*this, "vocab_projector")->register_parameter("bias", torch::zeros({c.vocab_size}));
-    Body::fill_positions(c, body_);
+    body_.fill_positions(c);
     layers::init_weights(*this, c.initializer_range);
   }
 

@@ -33,22 +33,18 @@ json duration_or_null(const std::optional<double>& seconds) {
 }
 
 json to_json(const ModelInfo& m) {
-  return {{"name", m.name},
-          {"arch", m.arch},
-          {"hidden_size", m.hidden_size},
-          {"num_layers", m.num_layers},
-          {"num_heads", m.num_heads},
-          {"vocab_size", m.vocab_size},
-          {"source", m.source},
-          {"params", m.params},
-          {"base_params", m.base_params},
-          {"train_flops_per_sample", m.train_flops_per_sample},
-          {"weights", m.weights.empty() ? json("random init") : json(m.weights)}};
-}
-
-json model_json(const ModelInfo& m) {
-  json j = to_json(m);
-  j["task"] = m.task;
+  json j = {{"name", m.name},
+            {"arch", m.arch},
+            {"hidden_size", m.hidden_size},
+            {"num_layers", m.num_layers},
+            {"num_heads", m.num_heads},
+            {"vocab_size", m.vocab_size},
+            {"source", m.source},
+            {"params", m.params},
+            {"base_params", m.base_params},
+            {"train_flops_per_sample", m.train_flops_per_sample},
+            {"weights", m.weights.empty() ? json("random init") : json(m.weights)},
+            {"task", m.task}};
   if (!m.initialised_from.empty()) j["initialised_from"] = m.initialised_from;
   if (m.teacher) {
     const TeacherInfo& t = *m.teacher;
@@ -250,7 +246,7 @@ json to_json(const Result& r) {
             {"tbench", {{"version", r.tbench_version}, {"git", r.git_sha}}},
             {"spec", r.spec},
             {"env", r.env},
-            {"model", model_json(r.model)},
+            {"model", to_json(r.model)},
             {"data", r.data},
             {"iterations", r.records.iterations},
             {"epochs", r.records.epochs},

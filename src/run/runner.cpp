@@ -92,11 +92,14 @@ void check_device(const RunSpec& spec) {
   }
 }
 
+// Positions a model can take: RoBERTa's start after the padding id, so it has pad + 1 fewer.
+int64_t usable_positions(const ModelConfig& model) {
+  return model.max_position_embeddings - (model.arch == Architecture::roberta ? model.pad_token_id + 1 : 0);
+}
+
 void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
   if (model.max_position_embeddings > 0) {
-    // RoBERTa's positions start after the padding id, so it has pad + 1 fewer usable positions.
-    const int64_t usable = model.max_position_embeddings -
-                           (model.arch == Architecture::roberta ? model.pad_token_id + 1 : 0);
+    const int64_t usable = usable_positions(model);
     if (spec.data.seq_len > usable) {
       fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is longer than " + model.name +
                                            " can take (" + std::to_string(usable) + " positions)");
@@ -161,8 +164,9 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params) {
     t.name = plan.teacher->name;
     t.arch = to_string(plan.teacher->arch);
     t.precision = to_string(d.teacher_precision.value_or(plan.spec.precision));
-    t.params = model_cost(*plan.teacher, 2, plan.spec.data.seq_len, Task::mlm).classifier_params;
-    t.forward_flops_per_sample = model_cost(*plan.teacher, 2, plan.spec.data.seq_len, Task::mlm).forward_flops_per_sample;
+    const ModelCost teacher_cost = model_cost(*plan.teacher, 2, plan.spec.data.seq_len, Task::mlm);
+    t.params = teacher_cost.classifier_params;
+    t.forward_flops_per_sample = teacher_cost.forward_flops_per_sample;
     t.weights = d.teacher.weights;
     m.teacher = t;
     if (d.init_from_teacher) m.initialised_from = "teacher";
@@ -247,11 +251,9 @@ void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const
     const std::string mismatch = student_init_mismatch(model, *teacher);
     if (!mismatch.empty()) fail_field(spec, "distillation.init_from_teacher", mismatch + " (set it to false)");
   }
-  const int64_t usable = teacher->max_position_embeddings -
-                         (teacher->arch == Architecture::roberta ? teacher->pad_token_id + 1 : 0);
-  if (teacher->max_position_embeddings > 0 && spec.data.seq_len > usable) {
+  if (teacher->max_position_embeddings > 0 && spec.data.seq_len > usable_positions(*teacher)) {
     fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is longer than the teacher " + teacher->name +
-                                         " can take (" + std::to_string(usable) + " positions)");
+                                         " can take (" + std::to_string(usable_positions(*teacher)) + " positions)");
   }
 }
 

@@ -562,6 +562,11 @@ void fill_defaults(json& root, const SpecDocument& doc) {
   if (root["data"]["seed"].is_null()) root["data"]["seed"] = root["train"]["seed"];
 }
 
+// A model given as one string is a config file when it has a '/' or ends in .json, else a shipped name.
+bool names_a_config_file(const std::string& text) {
+  return text.find('/') != std::string::npos || (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0);
+}
+
 // Each field's checked value into its RunSpec member, by name (the table's `assign`).
 RunSpec assign_fields(const json& root) {
   RunSpec spec;
@@ -576,7 +581,7 @@ RunSpec assign_fields(const json& root) {
   if (root["mlm"]["mask_token_id"].is_null()) spec.mlm.mask_token_id = -1;
   // distillation.teacher names a shipped model or, like `model:`, an HF config.json.
   const std::string teacher = spec.distillation.teacher.name;
-  if (teacher.find('/') != std::string::npos || (teacher.size() > 5 && teacher.compare(teacher.size() - 5, 5, ".json") == 0)) {
+  if (names_a_config_file(teacher)) {
     spec.distillation.teacher.config = teacher;
     spec.distillation.teacher.name = model_name_from_config_path(teacher);
   }
@@ -589,9 +594,7 @@ RunSpec assign_fields(const json& root) {
 void expand_model_shorthand(nlohmann::json& root) {
   if (!root.contains("model") || !root["model"].is_string()) return;
   const std::string text = root["model"].get<std::string>();
-  const bool is_path = text.find('/') != std::string::npos ||
-                       (text.size() > 5 && text.compare(text.size() - 5, 5, ".json") == 0);
-  root["model"] = is_path ? json{{"config", text}} : json{{"name", text}};
+  root["model"] = names_a_config_file(text) ? json{{"config", text}} : json{{"name", text}};
 }
 
 RunSpec resolve_spec(const SpecDocument& doc) {

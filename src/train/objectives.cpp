@@ -71,22 +71,10 @@ class MaskedLm final : public TrainingObjective {
   }
 
   void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
-    score_masked_lm(forward(inputs), labels, sums);
+    add_masked_lm_scores(forward(inputs), labels, sums);
   }
 
   torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return forward(inputs); }
-
-  // Summed masked-token cross-entropy, right predictions and masked-token count.
-  static void score_masked_lm(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {
-    namespace F = torch::nn::functional;
-    const auto flat = logits.view({-1, logits.size(-1)});
-    const auto targets = labels.view({-1});
-    const auto masked = targets.ne(kIgnoreLabel);
-    sums.loss_sum += F::cross_entropy(flat, targets, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kIgnoreLabel))
-                         .to(torch::kDouble);
-    sums.correct += (flat.argmax(-1).eq(targets) & masked).sum();
-    sums.count += masked.sum();
-  }
 
  private:
   torch::Tensor forward(const ModelInputs& inputs) {
@@ -115,7 +103,14 @@ torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor&
 }
 
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {
-  MaskedLm::score_masked_lm(logits, labels, sums);
+  namespace F = torch::nn::functional;
+  const auto flat = logits.view({-1, logits.size(-1)});
+  const auto targets = labels.view({-1});
+  const auto masked = targets.ne(kIgnoreLabel);
+  sums.loss_sum += F::cross_entropy(flat, targets, F::CrossEntropyFuncOptions().reduction(torch::kSum).ignore_index(kIgnoreLabel))
+                       .to(torch::kDouble);
+  sums.correct += (flat.argmax(-1).eq(targets) & masked).sum();
+  sums.count += masked.sum();
 }
 
 std::unique_ptr<TrainingObjective> classification_objective(SequenceClassifier& model, Precision precision,

@@ -395,39 +395,38 @@ void Trainer::add_pseudo_perplexity(EvalResult& result) {
   auto chosen = epoch_order(n, config_.data_seed, /*epoch=*/-1);
   chosen.resize(static_cast<std::size_t>(std::min(take, n)));
   std::sort(chosen.begin(), chosen.end());
-  double log_p_sum = 0;
+  torch::Tensor log_p_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
   int64_t tokens = 0;
   for (const int64_t i : chosen) {
     const auto begin = samples.ids.begin() + samples.offsets[static_cast<std::size_t>(i)];
     const std::vector<int64_t> ids(begin, begin + samples.length(i));
     std::vector<int64_t> positions;
     for (std::size_t t = 0; t < ids.size(); ++t) {
-      if (std::find(masking.special_ids.begin(), masking.special_ids.end(), ids[t]) == masking.special_ids.end()) {
-        positions.push_back(static_cast<int64_t>(t));
-      }
+      if (!masking.never_masks(ids[t])) positions.push_back(static_cast<int64_t>(t));
     }
-    const auto row = torch::tensor(ids, torch::kLong);
+    const auto row = torch::tensor(ids, torch::kLong).to(device_);
     const int64_t length = static_cast<int64_t>(ids.size());
     for (std::size_t first = 0; first < positions.size(); first += static_cast<std::size_t>(config_.batch_size)) {
       const std::size_t count = std::min(positions.size() - first, static_cast<std::size_t>(config_.batch_size));
+      const auto on_device = torch::TensorOptions().dtype(torch::kLong).device(device_);
       const auto at = torch::tensor(std::vector<int64_t>(positions.begin() + static_cast<std::ptrdiff_t>(first),
                                                          positions.begin() + static_cast<std::ptrdiff_t>(first + count)),
-                                    torch::kLong);
-      const auto rows = torch::arange(static_cast<int64_t>(count), torch::kLong);
+                                    torch::kLong)
+                          .to(device_);
+      const auto rows = torch::arange(static_cast<int64_t>(count), on_device);
       auto input_ids = row.unsqueeze(0).repeat({static_cast<int64_t>(count), 1});
       input_ids.index_put_({rows, at}, masking.mask_token_id);  // copy j has only position at[j] masked
-      const ModelInputs inputs{input_ids.to(device_), torch::ones({static_cast<int64_t>(count), length}, torch::kLong).to(device_),
-                               torch::zeros({static_cast<int64_t>(count), length}, torch::kLong).to(device_)};
-      const auto scores = objective_.masked_lm_scores(inputs).to(torch::kCPU);
-      const auto log_p = torch::log_softmax(scores.index({rows, at}), -1).gather(1, row.index({at}).unsqueeze(1));
-      log_p_sum += log_p.sum().item<double>();
+      const ModelInputs inputs{input_ids, torch::ones({static_cast<int64_t>(count), length}, on_device),
+                               torch::zeros({static_cast<int64_t>(count), length}, on_device)};
+      // Only each copy's masked position is scored: [count, V], on the device, read once at the end.
+      const auto scores = objective_.masked_lm_scores(inputs).index({rows, at});
+      log_p_sum += torch::log_softmax(scores, -1).gather(1, row.index({at}).unsqueeze(1)).sum().to(torch::kDouble);
       tokens += static_cast<int64_t>(count);
     }
   }
   result.pseudo_perplexity_tokens = tokens;
-  if (tokens > 0 && std::isfinite(std::exp(-log_p_sum / static_cast<double>(tokens)))) {
-    result.pseudo_perplexity = std::exp(-log_p_sum / static_cast<double>(tokens));
-  }
+  const double pseudo_perplexity = std::exp(-log_p_sum.item<double>() / static_cast<double>(std::max<int64_t>(1, tokens)));
+  if (tokens > 0 && std::isfinite(pseudo_perplexity)) result.pseudo_perplexity = pseudo_perplexity;
 }
 
 }  // namespace tbench

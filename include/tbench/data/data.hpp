@@ -7,6 +7,7 @@
 //     -> collate: pad to seq_len or to the longest in the batch (left for XLNet); for masked-LM
 //        tasks, then mask (apply_masking: dynamic, seeded per sample and epoch)
 //     -> BatchLoader: collates on a background thread, a bounded number of batches ahead.
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -111,6 +112,10 @@ struct MaskingOptions {
   int64_t vocab_size = 0;
   std::vector<int64_t> special_ids;  // never picked: [CLS], [SEP], [PAD], <s>, </s>, ...
   int64_t seed = 0;
+
+  bool never_masks(int64_t token) const {
+    return std::find(special_ids.begin(), special_ids.end(), token) != special_ids.end();
+  }
 };
 
 // Masks a collated batch in place: input_ids corrupted, labels replaced by [B, S] targets.
