@@ -36,7 +36,8 @@ void wait_for(const c10::cuda::CUDAStream& waiter, const c10::cuda::CUDAStream& 
 class GraphedStep : public CapturedStep {
  public:
   GraphedStep(const ModelInputs& inputs, const torch::Tensor& labels)
-      : inputs_{copy_of(inputs.input_ids), copy_of(inputs.attention_mask), copy_of(inputs.token_type_ids)},
+      : inputs_{copy_of(inputs.input_ids), copy_of(inputs.attention_mask), copy_of(inputs.token_type_ids),
+                inputs.has_padding},
         labels_(labels.clone()) {}
 
   StepOutputs warm_up(const TrainStepBody& body) { return body(inputs_, labels_); }
@@ -55,6 +56,9 @@ class GraphedStep : public CapturedStep {
   }
 
   StepOutputs replay(const ModelInputs& inputs, const torch::Tensor& labels) override {
+    // A step captured without the padding mask would ignore this batch's padding.
+    TORCH_CHECK(inputs_.has_padding || !inputs.has_padding,
+                "train.cuda_graph: a padded batch reached a step captured without the padding mask");
     copy_into(inputs_.input_ids, inputs.input_ids);
     copy_into(inputs_.attention_mask, inputs.attention_mask);
     copy_into(inputs_.token_type_ids, inputs.token_type_ids);

@@ -44,13 +44,23 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   }
 
   Batch batch;
-  batch.inputs = {input_ids, attention_mask, token_type_ids};
+  batch.inputs = {input_ids, attention_mask, token_type_ids, /*has_padding=*/real_tokens < rows * width};
   batch.labels = labels;
   batch.samples = rows;
   batch.tokens = rows * width;
   batch.real_tokens = real_tokens;
   if (o.masking.enabled) apply_masking(batch, indices, o.masking, epoch);
   return batch;
+}
+
+bool batches_can_pad(const TokenizedSamples& samples, const CollateOptions& options) {
+  if (samples.size() == 0) return false;
+  int64_t shortest = samples.length(0), longest = samples.length(0);
+  for (int64_t i = 1; i < samples.size(); ++i) {
+    shortest = std::min(shortest, samples.length(i));
+    longest = std::max(longest, samples.length(i));
+  }
+  return options.padding == Padding::max_length ? shortest < options.seq_len : shortest < longest;
 }
 
 }  // namespace tbench

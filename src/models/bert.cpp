@@ -39,6 +39,7 @@ LayerImpl::LayerImpl(const ModelConfig& c)
     : num_heads_(c.num_heads),
       attention_dropout_(c.attention_dropout),
       attention_kernel_(c.attention),
+      fused_qkv_(c.fused_qkv),
       activation_(c.activation) {
   const int64_t h = c.hidden_size, f = c.intermediate_size;
   auto attention = add_group(*this, "attention");
@@ -57,10 +58,9 @@ LayerImpl::LayerImpl(const ModelConfig& c)
 }
 
 torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Tensor& bias) {
-  auto q = layers::split_heads(query(x), num_heads_);
-  auto k = layers::split_heads(key(x), num_heads_);
-  auto v = layers::split_heads(value(x), num_heads_);
-  return layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training(), attention_kernel_));
+  const auto qkv = layers::project_qkv(x, query, key, value, num_heads_, fused_qkv_);
+  return layers::merge_heads(
+      layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
 }
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias) {
@@ -71,12 +71,13 @@ torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bi
   return output_norm(attended + dropout(output(hidden)));
 }
 
-EncoderImpl::EncoderImpl(const ModelConfig& c) {
+EncoderImpl::EncoderImpl(const ModelConfig& c) : mask_every_batch_(c.mask_every_batch) {
   layers = register_module("layer", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(Layer(c));
 }
 
-torch::Tensor EncoderImpl::forward(torch::Tensor x, const torch::Tensor& bias) {
+torch::Tensor EncoderImpl::forward(torch::Tensor x, const ModelInputs& in) {
+  const auto bias = layers::attention_bias(in, mask_every_batch_, x.scalar_type());
   for (const auto& layer : *layers) x = layer->as<Layer>()->forward(x, bias);
   return x;
 }
@@ -88,7 +89,7 @@ torch::Tensor encode(Embeddings& embeddings, Encoder& encoder, const ModelInputs
   const auto seq_len = in.input_ids.size(1);
   auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
   auto x = embeddings(in.input_ids, in.token_type_ids, positions);
-  return encoder(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+  return encoder(x, in);
 }
 
 class ForSequenceClassification : public SequenceClassifier {

@@ -40,6 +40,7 @@ class TransformerBlockImpl : public torch::nn::Module {
       : num_heads_(c.num_heads),
         attention_dropout_(c.attention_dropout),
         attention_kernel_(c.attention),
+        fused_qkv_(c.fused_qkv),
         activation_(c.activation) {
     const int64_t h = c.hidden_size;
     auto attention = add_group(*this, "attention");
@@ -56,10 +57,9 @@ class TransformerBlockImpl : public torch::nn::Module {
   }
 
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias) {
-    auto q = layers::split_heads(q_lin_(x), num_heads_);
-    auto k = layers::split_heads(k_lin_(x), num_heads_);
-    auto v = layers::split_heads(v_lin_(x), num_heads_);
-    auto context = layers::merge_heads(layers::attention(q, k, v, bias, attention_dropout_, is_training(), attention_kernel_));
+    const auto qkv = layers::project_qkv(x, q_lin_, k_lin_, v_lin_, num_heads_, fused_qkv_);
+    auto context = layers::merge_heads(
+        layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
     // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
     auto attended = sa_layer_norm_(out_lin_(context) + x);
     auto ffn = dropout_(lin2_(layers::activation(activation_, lin1_(attended))));
@@ -70,6 +70,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   int64_t num_heads_;
   double attention_dropout_;
   AttentionKernel attention_kernel_;
+  bool fused_qkv_;
   std::string activation_;
   layers::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
   layers::Linear lin1_{nullptr}, lin2_{nullptr};
@@ -82,8 +83,9 @@ TORCH_MODULE(TransformerBlock);
 struct Body {
   bert::Embeddings embeddings{nullptr};
   torch::nn::ModuleList blocks{nullptr};
+  bool mask_every_batch = false;
 
-  Body(torch::nn::Module& model, const ModelConfig& c) {
+  Body(torch::nn::Module& model, const ModelConfig& c) : mask_every_batch(c.mask_every_batch) {
     auto distilbert = add_group(model, "distilbert");
     embeddings = distilbert->register_module("embeddings", bert::Embeddings(c));
     blocks = add_group(*distilbert, "transformer")->register_module("layer", torch::nn::ModuleList());
@@ -100,7 +102,7 @@ struct Body {
     auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
     // No token types: the embeddings are Dropout(LayerNorm(word + position)).
     auto x = embeddings(in.input_ids, /*token_type_ids=*/torch::Tensor(), positions);
-    const auto bias = layers::padding_bias(in.attention_mask, x.scalar_type());
+    const auto bias = layers::attention_bias(in, mask_every_batch, x.scalar_type());
     for (const auto& block : *blocks) x = block->as<TransformerBlock>()->forward(x, bias);
     return x;
   }

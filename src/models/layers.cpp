@@ -28,6 +28,11 @@ torch::Tensor padding_bias(const torch::Tensor& attention_mask, torch::ScalarTyp
   return (1.0 - keep) * most_negative;
 }
 
+torch::Tensor attention_bias(const ModelInputs& inputs, bool mask_every_batch, torch::ScalarType dtype) {
+  if (!inputs.has_padding && !mask_every_batch) return {};
+  return padding_bias(inputs.attention_mask, dtype);
+}
+
 torch::Tensor split_heads(const torch::Tensor& x, int64_t num_heads) {
   const auto b = x.size(0), s = x.size(1), hd = x.size(2);
   return x.view({b, s, num_heads, hd / num_heads}).transpose(1, 2);
@@ -42,10 +47,13 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
                         const torch::Tensor& bias, double dropout_p, bool training, AttentionKernel kernel) {
   const double p = training ? dropout_p : 0.0;
 #if TBENCH_HAS_SDPA
-  if (kernel == AttentionKernel::sdpa) return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()), p);
+  if (kernel == AttentionKernel::sdpa) {
+    if (!bias.defined()) return at::scaled_dot_product_attention(q, k, v, c10::nullopt, p);
+    return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()), p);
+  }
 #endif
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
-  auto probs = torch::softmax(scores + bias, -1);
+  auto probs = torch::softmax(bias.defined() ? scores + bias : scores, -1);
   probs = torch::dropout(probs, p, training);
   return torch::matmul(probs, v);
 }
@@ -84,6 +92,19 @@ std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const st
 }
 
 Linear linear(int64_t in, int64_t out) { return Linear(in, out); }
+
+QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused) {
+  if (!fused) {
+    return {split_heads(query(x), heads), split_heads(key(x), heads), split_heads(value(x), heads)};
+  }
+  // [B, S, 3·H·D] -> [3, B, H, S, D]: rows of the stacked weight are query's, then key's, then value's.
+  const auto weight = torch::cat({query->weight, key->weight, value->weight});
+  const auto bias = torch::cat({query->bias, key->bias, value->bias});
+  const auto b = x.size(0), s = x.size(1);
+  const auto parts =
+      torch::linear(x, weight, bias).view({b, s, 3, heads, -1}).permute({2, 0, 3, 1, 4}).unbind(0);
+  return {parts[0], parts[1], parts[2]};
+}
 
 torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));

@@ -19,7 +19,7 @@ torch::Tensor encode(bert::Embeddings& embeddings, bert::Encoder& encoder, const
   auto real = in.input_ids.ne(pad).to(torch::kLong);
   auto positions = torch::cumsum(real, 1) * real + pad;
   auto x = embeddings(in.input_ids, in.token_type_ids, positions);
-  return encoder(x, layers::padding_bias(in.attention_mask, x.scalar_type()));
+  return encoder(x, in);
 }
 
 class ForSequenceClassification : public SequenceClassifier {

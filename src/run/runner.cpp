@@ -309,7 +309,13 @@ RunPlan prepare_run(const RunSpec& spec) {
   // `auto` choices are recorded as what this build and device resolved them to.
   plan.model.attention = layers::resolve_attention(spec.model.attention);
   plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
-  if (plan.teacher) plan.teacher->attention = plan.model.attention;
+  plan.model.mask_every_batch = spec.model.padding_mask == PaddingMaskChoice::always;
+  plan.model.fused_qkv = spec.model.fused_qkv;
+  if (plan.teacher) {
+    plan.teacher->attention = plan.model.attention;
+    plan.teacher->mask_every_batch = plan.model.mask_every_batch;
+    plan.teacher->fused_qkv = plan.model.fused_qkv;
+  }
   if (spec.task == Task::distillation) {
     plan.spec.resolved["distillation"]["teacher_precision"] =
         to_string(spec.distillation.teacher_precision.value_or(spec.precision));

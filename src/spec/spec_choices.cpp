@@ -57,6 +57,12 @@ const ChoiceNames<AttentionChoice>& choice_names(AttentionChoice) {
   return names;
 }
 
+const ChoiceNames<PaddingMaskChoice>& choice_names(PaddingMaskChoice) {
+  static const ChoiceNames<PaddingMaskChoice> names = {{PaddingMaskChoice::automatic, "auto"},
+                                                       {PaddingMaskChoice::always, "always"}};
+  return names;
+}
+
 const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl) {
   static const ChoiceNames<OptimizerImpl> names = {{OptimizerImpl::automatic, "auto"},
                                                    {OptimizerImpl::loop, "loop"},

@@ -99,6 +99,14 @@ const std::vector<Field>& fields() {
        "self-attention kernel (BERT, DistilBERT, RoBERTa): eager matmul + softmax, or sdpa "
        "(at::scaled_dot_product_attention, torch>=2.0); auto: sdpa where available. XLNet is always eager",
        set(&RunSpec::model, &ModelRef::attention)},
+      {"model.padding_mask", Kind::choice, "auto", -1e300, choice_list<PaddingMaskChoice>(),
+       "the attention's padding mask (BERT, DistilBERT, RoBERTa): auto leaves it out of batches that have no "
+       "padding, as HF's sdpa path does, so SDPA may pick its flash kernel; always passes it to every batch",
+       set(&RunSpec::model, &ModelRef::padding_mask)},
+      {"model.fused_qkv", Kind::boolean, false, -1e300, {},
+       "project query, key and value with one GEMM over their concatenated weights (BERT, DistilBERT, "
+       "RoBERTa); the parameters and checkpoints keep HF's three",
+       set(&RunSpec::model, &ModelRef::fused_qkv)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
        "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label; corpus: plain "
@@ -586,6 +594,8 @@ RunSpec assign_fields(const json& root) {
     spec.distillation.teacher.name = model_name_from_config_path(teacher);
   }
   spec.distillation.teacher.attention = spec.model.attention;
+  spec.distillation.teacher.padding_mask = spec.model.padding_mask;
+  spec.distillation.teacher.fused_qkv = spec.model.fused_qkv;
   return spec;
 }
 

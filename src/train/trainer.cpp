@@ -93,6 +93,7 @@ Trainer::Trainer(const TrainerConfig& config, TrainingObjective& objective, cons
       plan_(plan_steps(config, data.train.size(), sync ? sync->world_size() : 1)),
       // Batches are pinned for CUDA so their copies can overlap the step before.
       loader_(data.train, data.collate, config.prefetch, device.is_cuda()),
+      batches_can_pad_(batches_can_pad(data.train, data.collate)),
       scaler_(std::make_unique<LossScaler>(config.precision == Precision::fp16, device)) {
   build_optimizer();
 }
@@ -131,6 +132,11 @@ SamplerOptions Trainer::sampler_options() const {
   return o;
 }
 
+ModelInputs Trainer::on_device(const ModelInputs& host, bool non_blocking) const {
+  return {host.input_ids.to(device_, non_blocking), host.attention_mask.to(device_, non_blocking),
+          host.token_type_ids.to(device_, non_blocking), host.has_padding};
+}
+
 StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord& record) {
   const int64_t micro_steps = static_cast<int64_t>(micro_batches.size());
   int64_t step_samples = 0;
@@ -142,18 +148,18 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     // Data time is what the step waits for its batch: collation runs ahead on the loader's thread.
     const auto data_start = Clock::now();
     Batch batch = loader_.next();
-    const bool non_blocking = device_.is_cuda();
-    ModelInputs inputs{batch.inputs.input_ids.to(device_, non_blocking),
-                       batch.inputs.attention_mask.to(device_, non_blocking),
-                       batch.inputs.token_type_ids.to(device_, non_blocking)};
-    auto labels = batch.labels.to(device_, non_blocking);
+    ModelInputs inputs = on_device(batch.inputs, /*non_blocking=*/device_.is_cuda());
+    auto labels = batch.labels.to(device_, /*non_blocking=*/device_.is_cuda());
     record.data_seconds += seconds_between(data_start, Clock::now());
     record.samples += batch.samples;
     record.tokens += batch.tokens;
     record.real_tokens += batch.real_tokens;
     if (flops_per_sample_) record.train_flops += static_cast<double>(batch.samples) * flops_per_sample_(batch.inputs.input_ids.size(1));
 
-    if (config_.cuda_graph) return graphed_step(inputs, labels, record);  // one micro-batch per step
+    if (config_.cuda_graph) {  // one micro-batch per step
+      inputs.has_padding = inputs.has_padding || batches_can_pad_;
+      return graphed_step(inputs, labels, record);
+    }
     // Each micro-batch weighs by its share of the step's samples (they differ only in a last,
     // partial step), so the step's gradient is the mean over all its samples.
     const double weight = static_cast<double>(batch.samples) / static_cast<double>(step_samples);
@@ -365,9 +371,7 @@ EvalResult Trainer::evaluate() {
     std::iota(indices.begin(), indices.end(), first);
     // Epoch 0's masks: every epoch is scored on the same masked tokens.
     const Batch batch = collate(samples, indices, data_.collate, /*epoch=*/0);
-    const ModelInputs inputs{batch.inputs.input_ids.to(device_), batch.inputs.attention_mask.to(device_),
-                             batch.inputs.token_type_ids.to(device_)};
-    objective_.score(inputs, batch.labels.to(device_), sums);
+    objective_.score(on_device(batch.inputs, /*non_blocking=*/false), batch.labels.to(device_), sums);
   }
   result.samples = samples.size();
   const int64_t count = sums.count.item<int64_t>();
@@ -417,7 +421,7 @@ void Trainer::add_pseudo_perplexity(EvalResult& result) {
       auto input_ids = row.unsqueeze(0).repeat({static_cast<int64_t>(count), 1});
       input_ids.index_put_({rows, at}, masking.mask_token_id);  // copy j has only position at[j] masked
       const ModelInputs inputs{input_ids, torch::ones({static_cast<int64_t>(count), length}, on_device),
-                               torch::zeros({static_cast<int64_t>(count), length}, on_device)};
+                               torch::zeros({static_cast<int64_t>(count), length}, on_device), /*has_padding=*/false};
       // Only each copy's masked position is scored: [count, V], on the device, read once at the end.
       const auto scores = objective_.masked_lm_scores(inputs).index({rows, at});
       log_p_sum += torch::log_softmax(scores, -1).gather(1, row.index({at}).unsqueeze(1)).sum().to(torch::kDouble);

@@ -216,6 +216,29 @@ TEST(Collate, PadsToMaxLengthOrTheLongestOnTheRightSide) {
   EXPECT_EQ(left.inputs.attention_mask[1][0].item<int64_t>(), 0);
 }
 
+// The host knows from collation whether a batch holds padding, so the attention can leave the
+// mask out without reading it back from the device.
+TEST(Collate, MarksBatchesWithoutPadding) {
+  const auto s = samples_of_lengths({4, 4, 2});
+  CollateOptions o{4, Padding::max_length, 0, 0, false, {}};
+  EXPECT_FALSE(collate(s, {0, 1}, o).inputs.has_padding);
+  EXPECT_TRUE(collate(s, {0, 2}, o).inputs.has_padding);
+  o.padding = Padding::longest;
+  EXPECT_FALSE(collate(s, {2}, o).inputs.has_padding);
+  EXPECT_TRUE(collate(s, {1, 2}, o).inputs.has_padding);
+
+  // Whether any batch of the data can: max_length pads what is shorter than seq_len, longest
+  // pads wherever lengths differ.
+  o.padding = Padding::max_length;
+  EXPECT_TRUE(batches_can_pad(s, o));
+  EXPECT_FALSE(batches_can_pad(samples_of_lengths({4, 4}), o));
+  o.seq_len = 6;
+  EXPECT_TRUE(batches_can_pad(samples_of_lengths({4, 4}), o));
+  o.padding = Padding::longest;
+  EXPECT_FALSE(batches_can_pad(samples_of_lengths({4, 4}), o));
+  EXPECT_TRUE(batches_can_pad(s, o));
+}
+
 std::vector<int64_t> all_samples(const std::vector<StepBatches>& plan) {
   std::vector<int64_t> out;
   for (const auto& step : plan) {

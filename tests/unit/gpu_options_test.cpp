@@ -79,6 +79,71 @@ TEST(SpeedOptions, PrepareRunRecordsWhatAutoResolvedTo) {
   EXPECT_EQ(plan.model.attention, features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
 }
 
+TEST(SpeedOptions, PaddingMaskAndFusedQkvReachTheModelsAndTheTeacher) {
+  const RunPlan defaults = prepare_run(tiny_spec({}));
+  EXPECT_EQ(defaults.spec.resolved["model"]["padding_mask"], "auto");
+  EXPECT_EQ(defaults.spec.resolved["model"]["fused_qkv"], false);
+  EXPECT_FALSE(defaults.model.mask_every_batch);
+  EXPECT_FALSE(defaults.model.fused_qkv);
+  const RunPlan set = prepare_run(tiny_spec({"model.padding_mask=always", "model.fused_qkv=true"}));
+  EXPECT_TRUE(set.model.mask_every_batch);
+  EXPECT_TRUE(set.model.fused_qkv);
+  const RunPlan distill = prepare_run(tiny_spec({"task=distillation", "model=tiny-distilbert", "distillation.teacher=tiny-bert",
+                                                 "model.padding_mask=always", "model.fused_qkv=true"}));
+  ASSERT_TRUE(distill.teacher.has_value());
+  EXPECT_TRUE(distill.teacher->mask_every_batch);
+  EXPECT_TRUE(distill.teacher->fused_qkv);
+  EXPECT_NE(input_error_of({"model.padding_mask=never"}).find("model.padding_mask"), std::string::npos);
+}
+
+// No padding known to the host: no bias at all, unless the spec asks for it on every batch.
+TEST(Attention, TheMaskIsLeftOutOnlyWhereTheHostKnowsThereIsNoPadding) {
+  ModelInputs in{torch::ones({2, 5}, torch::kLong), torch::ones({2, 5}, torch::kLong), torch::zeros({2, 5}, torch::kLong),
+                 /*has_padding=*/false};
+  EXPECT_FALSE(layers::attention_bias(in, /*mask_every_batch=*/false, torch::kFloat).defined());
+  EXPECT_TRUE(layers::attention_bias(in, /*mask_every_batch=*/true, torch::kFloat).defined());
+  in.has_padding = true;
+  EXPECT_TRUE(layers::attention_bias(in, /*mask_every_batch=*/false, torch::kFloat).defined());
+}
+
+// The same weights give the same logits and gradients with the mask left out (auto) or passed
+// (always), with three projections or one fused GEMM, on every kernel this build has.
+TEST(Attention, MaskFreeBatchesAndTheFusedProjectionComputeTheSameModel) {
+  std::vector<AttentionKernel> kernels = {AttentionKernel::eager};
+  if (features::kSdpa) kernels.push_back(AttentionKernel::sdpa);
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta"}) {
+    for (const auto kernel : kernels) {
+      const auto logits_and_grads = [&](bool mask_every_batch, bool fused) {
+        ModelConfig c = shipped_model_config(name);
+        c.attention = kernel;
+        c.mask_every_batch = mask_every_batch;
+        c.fused_qkv = fused;
+        torch::manual_seed(1);
+        auto model = build_classifier(c, 2);
+        model->eval();
+        torch::manual_seed(2);
+        const ModelInputs in{torch::randint(5, c.vocab_size, {3, 12}), torch::ones({3, 12}, torch::kLong),
+                             torch::zeros({3, 12}, torch::kLong), /*has_padding=*/false};
+        const auto logits = model->forward(in);
+        (logits * torch::arange(1, 7, torch::kFloat).view({3, 2})).sum().backward();
+        std::vector<torch::Tensor> out = {logits.detach()};
+        for (const auto& p : model->named_parameters()) out.push_back(p.value().grad());
+        return out;
+      };
+      const auto reference = logits_and_grads(/*mask_every_batch=*/true, /*fused=*/false);
+      for (const auto& [always, fused] : std::vector<std::pair<bool, bool>>{{false, false}, {true, true}, {false, true}}) {
+        const auto other = logits_and_grads(always, fused);
+        ASSERT_EQ(reference.size(), other.size());
+        for (std::size_t i = 0; i < reference.size(); ++i) {
+          EXPECT_TRUE(torch::allclose(reference[i], other[i], 1e-5, 1e-6))
+              << name << " " << to_string(kernel) << " always " << always << " fused " << fused << " tensor " << i
+              << ": max diff " << (reference[i] - other[i]).abs().max().item<double>();
+        }
+      }
+    }
+  }
+}
+
 TEST(Attention, AutoIsEagerWithoutSdpa) {
   EXPECT_EQ(layers::resolve_attention(AttentionChoice::automatic), features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
   EXPECT_EQ(layers::resolve_attention(AttentionChoice::eager), AttentionKernel::eager);
@@ -132,7 +197,7 @@ TEST(Attention, WholeModelsAgreeAcrossKernels) {
     eager->eval();
     sdpa->eval();
     ModelInputs in{torch::randint(5, c.vocab_size, {3, 12}), torch::ones({3, 12}, torch::kLong),
-                   torch::zeros({3, 12}, torch::kLong)};
+                   torch::zeros({3, 12}, torch::kLong), /*has_padding=*/true};
     in.attention_mask.index_put_({0, torch::indexing::Slice(7)}, 0);
     EXPECT_TRUE(torch::allclose(eager->forward(in), sdpa->forward(in), 1e-5, 1e-5)) << name;
   }
@@ -168,6 +233,18 @@ TEST(SpeedOptions, OptimizerImplementationsTrainAlike) {
   ASSERT_EQ(loop.records.iterations.size(), fused.records.iterations.size());
   for (std::size_t i = 0; i < loop.records.iterations.size(); ++i) {
     EXPECT_NEAR(loop.records.iterations[i].loss, fused.records.iterations[i].loss, 1e-5) << "fused, step " << i;
+  }
+}
+
+// A whole run trains alike with either switch (dropout off, so the steps are deterministic).
+TEST(SpeedOptions, PaddingMaskAndFusedQkvTrainAlike) {
+  const OptimizerRun base = train(tiny_spec({"model.padding_mask=always", "train.dropout=false"}));
+  const OptimizerRun both = train(tiny_spec({"model.fused_qkv=true", "train.dropout=false"}));
+  ASSERT_EQ(base.outcome.status, RunStatus::completed) << base.outcome.error;
+  ASSERT_EQ(both.outcome.status, RunStatus::completed) << both.outcome.error;
+  ASSERT_EQ(base.records.iterations.size(), both.records.iterations.size());
+  for (std::size_t i = 0; i < base.records.iterations.size(); ++i) {
+    EXPECT_NEAR(base.records.iterations[i].loss, both.records.iterations[i].loss, 1e-5) << "step " << i;
   }
 }
 

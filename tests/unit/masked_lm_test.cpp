@@ -77,7 +77,7 @@ TEST(MaskedLmHeads, DecoderIsTiedToTheWordEmbeddings) {
   auto model = build_masked_lm(shipped_model_config("tiny-bert"));
   model->eval();
   const auto ids = torch::full({1, 4}, 7, torch::kLong);
-  const ModelInputs in{ids, torch::ones({1, 4}, torch::kLong), torch::zeros({1, 4}, torch::kLong)};
+  const ModelInputs in{ids, torch::ones({1, 4}, torch::kLong), torch::zeros({1, 4}, torch::kLong), /*has_padding=*/false};
   const auto out = model->forward(in);
   EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, 4, 1000}));
   EXPECT_EQ(out.hidden.sizes(), (std::vector<int64_t>{1, 4, 32}));
@@ -111,7 +111,7 @@ TEST(MaskedLmHeads, CheckpointKeysRoundTrip) {
     EXPECT_TRUE(report.initialised.empty()) << name;
     EXPECT_TRUE(report.unexpected.empty()) << name;
     const auto ids = torch::randint(5, 900, {2, 6}, torch::kLong);
-    const ModelInputs in{ids, torch::ones({2, 6}, torch::kLong), torch::zeros({2, 6}, torch::kLong)};
+    const ModelInputs in{ids, torch::ones({2, 6}, torch::kLong), torch::zeros({2, 6}, torch::kLong), /*has_padding=*/false};
     EXPECT_TRUE(torch::equal(saved->forward(in).logits, loaded->forward(in).logits)) << name;
   }
 
@@ -438,7 +438,7 @@ TEST(MaskedLmEval, PseudoPerplexityMatchesOneForwardPerToken) {
     for (int64_t t = 1; t < 9; ++t) {
       auto masked = torch::tensor(ids, torch::kLong).unsqueeze(0);
       masked[0][t] = 4;
-      const ModelInputs in{masked, torch::ones({1, 10}, torch::kLong), torch::zeros({1, 10}, torch::kLong)};
+      const ModelInputs in{masked, torch::ones({1, 10}, torch::kLong), torch::zeros({1, 10}, torch::kLong), /*has_padding=*/false};
       log_p += torch::log_softmax(model->forward(in).logits[0][t], -1)[ids[static_cast<std::size_t>(t)]].item<double>();
     }
   }

@@ -61,7 +61,7 @@ TEST_P(HfParity, LogitsLossAndGradientsMatchHf) {
   EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
   model->eval();
 
-  ModelInputs in{long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"])};
+  ModelInputs in{long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"]), /*has_padding=*/true};
   const auto logits = model->forward(in);
   const auto expected = float_tensor(ref["logits"]).view_as(logits);
   EXPECT_TRUE(torch::allclose(logits, expected, 1e-4, 1e-5)) << logits << "\nHF:\n" << expected;
@@ -87,7 +87,7 @@ TEST_P(HfMaskedLmParity, ScoresLossAndGradientsMatchHf) {
   const auto report = load_hf_weights(*model, dir);
   EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
   model->eval();
-  ModelInputs in{long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"])};
+  ModelInputs in{long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"]), /*has_padding=*/true};
   const auto labels = long_tensor(ref["labels"]);
   const auto logits = model->forward(in).logits;
   const auto picked = logits.index({labels.ne(kIgnoreLabel)});

@@ -133,6 +133,10 @@ struct CollateOptions {
   MaskingOptions masking;   // masked-LM tasks: applied after padding
 };
 
+// Whether any batch collated from `samples` can hold padding: max_length pads every sample
+// shorter than seq_len, longest pads wherever lengths differ.
+bool batches_can_pad(const TokenizedSamples& samples, const CollateOptions& options);
+
 // `epoch` seeds the masking (0 for evaluation: the same masks every epoch).
 Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& options,
               int64_t epoch = 0);

@@ -33,6 +33,7 @@ class LayerImpl : public torch::nn::Module {
   int64_t num_heads_;
   double attention_dropout_;
   AttentionKernel attention_kernel_;
+  bool fused_qkv_;
   std::string activation_;
   layers::Linear query{nullptr}, key{nullptr}, value{nullptr}, attention_out{nullptr};
   torch::nn::LayerNorm attention_norm{nullptr};
@@ -45,9 +46,13 @@ TORCH_MODULE(Layer);
 class EncoderImpl : public torch::nn::Module {
  public:
   explicit EncoderImpl(const ModelConfig& c);
-  torch::Tensor forward(torch::Tensor x, const torch::Tensor& bias);
+  // Every layer over x, attending to the real tokens of `in` (layers::attention_bias).
+  torch::Tensor forward(torch::Tensor x, const ModelInputs& in);
 
   torch::nn::ModuleList layers{nullptr};
+
+ private:
+  bool mask_every_batch_;
 };
 TORCH_MODULE(Encoder);
 

@@ -13,6 +13,9 @@ struct ModelInputs {
   torch::Tensor input_ids;       // [B, S] int64
   torch::Tensor attention_mask;  // [B, S] int64, 1 = real token, 0 = padding
   torch::Tensor token_type_ids;  // [B, S] int64 (segment ids; ignored by DistilBERT, compared pairwise by XLNet)
+  // Whether any position may be padding, as the host knows it from collation (reading the mask
+  // would wait for the device). false lets the attention run without a mask.
+  bool has_padding = true;
 };
 
 class SequenceClassifier : public torch::nn::Module {

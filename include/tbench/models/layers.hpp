@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "tbench/models/classifier.hpp"
 #include "tbench/models/model_config.hpp"
 #include "tbench/spec/spec.hpp"
 
@@ -18,12 +19,23 @@ torch::Tensor activation(const std::string& name, const torch::Tensor& x);
 // the dtype's most negative value where masked, exactly as HF builds its extended mask.
 torch::Tensor padding_bias(const torch::Tensor& attention_mask, torch::ScalarType dtype);
 
+// The attention bias a batch needs: padding_bias, or none (an undefined tensor) for a batch the
+// host knows has no padding, unless `mask_every_batch` (model.padding_mask always). Without a
+// mask SDPA may use its flash kernel, which takes none; HF's sdpa path drops an all-ones mask too.
+torch::Tensor attention_bias(const ModelInputs& inputs, bool mask_every_batch, torch::ScalarType dtype);
+
+// Query, key and value [B, H, S, D] from x [B, S, H*D]: three projections, or `fused`, one GEMM over the three weights stacked ([3HD, HD]), split afterwards. The
+// parameters stay HF's three, so checkpoints and optimizer state are the same either way.
+struct QueryKeyValue {
+  torch::Tensor query, key, value;
+};
+
 // [B, S, H*D] -> [B, H, S, D] and back.
 torch::Tensor split_heads(const torch::Tensor& x, int64_t num_heads);
 torch::Tensor merge_heads(const torch::Tensor& x);
 
 // softmax(q k^T / sqrt(D) + bias) v, with dropout on the probabilities while training.
-// q, k, v: [B, H, S, D]; bias broadcastable to [B, H, S, S]. `kernel` sdpa uses
+// q, k, v: [B, H, S, D]; bias broadcastable to [B, H, S, S], or undefined for none. `kernel` sdpa uses
 // at::scaled_dot_product_attention (only in torch >= 2.0 builds; eager otherwise).
 torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& bias, double dropout_p, bool training,
@@ -53,6 +65,8 @@ class LinearImpl : public torch::nn::LinearImpl {
 TORCH_MODULE(Linear);
 
 Linear linear(int64_t in, int64_t out);
+
+QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 
 // The masked-LM head every architecture here shares, under its own names: a transform

@@ -25,6 +25,7 @@ enum class TextFormat { automatic, csv, tsv, jsonl };
 enum class LengthDistributionKind { fixed, uniform, normal, lognormal, histogram };
 enum class Padding { max_length, longest };  // to seq_len, or to the batch's longest sample
 enum class AttentionChoice { automatic, eager, sdpa };
+enum class PaddingMaskChoice { automatic, always };  // model.padding_mask
 enum class OptimizerImpl { automatic, loop, foreach, fused };
 enum class CpuAllocatorChoice { caching, system };  // include/tbench/env/cpu_allocator.hpp
 
@@ -38,6 +39,7 @@ const ChoiceNames<TextFormat>& choice_names(TextFormat);
 const ChoiceNames<LengthDistributionKind>& choice_names(LengthDistributionKind);
 const ChoiceNames<Padding>& choice_names(Padding);
 const ChoiceNames<AttentionChoice>& choice_names(AttentionChoice);
+const ChoiceNames<PaddingMaskChoice>& choice_names(PaddingMaskChoice);
 const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl);
 const ChoiceNames<CpuAllocatorChoice>& choice_names(CpuAllocatorChoice);
 
@@ -88,6 +90,8 @@ struct ModelRef {
   std::string weights;       // HF safetensors weights (file, folder or index); empty = random init
   std::string save_weights;  // where to save the trained weights; empty = not saved
   AttentionChoice attention = AttentionChoice::automatic;  // BERT/DistilBERT/RoBERTa self-attention
+  PaddingMaskChoice padding_mask = PaddingMaskChoice::automatic;  // auto: no mask for batches without padding
+  bool fused_qkv = false;  // one projection GEMM for query, key and value
 };
 
 // The tokenizer for text datasets. Empty paths and unset switches are found from `path` (a

@@ -142,6 +142,7 @@ class Trainer {
               EpochTotals& totals, TrainRun& run) const;
   EpochRecord finish_epoch_record(const EpochTotals& totals, double seconds, const TrainOutcome& outcome) const;
   StepOutputs run_step(const StepBatches& micro_batches, IterationRecord& record);
+  ModelInputs on_device(const ModelInputs& host, bool non_blocking) const;
   // One micro-batch's forward and backward; returns its loss terms times `weight` (device scalars).
   LossTerms micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight, bool last_micro_step,
                        IterationRecord& record);
@@ -162,6 +163,7 @@ class Trainer {
   GradientSync* sync_ = nullptr;
   StepPlan plan_;
   BatchLoader loader_;
+  bool batches_can_pad_;  // a captured step keeps the mask unless no batch of this data has padding
   std::function<double(int64_t)> flops_per_sample_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<torch::Tensor> trainable_;
