@@ -100,6 +100,8 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
     record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
     record.ended_at = it.contains("ended_at") && it["ended_at"].is_number() ? it["ended_at"].get<double>() : 0.0;
     r.iterations.push_back(record);
+    const bool profiled = it.contains("profiled") && it["profiled"].is_boolean() && it["profiled"].get<bool>();
+    if (profiled) continue;  // timing.profile_steps: slowed by the profiler, like the summary leaves them out
     if (record.warmup) {
       r.warmup_seconds.push_back(record.seconds);
     } else {

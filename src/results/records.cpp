@@ -7,6 +7,7 @@ void to_json(nlohmann::json& j, const IterationRecord& r) {
        {"tokens", r.tokens}, {"real_tokens", r.real_tokens}, {"train_flops", r.train_flops}, {"seconds", r.seconds},
        {"data_seconds", r.data_seconds}, {"comm_wait_seconds", r.comm_wait_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
        {"skipped", r.skipped}, {"warmup", r.warmup}, {"ended_at", r.ended_at}};
+  if (r.profiled) j["profiled"] = true;
   if (!r.loss_terms.empty()) {
     auto& terms = j["loss_terms"] = nlohmann::json::object();
     for (const auto& [name, value] : r.loss_terms) terms[name] = value;
@@ -49,6 +50,7 @@ void from_json(const nlohmann::json& j, IterationRecord& r) {
   r.loss_scale = j.value("loss_scale", 1.0);
   r.skipped = j.value("skipped", false);
   r.warmup = j.value("warmup", false);
+  r.profiled = j.value("profiled", false);
   r.ended_at = j.value("ended_at", 0.0);
   if (j.contains("loss_terms") && j["loss_terms"].is_object()) {
     for (const auto& item : j["loss_terms"].items()) {

@@ -119,6 +119,7 @@ json to_json(const Summary& s) {
   json j = {{"scope", s.scope},
             {"warmup_steps", s.warmup_steps},
             {"warmup_steps_requested", s.warmup_steps_requested},
+            {"profiled_steps", s.profiled_steps},
             {"timed_steps", s.step_ms.count},
             {"total_steps", s.total_steps},
             {"step_ms", s.step_ms},
@@ -253,6 +254,7 @@ json to_json(const Result& r) {
             {"summary", to_json(r.summary)},
             {"files", to_json(r.files)}};
   if (r.dist) j["dist"] = to_json(*r.dist);
+  if (r.profile) j["profile"] = to_json(*r.profile);
   return j;
 }
 

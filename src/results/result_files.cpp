@@ -13,13 +13,21 @@
 namespace tbench {
 namespace fs = std::filesystem;
 
-std::string iterations_path_for(const std::string& result_path) {
+namespace {
+
+// "x/run.json" -> "x/run" + ending; a path without .json keeps all of it.
+std::string beside_result(const std::string& result_path, const std::string& ending) {
   const std::string suffix = ".json";
   const bool has_suffix = result_path.size() > suffix.size() &&
                           result_path.compare(result_path.size() - suffix.size(), suffix.size(), suffix) == 0;
-  return (has_suffix ? result_path.substr(0, result_path.size() - suffix.size()) : result_path) +
-         ".iterations.jsonl";
+  return (has_suffix ? result_path.substr(0, result_path.size() - suffix.size()) : result_path) + ending;
 }
+
+}  // namespace
+
+std::string iterations_path_for(const std::string& result_path) { return beside_result(result_path, ".iterations.jsonl"); }
+
+std::string trace_path_for(const std::string& result_path) { return beside_result(result_path, ".trace.json"); }
 
 void ensure_writable(const std::string& result_path, bool force) {
   for (const auto& path : {result_path, iterations_path_for(result_path)}) {

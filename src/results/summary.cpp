@@ -38,6 +38,10 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
       ++t.excluded;
       continue;
     }
+    if (r.profiled) {
+      ++t.profiled;
+      continue;
+    }
     t.step_ms.push_back(r.seconds * 1e3);
     t.data_ms.push_back(r.data_seconds * 1e3);
     t.comm_wait_ms.push_back(r.comm_wait_seconds * 1e3);
@@ -59,6 +63,7 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
 
   Summary s;
   s.warmup_steps = t.excluded;
+  s.profiled_steps = t.profiled;
   s.warmup_steps_requested = in.warmup_steps;
   s.total_steps = static_cast<int64_t>(records.iterations.size());
   s.step_ms = spread(t.step_ms);

@@ -278,6 +278,7 @@ TrainerConfig trainer_config(const RunSpec& spec) {
   c.cuda_graph = spec.train.cuda_graph;
   c.precision = spec.precision;
   c.timed_warmup_steps = spec.timing.warmup_steps;
+  c.profile_steps = spec.timing.profile_steps;
   if (spec.task != Task::classification) c.pseudo_perplexity_fraction = spec.mlm.pseudo_perplexity_fraction;
   return c;
 }
@@ -303,6 +304,12 @@ RunPlan prepare_run(const RunSpec& spec) {
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
+  if (spec.timing.profile_steps > 0 && spec.timing.warmup_steps + spec.timing.profile_steps >= plan.steps.total_steps) {
+    fail_field(spec, "timing.profile_steps",
+               std::to_string(spec.timing.profile_steps) + " profiled after " + std::to_string(spec.timing.warmup_steps) +
+                   " warm-up step(s) leave none of the run's " + std::to_string(plan.steps.total_steps) +
+                   " steps to time; run more steps or profile fewer");
+  }
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
@@ -429,6 +436,12 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   auto progress = make_progress(choose_progress_mode(options.quiet || !writes_result));
   std::vector<TrainObserver*> observers = {progress.get()};
   if (stream) observers.insert(observers.begin(), &*stream);
+  // Rank 0 profiles; the others leave the same steps out of their timing.
+  std::unique_ptr<StepProfiler> profiler;
+  if (plan.trainer.profile_steps > 0 && writes_result) {
+    profiler = make_kineto_profiler(device.is_cuda(), trace_path_for(plan.output_path));
+    trainer.set_profiler(profiler.get());
+  }
   InterruptScope interrupts;
   return trainer.run(observers, g_stop_requested);
 }
@@ -456,6 +469,7 @@ Result assemble_result(const RunPlan& plan, const torch::nn::Module& model, cons
   result.model = model_info(plan, count_parameters(model));
   result.data = plan.data->description;
   result.records = run.records;
+  result.profile = run.profile;
   result.summary = summarize(run.records, inputs);
   result.summary.peak_rss_bytes = peak_rss_bytes();
   result.files = {plan.output_path, iterations_path_for(plan.output_path), ""};

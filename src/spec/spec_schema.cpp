@@ -246,6 +246,11 @@ const std::vector<Field>& fields() {
       {"threads", Kind::integer, 0, 0, {}, "CPU intra-op threads (0: one per core)", set(&RunSpec::threads)},
       {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary",
        set(&RunSpec::timing, &TimingSpec::warmup_steps)},
+      {"timing.profile_steps", Kind::integer, 0, 0, {},
+       "run this many steps after the warm-up under LibTorch's profiler (Kineto): the result's profile section "
+       "sums GPU kernels (CPU: operators' self time) by kind and by name, and <output>.trace.json holds the "
+       "trace for Perfetto; those steps are left out of the summary",
+       set(&RunSpec::timing, &TimingSpec::profile_steps)},
       {"cpu.allocator", Kind::choice, "caching", -1e300, choice_list<CpuAllocatorChoice>(),
        "CPU tensors: caching keeps freed blocks for reuse (no page faults per step); system is malloc, as PyTorch",
        set(&RunSpec::cpu, &CpuSpec::allocator)},

@@ -298,12 +298,16 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
     IterationRecord record = start_record(epoch, step, ++global_step);
     const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
     fail_on_exception(run.outcome, where, [&] {
+      if (record.profiled && !profiling_) start_profile(global_step);
       pending.begin_step();
       const StepOutputs outputs = run_step(epoch_steps[static_cast<std::size_t>(step - 1)], record);
       pending.end_step(std::move(record), outputs);
+      if (profiling_) profile_last_step_ = global_step;
+      if (profiling_ && !profiled(global_step + 1)) stop_profile(run);
       report(pending.take_finished(/*wait_for_all=*/false), observers, totals, run);
     });
   }
+  if (profiling_) fail_on_exception(run.outcome, [] { return std::string("profiling"); }, [&] { stop_profile(run); });
   // The epoch ends when its last step has run on the device: one wait, here. A device error
   // surfacing only now fails the run unless an earlier one already did.
   fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch); },
@@ -317,6 +321,7 @@ IterationRecord Trainer::start_record(int64_t epoch, int64_t step, int64_t globa
   record.step = step;
   record.global_step = global_step;
   record.warmup = global_step <= config_.timed_warmup_steps;
+  record.profiled = profiled(global_step);
   record.lr = linear_schedule_lr(config_.lr, global_step - 1, config_.lr_warmup_steps, plan_.total_steps);
   for (const auto& name : objective_.term_names()) record.loss_terms.emplace_back(name, 0.0);  // values once run
   return record;
@@ -357,6 +362,30 @@ EpochRecord Trainer::finish_epoch_record(const EpochTotals& totals, double secon
   }
   e.loss = e.steps > 0 ? totals.loss_sum / static_cast<double>(e.steps) : 0.0;
   return e;
+}
+
+bool Trainer::profiled(int64_t global_step) const {
+  return global_step > config_.timed_warmup_steps && global_step <= config_.timed_warmup_steps + config_.profile_steps;
+}
+
+void Trainer::start_profile(int64_t global_step) {
+  if (!profiler_) return;
+  synchronize();
+  profiler_->start();
+  profiling_ = true;
+  profile_first_step_ = profile_last_step_ = global_step;
+  profile_start_ = Clock::now();
+}
+
+void Trainer::stop_profile(TrainRun& run) {
+  profiling_ = false;
+  synchronize();
+  const double wall_ms = seconds_since(profile_start_) * 1e3;
+  ProfileSummary summary = profiler_->stop();
+  summary.first_step = profile_first_step_;
+  summary.last_step = profile_last_step_;
+  summary.wall_ms = wall_ms;
+  run.profile = std::move(summary);
 }
 
 EvalResult Trainer::evaluate() {

@@ -74,6 +74,50 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   }
 }
 
+// timing.profile_steps: the steps after the warm-up run under the profiler, are marked and left
+// out of the summary; the result sums them and the trace lies beside it.
+TEST_F(Cli, ProfiledStepsAreSummedTracedAndLeftOutOfTheTiming) {
+  const std::string out = dir.file("prof.json");
+  auto spec = testing::tiny_spec(out);
+  spec["timing"]["profile_steps"] = 2;
+  const auto r = run_tbench("run --quiet " + spec_path(spec));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto result = testing::read_json(out);
+  const auto violations = testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(result["summary"]["profiled_steps"], 2);
+  EXPECT_EQ(result["summary"]["timed_steps"], 5);  // 8 steps, 1 warm-up, 2 profiled
+  for (const auto& it : result["iterations"]) {
+    const int64_t step = it["global_step"];
+    EXPECT_EQ(it.value("profiled", false), step == 2 || step == 3) << it.dump();
+  }
+  const auto& profile = result["profile"];
+  EXPECT_EQ(profile["steps"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(profile["measures"], "host operators, self time");
+  EXPECT_GT(profile["measured_ms"].get<double>(), 0);
+  // Self times cannot add up to more than the host's wall time over the profiled steps... on
+  // each thread; LibTorch's intra-op threads are not recorded as operators, so one bound holds.
+  EXPECT_LE(profile["measured_ms"].get<double>(), profile["wall_ms"].get<double>() * 1.05);
+  ASSERT_FALSE(profile["top"].empty());
+  bool saw_gemm = false;
+  for (const auto& c : profile["categories"]) saw_gemm = saw_gemm || (c["name"] == "gemm" && c["ms"].get<double>() > 0);
+  EXPECT_TRUE(saw_gemm) << profile.dump(1);
+  // The trace needs a LibTorch built with Kineto (pip's); Debian's records the events without it
+  // and the result says why there is no trace.
+  if (profile["trace"].is_null()) {
+    EXPECT_NE(profile["trace_error"].get<std::string>().find("Kineto"), std::string::npos) << profile.dump(1);
+  } else {
+    EXPECT_EQ(profile["trace"], dir.file("prof.trace.json"));
+    EXPECT_FALSE(testing::read_json(dir.file("prof.trace.json"))["traceEvents"].empty());
+  }
+
+  // A window that leaves no step to time is refused before training, naming the field.
+  spec["timing"]["profile_steps"] = 7;
+  const auto refused = run_tbench("run --quiet --force " + spec_path(spec, "too-many.json"));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("timing.profile_steps"), std::string::npos) << refused.err;
+}
+
 TEST_F(Cli, ExistingResultNeedsForce) {
   const std::string out = dir.file("tiny.json");
   const std::string spec = spec_path(testing::tiny_spec(out));

@@ -29,6 +29,7 @@ struct IterationRecord {
   double loss_scale = 1;    // fp16 dynamic loss scale (1 otherwise)
   bool skipped = false;     // fp16: step skipped for non-finite gradients
   bool warmup = false;      // excluded from the summary statistics
+  bool profiled = false;    // ran under timing.profile_steps' profiler: excluded from the summary too
   // The loss's parts (distillation: ce, mlm, cos), unweighted, averaged over the micro-batches
   // like `loss`; empty when the loss has one part.
   std::vector<std::pair<std::string, double>> loss_terms;

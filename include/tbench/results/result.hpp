@@ -88,6 +88,7 @@ struct Result {
   RunRecords records;
   Summary summary;
   std::optional<DistSection> dist;
+  std::optional<ProfileSummary> profile;  // timing.profile_steps
   ResultFiles files;
 };
 

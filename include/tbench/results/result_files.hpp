@@ -10,6 +10,8 @@ namespace tbench {
 
 // results/x.json -> results/x.iterations.jsonl
 std::string iterations_path_for(const std::string& result_path);
+// The profiler's Chrome/Perfetto trace beside it: run.json -> run.trace.json (timing.profile_steps).
+std::string trace_path_for(const std::string& result_path);
 
 // Refuses (exit 3) to overwrite an existing result or stream unless `force`.
 void ensure_writable(const std::string& result_path, bool force);

@@ -36,6 +36,7 @@ struct Summary {
   std::string scope = "per-device";  // "global" once a data-parallel run's ranks are merged
   int64_t warmup_steps = 0;          // steps actually excluded
   int64_t warmup_steps_requested = 0;
+  int64_t profiled_steps = 0;        // timing.profile_steps: excluded too (the profiler slows them)
   int64_t total_steps = 0;
   Spread step_ms, data_ms;  // step_ms.count: the timed steps
   std::optional<double> samples_per_s, tokens_per_s, real_tokens_per_s, it_per_s, train_flops_per_s;
@@ -65,7 +66,7 @@ struct Summary {
 struct TimedSteps {
   std::vector<double> step_ms, data_ms, comm_wait_ms;
   double seconds = 0, comm_wait_seconds = 0, flops = 0;
-  int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0;
+  int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0, profiled = 0;
 };
 // `train_flops_per_sample` counts for records without their own FLOPs.
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample);

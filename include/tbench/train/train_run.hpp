@@ -1,10 +1,12 @@
 #pragma once
 // What a training loop hands back, and what watches it as it runs: plain values with no LibTorch,
 // so the result, the analysis commands and their tests build without it.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "tbench/results/records.hpp"
+#include "tbench/timing/profile.hpp"
 
 namespace tbench {
 
@@ -27,6 +29,7 @@ struct RunRecords {
 struct TrainRun {
   RunRecords records;
   TrainOutcome outcome;
+  std::optional<ProfileSummary> profile;  // timing.profile_steps, where a profiler recorded them
 };
 
 // Receives each record as it is made (the JSONL stream, the progress line).

@@ -1,0 +1,53 @@
+#pragma once
+// Where a step's time goes: the events a profiler recorded over a few steady steps, summed per
+// operator (or GPU kernel) and per kind of work. Plain C++ (no LibTorch): the result file writes
+// it and the tests feed it made-up events. timing/step_profiler.hpp records the events.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tbench {
+
+// One recorded interval: a GPU kernel or copy (`on_device`), or a host operator on a thread.
+struct ProfiledEvent {
+  std::string name;
+  uint64_t thread = 0;  // host events: the thread that ran it (nesting is per thread)
+  double start_us = 0;
+  double duration_us = 0;
+  bool on_device = false;
+};
+
+struct ProfileEntry {
+  std::string name;
+  int64_t calls = 0;
+  double ms = 0;     // summed over the profiled steps
+  double share = 0;  // of ProfileSummary::measured_ms
+};
+
+struct ProfileSummary {
+  int64_t first_step = 0, last_step = 0;  // the global steps profiled
+  // "device kernels" (CUDA: every kernel and copy's device time) or "host operators, self time"
+  // (CPU: an operator's time less the operators it called, so nothing is counted twice).
+  std::string measures;
+  double measured_ms = 0;  // what the entries add up to
+  double wall_ms = 0;      // the profiled steps' wall time on the host clock, from first start to last end
+  std::vector<ProfileEntry> categories;  // gemm, attention, normalization, optimizer, copy, other
+  std::vector<ProfileEntry> top;         // the largest operators or kernels, largest first
+  std::string trace;                     // the Chrome/Perfetto trace file, empty if none was written
+  std::string trace_error;               // why none was, where writing it failed
+};
+
+// The kind of work a kernel or operator name stands for, by the names cuBLAS, CUTLASS, ATen and
+// the attention kernels use: gemm, attention, normalization, optimizer, copy, or other
+// (elementwise: activations, dropout, adds, casts).
+std::string op_category(const std::string& name);
+
+// Sums `events` into a summary: device events only when `on_device` (their durations never
+// nest), else host events by self time. `top` keeps the `top_n` largest.
+ProfileSummary summarize_profile(const std::vector<ProfiledEvent>& events, bool on_device, std::size_t top_n);
+
+nlohmann::json to_json(const ProfileSummary& profile);
+
+}  // namespace tbench

@@ -1,0 +1,117 @@
+#include "tbench/timing/profile.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <utility>
+
+namespace tbench {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool contains_any(const std::string& text, std::initializer_list<const char*> words) {
+  return std::any_of(words.begin(), words.end(), [&](const char* w) { return text.find(w) != std::string::npos; });
+}
+
+// Host events: each event's duration less its direct children's (per thread, by nesting).
+std::vector<double> self_times(const std::vector<ProfiledEvent>& events, const std::vector<std::size_t>& host) {
+  std::vector<double> self(events.size(), 0.0);
+  std::map<uint64_t, std::vector<std::size_t>> by_thread;
+  for (const std::size_t i : host) {
+    self[i] = events[i].duration_us;
+    by_thread[events[i].thread].push_back(i);
+  }
+  for (auto& [thread, order] : by_thread) {
+    // Parents before their children: earlier start first, and at the same start the longer one.
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (events[a].start_us != events[b].start_us) return events[a].start_us < events[b].start_us;
+      return events[a].duration_us > events[b].duration_us;
+    });
+    std::vector<std::size_t> open;  // the chain of enclosing events
+    for (const std::size_t i : order) {
+      while (!open.empty() && events[open.back()].start_us + events[open.back()].duration_us <= events[i].start_us) {
+        open.pop_back();
+      }
+      if (!open.empty()) self[open.back()] -= events[i].duration_us;
+      open.push_back(i);
+    }
+  }
+  for (auto& s : self) s = std::max(0.0, s);
+  return self;
+}
+
+std::vector<ProfileEntry> sorted_entries(const std::map<std::string, ProfileEntry>& sums, double total) {
+  std::vector<ProfileEntry> out;
+  for (const auto& [name, entry] : sums) {
+    out.push_back(entry);
+    out.back().share = total > 0 ? entry.ms / total : 0.0;
+  }
+  std::sort(out.begin(), out.end(), [](const ProfileEntry& a, const ProfileEntry& b) {
+    return a.ms != b.ms ? a.ms > b.ms : a.name < b.name;
+  });
+  return out;
+}
+
+}  // namespace
+
+std::string op_category(const std::string& name) {
+  const std::string n = lower(name);
+  if (contains_any(n, {"flash", "fmha", "attention", "softmax", "sdpa"})) return "attention";
+  if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "addmm", "aten::mm", "aten::bmm", "matmul", "aten::linear"})) {
+    return "gemm";
+  }
+  if (contains_any(n, {"layer_norm", "layernorm"})) return "normalization";
+  if (contains_any(n, {"adam", "multi_tensor", "foreach"})) return "optimizer";
+  if (contains_any(n, {"memcpy", "memset", "aten::copy_", "aten::to", "aten::_to_copy"})) return "copy";
+  return "other";
+}
+
+ProfileSummary summarize_profile(const std::vector<ProfiledEvent>& events, bool on_device, std::size_t top_n) {
+  ProfileSummary p;
+  p.measures = on_device ? "device kernels" : "host operators, self time";
+  std::vector<std::size_t> chosen;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (events[i].on_device == on_device) chosen.push_back(i);
+  }
+  const std::vector<double> self = on_device ? std::vector<double>() : self_times(events, chosen);
+  std::map<std::string, ProfileEntry> by_name, by_category;
+  for (const std::size_t i : chosen) {
+    const double ms = (on_device ? events[i].duration_us : self[i]) / 1e3;
+    for (auto* entry : {&by_name[events[i].name], &by_category[op_category(events[i].name)]}) {
+      entry->calls += 1;
+      entry->ms += ms;
+    }
+    by_name[events[i].name].name = events[i].name;
+    by_category[op_category(events[i].name)].name = op_category(events[i].name);
+    p.measured_ms += ms;
+  }
+  p.categories = sorted_entries(by_category, p.measured_ms);
+  p.top = sorted_entries(by_name, p.measured_ms);
+  if (p.top.size() > top_n) p.top.resize(top_n);
+  return p;
+}
+
+nlohmann::json to_json(const ProfileSummary& p) {
+  const auto entries = [](const std::vector<ProfileEntry>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& e : list) out.push_back({{"name", e.name}, {"calls", e.calls}, {"ms", e.ms}, {"share", e.share}});
+    return out;
+  };
+  nlohmann::json j = {{"steps", {p.first_step, p.last_step}},
+                      {"measures", p.measures},
+                      {"measured_ms", p.measured_ms},
+                      {"wall_ms", p.wall_ms},
+                      {"categories", entries(p.categories)},
+                      {"top", entries(p.top)}};
+  // Device time over wall time: well under 1 means the GPU waited for the host (launch-bound).
+  if (p.measures == "device kernels" && p.wall_ms > 0) j["device_busy_fraction"] = p.measured_ms / p.wall_ms;
+  j["trace"] = p.trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.trace);
+  if (!p.trace_error.empty()) j["trace_error"] = p.trace_error;
+  return j;
+}
+
+}  // namespace tbench

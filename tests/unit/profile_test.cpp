@@ -1,0 +1,89 @@
+// Profiles summed from recorded events: device kernels by duration, host operators by self time,
+// and the kinds of work their names stand for.
+#include <gtest/gtest.h>
+
+#include "tbench/timing/profile.hpp"
+
+namespace tbench {
+namespace {
+
+ProfiledEvent kernel(const std::string& name, double start_us, double duration_us) {
+  return {name, 0, start_us, duration_us, /*on_device=*/true};
+}
+
+ProfiledEvent host_op(const std::string& name, uint64_t thread, double start_us, double duration_us) {
+  return {name, thread, start_us, duration_us, /*on_device=*/false};
+}
+
+TEST(Profile, NamesFallIntoKindsOfWork) {
+  EXPECT_EQ(op_category("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"), "gemm");
+  EXPECT_EQ(op_category("cutlass::Kernel2<cutlass_80_tensorop_s16816gemm>"), "gemm");
+  EXPECT_EQ(op_category("aten::addmm"), "gemm");
+  EXPECT_EQ(op_category("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>"), "attention");
+  EXPECT_EQ(op_category("fmha_cutlassB_f32_aligned_64x64_k64_sm80"), "attention");
+  EXPECT_EQ(op_category("aten::_softmax"), "attention");
+  EXPECT_EQ(op_category("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>"), "normalization");
+  EXPECT_EQ(op_category("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>"),
+            "optimizer");
+  EXPECT_EQ(op_category("Memcpy HtoD (Pinned -> Device)"), "copy");
+  EXPECT_EQ(op_category("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>"), "other");
+}
+
+// Kernels never nest: their durations add up, and host events are left out of a device profile.
+TEST(Profile, DeviceKernelsAddUpByNameAndKind) {
+  const std::vector<ProfiledEvent> events = {
+      kernel("ampere_sgemm_128x64_tn", 0, 300), kernel("ampere_sgemm_128x64_tn", 400, 300),
+      kernel("flash_fwd_kernel", 800, 100),     kernel("elementwise_kernel<gelu>", 950, 50),
+      host_op("aten::addmm", 1, 0, 5000),  // the host side: not device time
+  };
+  const ProfileSummary p = summarize_profile(events, /*on_device=*/true, 2);
+  EXPECT_EQ(p.measures, "device kernels");
+  EXPECT_DOUBLE_EQ(p.measured_ms, 0.75);
+  ASSERT_EQ(p.top.size(), 2u);  // top_n
+  EXPECT_EQ(p.top[0].name, "ampere_sgemm_128x64_tn");
+  EXPECT_EQ(p.top[0].calls, 2);
+  EXPECT_DOUBLE_EQ(p.top[0].ms, 0.6);
+  EXPECT_DOUBLE_EQ(p.top[0].share, 0.8);
+  ASSERT_EQ(p.categories.size(), 3u);
+  EXPECT_EQ(p.categories[0].name, "gemm");
+  EXPECT_EQ(p.categories[1].name, "attention");
+  EXPECT_DOUBLE_EQ(p.categories[2].share, 0.05 / 0.75);
+}
+
+// An operator's self time leaves out the operators it called (per thread), so the sum is the
+// time the host spent, not more.
+TEST(Profile, HostOperatorsCountSelfTimeOnly) {
+  const std::vector<ProfiledEvent> events = {
+      host_op("aten::linear", 1, 0, 100),     // calls addmm (60): self 40
+      host_op("aten::addmm", 1, 10, 60),      // calls copy_ (20): self 40
+      host_op("aten::copy_", 1, 20, 20),      // self 20
+      host_op("aten::gelu", 1, 100, 30),      // starts as linear ends: not its child
+      host_op("aten::addmm", 2, 5, 50),       // another thread: not inside thread 1's linear
+      kernel("gemm", 0, 1000),                // device: not in a host profile
+  };
+  const ProfileSummary p = summarize_profile(events, /*on_device=*/false, 10);
+  EXPECT_EQ(p.measures, "host operators, self time");
+  EXPECT_NEAR(p.measured_ms, (100 + 30 + 50) / 1e3, 1e-12);  // every host microsecond once
+  std::map<std::string, double> ms;
+  for (const auto& e : p.top) ms[e.name] = e.ms;
+  EXPECT_NEAR(ms["aten::linear"], 0.040, 1e-12);
+  EXPECT_NEAR(ms["aten::addmm"], 0.040 + 0.050, 1e-12);
+  EXPECT_NEAR(ms["aten::copy_"], 0.020, 1e-12);
+  EXPECT_NEAR(ms["aten::gelu"], 0.030, 1e-12);
+}
+
+TEST(Profile, JsonSaysHowBusyTheDeviceWas) {
+  ProfileSummary p = summarize_profile({kernel("gemm", 0, 600)}, true, 5);
+  p.first_step = 3;
+  p.last_step = 4;
+  p.wall_ms = 1.2;
+  const auto j = to_json(p);
+  EXPECT_EQ(j["steps"], nlohmann::json::array({3, 4}));
+  EXPECT_DOUBLE_EQ(j["device_busy_fraction"].get<double>(), 0.5);
+  EXPECT_TRUE(j["trace"].is_null());
+  const auto host = to_json(summarize_profile({host_op("aten::mm", 1, 0, 10)}, false, 5));
+  EXPECT_FALSE(host.contains("device_busy_fraction"));
+}
+
+}  // namespace
+}  // namespace tbench
