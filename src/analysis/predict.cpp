@@ -54,11 +54,14 @@ double estimate_bytes_per_step(const ResultFile& r) {
   // w, m, v: ~10 fp32 accesses per parameter per optimizer step.
   const double parameter_bytes = 10.0 * 4.0 * params;
   // Activations saved for backward (Korthikanti et al. 2022): per layer s*b*h*(34 + 5*a*s/h)
-  // bytes in 16-bit; doubled for fp32, written forward and read back in backward.
+  // bytes in 16-bit, the 5*a*s/h being attention's [S, S] scores, probabilities and dropout
+  // mask, which SDPA's fused kernels recompute instead of storing. Doubled for fp32, written
+  // forward and read back in backward.
   const double hidden = r.hidden_size, layers = r.num_layers, heads = r.num_heads;
   const double s = static_cast<double>(r.seq_len), b = static_cast<double>(r.batch_size * r.grad_accum);
   const double width = r.precision == "fp32" ? 2.0 : 1.0;
-  const double activation_bytes = 2.0 * layers * s * b * hidden * (34.0 + 5.0 * heads * s / hidden) * width;
+  const double per_token = 34.0 + (r.stores_attention_scores ? 5.0 * heads * s / hidden : 0.0);
+  const double activation_bytes = 2.0 * layers * s * b * hidden * per_token * width;
   return parameter_bytes + activation_bytes;
 }
 
@@ -80,15 +83,18 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   p.flops_per_step = r.train_flops_per_sample * samples_per_step;
   p.bytes_per_step = estimate_bytes_per_step(r);
   p.source_step_seconds = mean(r.step_seconds);
-  // Roofline on the source: the memory side counts only where its bandwidth is known.
+  // An additive roofline: a training step runs its matmuls (compute-bound) and its elementwise
+  // ops, norms and optimizer (memory-bound) one after another, so its ideal time is the sum of
+  // the two, not the larger. One efficiency, calibrated on the source, scales both. The memory
+  // side counts only where the source's bandwidth is known, so both ends are modelled alike.
   const double source_bandwidth = r.peak_bytes_per_s.value_or(0.0);
-  const double source_roof = std::max(p.flops_per_step / source_peak,
-                                      source_bandwidth > 0 ? p.bytes_per_step / source_bandwidth : 0.0);
-  p.source_efficiency = source_roof / p.source_step_seconds;
+  const bool with_memory = source_bandwidth > 0;
+  const double source_ideal = p.flops_per_step / source_peak + (with_memory ? p.bytes_per_step / source_bandwidth : 0.0);
+  p.source_efficiency = source_ideal / p.source_step_seconds;
   const double compute = p.flops_per_step / target_peak;
   const double memory = p.bytes_per_step / (target.memory_gbps * 1e9);
   p.bound = compute >= memory ? "compute" : "memory";
-  p.predicted_step_seconds = std::max(compute, memory) / p.source_efficiency;
+  p.predicted_step_seconds = (compute + (with_memory ? memory : 0.0)) / p.source_efficiency;
   p.naive_step_seconds = p.source_step_seconds * source_peak / target_peak;
   const double steps = static_cast<double>(r.steps_per_epoch);
   p.predicted_epoch_seconds = steps * p.predicted_step_seconds;

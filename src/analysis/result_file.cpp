@@ -150,6 +150,9 @@ ResultFile load_result(const std::string& path) {
   r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
   r.num_layers = read.number_if_any("/model/num_layers").value_or(12.0);
   r.num_heads = read.number_if_any("/model/num_heads").value_or(12.0);
+  // XLNet's attention is always eager, whatever model.attention resolved to.
+  r.stores_attention_scores = read.string_or("/spec/model/attention", "eager") != "sdpa" ||
+                              read.string_or("/model/arch", "") == "xlnet";
   r.host = read.string("/env/host");
   r.device = read.string("/spec/device");
   r.name = read.string_or("/spec/name", r.model);

@@ -11,7 +11,11 @@ namespace tbench {
 const std::vector<DeviceSpec>& known_gpus() {
   // Vendor datasheet figures, dense (no structured sparsity).
   static const std::vector<DeviceSpec> gpus = {
+      // The PCIe and NVL cards come first: their names also hold "H100" / "H200".
+      {"H100 PCIe", {"h100 pcie"}, 51, 378, 756, 756, 2000, "NVIDIA H100 datasheet"},
+      {"H100 NVL", {"h100 nvl"}, 60, 417.5, 835, 835, 3900, "NVIDIA H100 NVL datasheet"},
       {"H100 SXM", {"h100"}, 67, 494.7, 989.4, 989.4, 3350, "NVIDIA H100 datasheet"},
+      {"H200 NVL", {"h200 nvl"}, 60, 417.5, 835, 835, 4800, "NVIDIA H200 datasheet"},
       {"H200 SXM", {"h200"}, 67, 494.7, 989.4, 989.4, 4800, "NVIDIA H200 datasheet"},
       {"A100 SXM 80GB", {"a100"}, 19.5, 156, 312, 312, 2039, "NVIDIA A100 datasheet"},
       {"V100 SXM2", {"v100"}, 15.7, 0, 125, 0, 900, "NVIDIA V100 datasheet"},

@@ -234,9 +234,46 @@ TEST_F(Analysis, PredictTargetCalibratesOnTheMeasuredDevice) {
   EXPECT_THROW(predict_target(load_result(write("fp16.json", fp16)), target, nullptr), Error);
 }
 
+// Where the source's bandwidth is known, the step is its compute time plus its memory time, both
+// scaled by the efficiency measured on the source: H100 -> H200 (same peak, more bandwidth) is
+// faster by the memory side's share, where the peak-TFLOPS ratio sees no change.
+TEST_F(Analysis, PredictTargetAddsTheMemorySideWhereTheSourceBandwidthIsKnown) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  const ResultFile r = load_result(write("bw.json", source));
+  const double flops = 8e9, bytes = estimate_bytes_per_step(r);
+  DeviceSpec target;
+  target.name = "Twice the bandwidth";
+  target.fp32_tflops = 0.1;  // the source's 100 GFLOP/s
+  target.memory_gbps = 2000;
+  const TargetPrediction p = predict_target(r, target, nullptr);
+  const double source_ideal = flops / 100e9 + bytes / 1e12;
+  EXPECT_NEAR(p.source_efficiency, source_ideal / 0.4, 1e-12);
+  EXPECT_NEAR(p.predicted_step_seconds, (flops / 100e9 + bytes / 2e12) / (source_ideal / 0.4), 1e-12);
+  EXPECT_LT(p.predicted_step_seconds, 0.4);
+  EXPECT_NEAR(p.naive_step_seconds, 0.4, 1e-12);  // same peak: the naive ratio sees no change
+}
+
+// SDPA's kernels recompute attention's [S, S] scores in backward instead of storing them.
+TEST_F(Analysis, FusedAttentionMovesFewerActivationBytes) {
+  json eager = make_result("m", "h", 0.4, 1, 10);
+  eager["spec"]["model"]["attention"] = "eager";
+  json sdpa = eager;
+  sdpa["spec"]["model"]["attention"] = "sdpa";
+  EXPECT_GT(estimate_bytes_per_step(load_result(write("eager.json", eager))),
+            estimate_bytes_per_step(load_result(write("sdpa.json", sdpa))));
+  sdpa["model"]["arch"] = "xlnet";  // XLNet's attention is eager whatever the spec says
+  EXPECT_EQ(estimate_bytes_per_step(load_result(write("eager.json", eager))),
+            estimate_bytes_per_step(load_result(write("xlnet.json", sdpa))));
+}
+
 TEST(Hardware, FindsGpusByNameAndAsCudaReportsThem) {
   EXPECT_EQ(find_gpu("H100")->name, "H100 SXM");
   EXPECT_EQ(find_gpu("NVIDIA H100 80GB HBM3")->name, "H100 SXM");
+  EXPECT_EQ(find_gpu("NVIDIA H100 PCIe")->name, "H100 PCIe");
+  EXPECT_EQ(find_gpu("NVIDIA H100 NVL")->name, "H100 NVL");
+  EXPECT_EQ(find_gpu("NVIDIA H200")->name, "H200 SXM");
+  EXPECT_EQ(find_gpu("NVIDIA H200 NVL")->name, "H200 NVL");
   EXPECT_EQ(find_gpu("NVIDIA A100-SXM4-80GB")->name, "A100 SXM 80GB");
   EXPECT_EQ(find_gpu("NVIDIA A10")->name, "A10");
   EXPECT_EQ(find_gpu("Tesla V100-SXM2-16GB")->name, "V100 SXM2");

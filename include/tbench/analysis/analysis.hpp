@@ -26,6 +26,7 @@ struct ResultFile {
   nlohmann::json json;
   std::string model, task, name, host, device, gpu, precision, machine, status, peak_source;
   double hidden_size = 768, num_layers = 12, num_heads = 12;  // for the memory estimate of predict
+  bool stores_attention_scores = true;  // eager attention keeps [S, S] scores for backward; SDPA's kernels do not
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
   std::vector<ResultIteration> iterations;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
@@ -125,7 +126,7 @@ struct TargetPrediction {
   double source_step_seconds = 0, source_peak_flops = 0, source_efficiency = 0;
   double predicted_step_seconds = 0, naive_step_seconds = 0;
   double predicted_epoch_seconds = 0, naive_epoch_seconds = 0;
-  std::string bound;  // "compute" or "memory" on the target
+  std::string bound;  // "compute" or "memory": the larger share of the target's ideal step
   std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct;
 };
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual);

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Scores `tbench predict --target` across two GPUs on real runs: every row measured on both
+machines is predicted from each side for the other, and compared with what the other measured.
+
+    bench/score_cross_gpu.py bench/results/gpu/<machine A> bench/results/gpu/<machine B> [--tbench PATH]
+
+Each folder holds the raw tbench results of bench/gpu_side_by_side.sh (raw/tbench-<row>.json).
+The target GPU is named as the other side's result records it (env.gpu.name), so tbench's
+datasheet for it is used. For each direction the table gives the predicted and the actual step
+time, the error, the naive peak-TFLOPS ratio's error beside it, and the mean absolute error of
+both. Writes the markdown table to stdout, or to --out. Needs only the tbench binary (no GPU).
+"""
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("a", type=Path, help="one machine's results folder")
+    p.add_argument("b", type=Path, help="the other machine's results folder")
+    p.add_argument("--tbench", default=str(Path(__file__).resolve().parent.parent / "build" / "tbench"))
+    p.add_argument("--as-a", help="the target name (or device spec JSON) for machine A, instead of its env.gpu.name")
+    p.add_argument("--as-b", help="the same for machine B")
+    p.add_argument("--out", type=Path, help="write the markdown here instead of stdout")
+    return p.parse_args()
+
+
+def rows_of(folder):
+    """{row id: result path} for the completed tbench results in folder/raw (or folder itself)."""
+    raw = folder / "raw" if (folder / "raw").is_dir() else folder
+    rows = {}
+    for path in sorted(raw.glob("tbench-*.json")):
+        try:
+            result = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if result.get("summary", {}).get("status") == "completed":
+            rows[path.name[len("tbench-"):-len(".json")]] = path
+    return rows
+
+
+def gpu_name(path):
+    return json.loads(path.read_text()).get("env", {}).get("gpu", {}).get("name") or ""
+
+
+def predict(tbench, source, actual, target):
+    out = subprocess.run([tbench, "predict", str(source), "--target", target, "--actual", str(actual), "--json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        return None, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
+    return json.loads(out.stdout)["target"], None
+
+
+def direction(tbench, source_rows, target_rows, target):
+    lines, errors, naive_errors = [], [], []
+    for row in sorted(set(source_rows) & set(target_rows)):
+        p, why = predict(tbench, source_rows[row], target_rows[row], target)
+        if p is None:
+            lines.append(f"| {row} | - | - | - | - | - | {why} |")
+            continue
+        steps = p["predicted_epoch_seconds"] / p["predicted_step_seconds"]
+        actual_step = p["actual_epoch_seconds"] / steps
+        errors.append(abs(p["error_pct"]))
+        naive_errors.append(abs(p["naive_error_pct"]))
+        lines.append("| {} | {:.2f} | {:.2f} | {:+.1f}% | {:.2f} | {:+.1f}% | {} |".format(
+            row, p["predicted_step_seconds"] * 1e3, actual_step * 1e3, p["error_pct"],
+            p["naive_step_seconds"] * 1e3, p["naive_error_pct"], p["bound"]))
+    mae = sum(errors) / len(errors) if errors else None
+    naive_mae = sum(naive_errors) / len(naive_errors) if naive_errors else None
+    return lines, mae, naive_mae
+
+
+def main():
+    args = parse_args()
+    a_rows, b_rows = rows_of(args.a), rows_of(args.b)
+    if not a_rows or not b_rows:
+        sys.exit(f"score_cross_gpu.py: no completed tbench-*.json results in {args.a if not a_rows else args.b}")
+    a_gpu = args.as_a or gpu_name(next(iter(a_rows.values())))
+    b_gpu = args.as_b or gpu_name(next(iter(b_rows.values())))
+    out = [f"# tbench predict --target, scored on real runs: {a_gpu or args.a.name} and {b_gpu or args.b.name}", ""]
+    for source_rows, target_rows, source, target in ((a_rows, b_rows, a_gpu, b_gpu), (b_rows, a_rows, b_gpu, a_gpu)):
+        lines, mae, naive_mae = direction(args.tbench, source_rows, target_rows, target)
+        out += [f"## {source} -> {target}", "",
+                "| row | predicted ms/step | actual ms/step | error | naive ms/step | naive error | bound |",
+                "|---|---:|---:|---:|---:|---:|---|", *lines, ""]
+        if mae is not None:
+            out += [f"Mean absolute error: **{mae:.1f}%** (naive peak-TFLOPS ratio: {naive_mae:.1f}%) over "
+                    f"{sum(1 for line in lines if '%' in line)} rows.", ""]
+    out += ["Made by `bench/score_cross_gpu.py` from the raw results in each machine's folder."]
+    text = "\n".join(out) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()
