@@ -10,7 +10,9 @@
 # goes to bench/results/gpu/<MACHINE>/raw/, the comparison table to
 # bench/results/gpu/<MACHINE>/README.md (samples/s of both, the ratio, tbench's MFU, peak
 # memory, final losses). Needs a CUDA torch and transformers for python3; builds build-gpu/ if
-# it is missing. Environment: WARMUP (10), STEPS (60), ROWS (a subset, e.g. "bert-base-cased:128:bf16").
+# it is missing. Environment: WARMUP (10), STEPS (60), ROWS (a subset, e.g. "bert-base-cased:128:bf16"),
+# TBENCH_ONLY=1 (skip HF: the rows for a second GPU that bench/score_cross_gpu.py compares),
+# TBENCH_SET ("key=value ..." more --set for tbench: a variant to compare).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -41,7 +43,7 @@ for row in $rows; do
   IFS=: read -r model seq precision <<<"$row"
   id="$model-seq$seq-$precision"
   echo "== $id" >&2
-  python3 bench/hf_side_by_side.py --model "$model" --batch "$batch" --seq "$seq" --precision "$precision" \
+  [[ -n ${TBENCH_ONLY:-} ]] || python3 bench/hf_side_by_side.py --model "$model" --batch "$batch" --seq "$seq" --precision "$precision" \
     --warmup "$warmup" --steps "$steps" --out "$out/raw/hf-$id.json" \
     || echo "{\"impl\": \"hf\", \"model\": \"$model\", \"error\": \"failed, see the log\"}" > "$out/raw/hf-$id.json"
   # tbench: the embedded default spec, reshaped to the same row. One epoch of exactly
@@ -51,6 +53,7 @@ for row in $rows; do
     --set train.batch_size="$batch" --set data.seq_len="$seq" \
     --set data.num_samples=$(( (warmup + steps) * batch )) --set train.max_steps=$(( warmup + steps )) \
     --set train.epochs=1 --set train.warmup_steps=0 --set timing.warmup_steps="$warmup" \
+    $(for kv in ${TBENCH_SET:-}; do printf -- '--set %s ' "$kv"; done) \
     --set output="$out/raw/tbench-$id.json" \
     || echo "tbench failed on $id (its result, if any, says why)" >&2
 done
@@ -74,8 +77,10 @@ def num(x, fmt):
     return format(x, fmt) if isinstance(x, (int, float)) else "-"
 
 rows = []
-for hf_path in sorted(out.glob("raw/hf-*.json")):
-    row_id = hf_path.name[len("hf-"):-len(".json")]
+row_ids = sorted({p.name.split("-", 1)[1][:-len(".json")] for p in out.glob("raw/*-*.json")
+                  if p.name.startswith(("hf-", "tbench-")) and not p.name.endswith(".iterations.jsonl")})
+for row_id in row_ids:
+    hf_path = out / "raw" / f"hf-{row_id}.json"
     hf = load(hf_path) or {}
     tb = load(out / "raw" / f"tbench-{row_id}.json") or {}
     s = tb.get("summary", {})

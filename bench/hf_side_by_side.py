@@ -40,6 +40,9 @@ def parse_args():
     p.add_argument("--attn-implementation", default=None,
                    help="HF attn_implementation (eager, sdpa); default: transformers' own choice")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--profile-steps", type=int, default=0,
+                   help="after the timed steps, run this many more under torch.profiler and add the kernel table")
+    p.add_argument("--trace", help="with --profile-steps: also write the Chrome/Perfetto trace here")
     p.add_argument("--out", required=True, help="result JSON path")
     return p.parse_args()
 
@@ -71,6 +74,58 @@ def synthetic_batches(torch, config, args, count, device):
             batch["token_type_ids"] = torch.zeros_like(ids)
         batches.append({k: v.pin_memory() for k, v in batch.items()})
     return batches
+
+
+def kernel_category(name):
+    """The kind of work a kernel name stands for: the same keywords as tbench's op_category
+    (src/timing/profile.cpp), so the two profiles compare category by category."""
+    n = name.lower()
+    if any(w in n for w in ("flash", "fmha", "attention", "softmax", "sdpa")):
+        return "attention"
+    if any(w in n for w in ("gemm", "cutlass", "xmma", "cublas", "addmm", "aten::mm", "aten::bmm", "matmul", "aten::linear")):
+        return "gemm"
+    if any(w in n for w in ("layer_norm", "layernorm")):
+        return "normalization"
+    if any(w in n for w in ("adam", "multi_tensor", "foreach")):
+        return "optimizer"
+    if any(w in n for w in ("memcpy", "memset", "aten::copy_", "aten::to", "aten::_to_copy")):
+        return "copy"
+    return "other"
+
+
+def profile_steps(torch, train_step, batches, steps, trace):
+    """`steps` more steps under torch.profiler: device time per kernel and per category (as tbench's
+    result `profile` section), and the device-busy fraction over the steps' wall time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for batch in batches[:steps]:
+            train_step(batch)
+        torch.cuda.synchronize()
+    wall_ms = (time.perf_counter() - start) * 1e3
+    kernels = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        ms = e.time_range.elapsed_us() / 1e3  # a kernel event's own interval on the device
+        entry = kernels.setdefault(e.name, {"name": e.name, "calls": 0, "ms": 0.0})
+        entry["calls"] += 1
+        entry["ms"] += ms
+    total = sum(k["ms"] for k in kernels.values())
+    categories = {}
+    for k in kernels.values():
+        c = categories.setdefault(kernel_category(k["name"]), {"name": kernel_category(k["name"]), "calls": 0, "ms": 0.0})
+        c["calls"] += k["calls"]
+        c["ms"] += k["ms"]
+    ordered = lambda entries: [dict(e, share=e["ms"] / total if total else 0.0)
+                               for e in sorted(entries, key=lambda e: -e["ms"])]
+    if trace:
+        prof.export_chrome_trace(trace)
+    return {"steps": steps, "measures": "device kernels", "measured_ms": total, "wall_ms": wall_ms,
+            "device_busy_fraction": total / wall_ms if wall_ms else None,
+            "categories": ordered(categories.values()), "top": ordered(kernels.values())[:25], "trace": trace}
 
 
 def optimizer_for(torch, model, args):
@@ -108,7 +163,7 @@ def main():
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, (total_steps - step) / total_steps))
     scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
     autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
-    batches = synthetic_batches(torch, config, args, total_steps, device)
+    batches = synthetic_batches(torch, config, args, total_steps + args.profile_steps, device)
 
     def train_step(batch):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
@@ -169,6 +224,8 @@ def main():
         "gpu": torch.cuda.get_device_name(device),
         "host": platform.node(),
     }
+    if args.profile_steps > 0:
+        result["profile"] = profile_steps(torch, train_step, batches[total_steps:], args.profile_steps, args.trace)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(f"{args.model} {args.precision} seq {args.seq}: {result['samples_per_s']:.1f} samples/s, "

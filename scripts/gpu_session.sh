@@ -4,6 +4,9 @@
 # archives so `.deps` fits the 64 MiB carry (rm .deps/usr/lib/x86_64-linux-gnu/libicu*.a). Then:
 #   run(carry=[".deps"], command="scripts/gpu_session.sh build test")      # call 1
 #   run(command="scripts/gpu_session.sh fixtures runs")                      # call 2 (build-gpu kept while warm)
+#   run(command="scripts/gpu_session.sh perf")                               # call 3: the speed issue
+#   run(command="scripts/gpu_session.sh sweep profile")                      # call 4
+#   on the other kind (nvidia-h200), after `build`: run(command="scripts/gpu_session.sh rows")
 # Stages:
 #   build     configure and build build-gpu/ against python3's torch, for sm_90, -j16
 #   test      ctest (CPU and GPU tests), its log and the skipped tests' names
@@ -11,6 +14,12 @@
 #   runs      a short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM and
 #             distillation tasks; NCCL at world size 1 against the same spec without it; and
 #             configs/distilbert_fp16.json capped at 300 steps
+#   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
+#             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
+#   sweep     each speed switch alone against the defaults, on bert-base-cased bf16 at seq 128 and 512
+#   profile   3 profiled steps of tbench (timing.profile_steps) and of HF (torch.profiler) on the
+#             same rows: device time by kernel and by kind of work, and both traces
+#   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU)
 # Every stage writes under $OUT/<stage>/ and goes on after a failure (its exit code is in
 # $OUT/<stage>/rc); at the end everything is packed into $OUT/<stages>.tar.gz (one file back).
 set -uo pipefail
@@ -40,12 +49,15 @@ stage_fixtures() {
   python3 scripts/hf_reference.py --out tests/data/parity && cp -r tests/data/parity "$out/fixtures/parity"
 }
 
-run_one() {  # name, then tbench run arguments; RUN_ENV (e.g. "RANK=0 WORLD_SIZE=1") goes before it
-  local name=$1
-  shift
-  env ${RUN_ENV:-} "$tbench" run -q --force "$@" -o "$out/runs/$name.json" > "$out/runs/$name.log" 2>&1
-  echo "$name: exit $?" | tee -a "$out/runs/summary.txt"
+run_one_in() {  # stage, name, then tbench run arguments; RUN_ENV (e.g. "RANK=0 WORLD_SIZE=1") goes before it
+  local stage=$1 name=$2
+  shift 2
+  # DRY_SET ("key=value ..."): overrides last, for a dry run off the GPU (device=cpu model=tiny-bert ...).
+  env ${RUN_ENV:-} "$tbench" run -q --force "$@" $(for kv in ${DRY_SET:-}; do printf -- '--set %s ' "$kv"; done) \
+    -o "$out/$stage/$name.json" > "$out/$stage/$name.log" 2>&1
+  echo "$name: exit $?" | tee -a "$out/$stage/summary.txt"
 }
+run_one() { run_one_in runs "$@"; }
 
 stage_runs() {
   local short=(--set device=cuda:0 --set data.num_samples=2048 --set train.max_steps=30 --set timing.warmup_steps=5
@@ -66,6 +78,71 @@ stage_runs() {
   # The mission's headline run, capped (its result and iterations go to bench/results/gpu/<machine>/).
   run_one distilbert_fp16-300 configs/distilbert_fp16.json --set train.max_steps=300
   nvidia-smi > "$out/runs/nvidia-smi.txt" 2>&1
+}
+
+machine_name() { python3 -c "import torch; print(torch.cuda.get_device_name(0))" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-'; }
+
+stage_perf() {
+  local machine
+  machine=$(machine_name)
+  bench/gpu_side_by_side.sh "$machine"
+  local rc=$?
+  cp -r "bench/results/gpu/$machine" "$out/perf/"
+  return $rc
+}
+
+stage_rows() {
+  local machine
+  machine=$(machine_name)
+  TBENCH_ONLY=1 bench/gpu_side_by_side.sh "$machine"
+  local rc=$?
+  cp -r "bench/results/gpu/$machine" "$out/rows/"
+  return $rc
+}
+
+# One switch at a time against the defaults, same row, same call: its effect on samples/s and the loss.
+stage_sweep() {
+  local variants=("defaults:" "padding_mask_always:model.padding_mask=always" "fused_qkv:model.fused_qkv=true"
+                  "cuda_graph:train.cuda_graph=true" "eager_attention:model.attention=eager"
+                  "foreach_adamw:train.optimizer_impl=foreach" "no_prefetch:data.prefetch=0")
+  for seq in 128 512; do
+    for variant in "${variants[@]}"; do
+      local name=${variant%%:*} set=${variant#*:}
+      run_one_in sweep "bert-base-cased-seq$seq-bf16-$name" --set device=cuda:0 --set model=bert-base-cased \
+        --set precision=bf16 --set train.batch_size=32 --set data.seq_len="$seq" --set data.num_samples=2560 \
+        --set train.max_steps=70 --set timing.warmup_steps=10 --set train.warmup_steps=0 ${set:+--set "$set"}
+    done
+  done
+  python3 - "$out/sweep" <<'PY'
+import json, sys
+from pathlib import Path
+rows = []
+for path in sorted(Path(sys.argv[1]).glob("*.json")):
+    r = json.loads(path.read_text())
+    s = r["summary"]
+    base = json.loads((path.parent / (path.name.rsplit("-", 1)[0] + "-defaults.json")).read_text())["summary"]
+    its = r["iterations"]
+    rows.append(f"| {path.stem} | {s.get('samples_per_s') or 0:.1f} | {(s.get('samples_per_s') or 0) / base['samples_per_s']:.3f} "
+                f"| {(s.get('mfu') or 0):.1%} | {its[-1]['loss'] if its else float('nan'):.4f} | {s['status']} |")
+table = ["| run | samples/s | vs defaults | MFU | final loss | status |", "|---|---:|---:|---:|---:|---|", *rows]
+(Path(sys.argv[1]) / "sweep.md").write_text("\n".join(table) + "\n")
+print("\n".join(table))
+PY
+}
+
+stage_profile() {
+  local row
+  for seq in 128 512; do
+    row="bert-base-cased-seq$seq-bf16"
+    run_one_in profile "tbench-$row" --set device=cuda:0 --set model=bert-base-cased --set precision=bf16 \
+      --set train.batch_size=32 --set data.seq_len="$seq" --set data.num_samples=1280 --set train.max_steps=30 \
+      --set timing.warmup_steps=10 --set timing.profile_steps=3
+    python3 bench/hf_side_by_side.py --model bert-base-cased --batch 32 --seq "$seq" --precision bf16 --warmup 10 \
+      --steps 20 --profile-steps 3 --trace "$out/profile/hf-$row.trace.json" --out "$out/profile/hf-$row.json" \
+      > "$out/profile/hf-$row.log" 2>&1
+    echo "hf-$row: exit $?" | tee -a "$out/profile/summary.txt"
+  done
+  gzip -f "$out"/profile/*.trace.json
 }
 
 stages=("$@")
