@@ -78,6 +78,10 @@ stage_runs() {
   # The mission's headline run, capped (its result and iterations go to bench/results/gpu/<machine>/).
   run_one distilbert_fp16-300 configs/distilbert_fp16.json --set train.max_steps=300
   nvidia-smi > "$out/runs/nvidia-smi.txt" 2>&1
+  # fp16 (loss-scaled) and bf16 against fp32: do the loss curves agree within noise?
+  for model in distilbert-base-uncased bert-base-cased roberta-base xlnet-base-cased; do
+    python3 bench/loss_curves.py "$out/runs/$model-fp32.json" "$out/runs/$model-fp16.json" "$out/runs/$model-bf16.json"
+  done > "$out/runs/loss_curves.md" 2>&1
 }
 
 machine_name() { python3 -c "import torch; print(torch.cuda.get_device_name(0))" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-'; }

@@ -25,7 +25,8 @@ std::vector<double> self_times(const std::vector<ProfiledEvent>& events, const s
     self[i] = events[i].duration_us;
     by_thread[events[i].thread].push_back(i);
   }
-  for (auto& [thread, order] : by_thread) {
+  for (auto& thread_events : by_thread) {
+    auto& order = thread_events.second;
     // Parents before their children: earlier start first, and at the same start the longer one.
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       if (events[a].start_us != events[b].start_us) return events[a].start_us < events[b].start_us;
@@ -46,9 +47,9 @@ std::vector<double> self_times(const std::vector<ProfiledEvent>& events, const s
 
 std::vector<ProfileEntry> sorted_entries(const std::map<std::string, ProfileEntry>& sums, double total) {
   std::vector<ProfileEntry> out;
-  for (const auto& [name, entry] : sums) {
-    out.push_back(entry);
-    out.back().share = total > 0 ? entry.ms / total : 0.0;
+  for (const auto& named : sums) {
+    out.push_back(named.second);
+    out.back().share = total > 0 ? named.second.ms / total : 0.0;
   }
   std::sort(out.begin(), out.end(), [](const ProfileEntry& a, const ProfileEntry& b) {
     return a.ms != b.ms ? a.ms > b.ms : a.name < b.name;

@@ -2,6 +2,8 @@
 // (the offline CUDA build check, scripts/check-cuda-build) each one skips and says why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 
@@ -178,6 +180,55 @@ TEST_F(CudaRun, CudaGraphStepReplaysToTheEagerLosses) {
     EXPECT_NEAR(eager["iterations"][i]["loss"].get<double>(), graphed["iterations"][i]["loss"].get<double>(), 1e-4)
         << "step " << i;
   }
+}
+
+// Synthetic batches of lengths that vary, padded to seq_len: every batch but a rare one holds
+// padding, so the captured step must keep the mask (batches_can_pad) and replay to the eager losses.
+TEST_F(CudaRun, CudaGraphStepKeepsTheMaskWhereBatchesCanPad) {
+  REQUIRE_CUDA();
+  if (!features::kCudaGraphStep) GTEST_SKIP() << "this torch has no CUDA graph step (needs >= 2.2)";
+  json eager, graphed;
+  std::string err;
+  const std::vector<std::string> common = {"train.dropout=false", "timing.warmup_steps=2", "train.optimizer_impl=fused",
+                                           "data.lengths.distribution=uniform", "data.lengths.min=4"};
+  ASSERT_EQ(run(common, eager, &err), 0) << err;
+  auto with_graph = common;
+  with_graph.push_back("train.cuda_graph=true");
+  ASSERT_EQ(run(with_graph, graphed, &err), 0) << err;
+  EXPECT_LT(graphed["summary"]["padding_efficiency"].get<double>(), 1.0);
+  ASSERT_EQ(eager["iterations"].size(), graphed["iterations"].size());
+  for (std::size_t i = 0; i < eager["iterations"].size(); ++i) {
+    EXPECT_NEAR(eager["iterations"][i]["loss"].get<double>(), graphed["iterations"][i]["loss"].get<double>(), 1e-4)
+        << "step " << i;
+  }
+}
+
+// model.padding_mask auto leaves the mask out of batches without padding, so SDPA can take its
+// flash kernel (bf16 takes it on sm80+); with the mask on every batch it cannot. Read from the
+// profiled step's kernels.
+TEST_F(CudaRun, BatchesWithoutPaddingReachTheFlashKernel) {
+  REQUIRE_CUDA();
+  if (!features::kSdpa) GTEST_SKIP() << "this torch has no SDPA";
+  const auto kernels_of = [&](const std::string& padding_mask) {
+    json result;
+    std::string err;
+    EXPECT_EQ(run({"model=bert-base-cased", "precision=bf16", "data.seq_len=128", "timing.warmup_steps=2",
+                   "timing.profile_steps=1", "model.padding_mask=" + padding_mask},
+                  result, &err),
+              0)
+        << err;
+    std::string names;
+    for (const auto& k : result["profile"]["top"]) names += k["name"].get<std::string>() + "\n";
+    return names;
+  };
+  const auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  };
+  const std::string without_mask = lower(kernels_of("auto")), with_mask = lower(kernels_of("always"));
+  EXPECT_NE(without_mask.find("flash"), std::string::npos) << without_mask;
+  // PyTorch's flash-attention kernels (flash_fwd_kernel, ...) take no mask at all.
+  EXPECT_EQ(with_mask.find("flash_fwd"), std::string::npos) << with_mask;
 }
 
 TEST_F(CudaRun, CudaGraphStepRunsWithDropout) {
