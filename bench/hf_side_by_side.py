@@ -76,6 +76,18 @@ def synthetic_batches(torch, config, args, count, device):
     return batches
 
 
+def disable_tf32(torch):
+    """fp32 matmuls and convolutions in full fp32. torch >= 2.9 has fp32_precision; mixing it with
+    the older allow_tf32 switches can raise, so only one of the two is used."""
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):
+        matmul.fp32_precision = "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "ieee"
+    else:
+        matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+
 def kernel_category(name):
     """The kind of work a kernel name stands for: the same keywords as tbench's op_category
     (src/timing/profile.cpp), so the two profiles compare category by category."""
@@ -148,8 +160,7 @@ def main():
 
     if not torch.cuda.is_available():
         sys.exit("hf_side_by_side.py: no CUDA device")
-    torch.backends.cuda.matmul.allow_tf32 = False  # tbench's cuda.tf32 defaults to false
-    torch.backends.cudnn.allow_tf32 = False
+    disable_tf32(torch)  # tbench's cuda.tf32 defaults to false
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
 

@@ -54,7 +54,12 @@ def fixture(args, name, auto_class, seed, out_name, gradients, labels_for, outpu
     model = auto_class.from_config(config).float().eval()
     out = os.path.join(args.out, out_name)
     os.makedirs(out, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
+    if auto_class is AutoModelForMaskedLM:  # tbench ties the decoder to the word embeddings, as HF does
+        assert model.get_output_embeddings().weight is model.get_input_embeddings().weight, f"{name}: decoder not tied"
+    # Safetensors is the default from transformers 4.35 and the only format in 5.x, where the
+    # safe_serialization argument is gone.
+    model.save_pretrained(out)
+    check_saved_keys(out, model, out_name)
     # XLNet pads on the left (its tokenizer does); only the classifiers include it.
     ids, mask, types = make_inputs(config.model_type, config.pad_token_id, config.vocab_size,
                                    getattr(config, "type_vocab_size", 2), left_padding=config.model_type == "xlnet")
@@ -65,10 +70,14 @@ def fixture(args, name, auto_class, seed, out_name, gradients, labels_for, outpu
     result = model(**kwargs)
     result.loss.backward()
     params = dict(model.named_parameters())
+    missing = [g for g in gradients if g not in params]
+    if missing:
+        sys.exit(f"{out_name}: no parameter named {missing}; the model has {sorted(params)[:40]} ...")
     reference = {
         "model": name,
         "transformers": __import__("transformers").__version__,
         "torch": torch.__version__,
+        "attn_implementation": getattr(model.config, "_attn_implementation", None),
         "input_ids": ids.tolist(),
         "attention_mask": mask.tolist(),
         "token_type_ids": types.tolist(),
@@ -81,6 +90,19 @@ def fixture(args, name, auto_class, seed, out_name, gradients, labels_for, outpu
     with open(os.path.join(out, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1)
     print(f"{out_name}: loss {result.loss.item():.6f} -> {out}", file=sys.stderr)
+
+
+def check_saved_keys(out, model, out_name):
+    """The checkpoint holds HF's parameter names, once each: no legacy gamma/beta names and no
+    tied decoder copy (tbench's loader would report them)."""
+    from safetensors import safe_open
+
+    with safe_open(os.path.join(out, "model.safetensors"), "pt") as f:
+        keys = set(f.keys())
+    bad = sorted(k for k in keys if "gamma" in k or "beta" in k
+                 or k.endswith(("decoder.weight", "vocab_projector.weight")) or k not in model.state_dict())
+    if bad:
+        sys.exit(f"{out_name}: model.safetensors holds unexpected keys {bad}")
 
 
 if __name__ == "__main__":
