@@ -48,7 +48,7 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   const double p = training ? dropout_p : 0.0;
 #if TBENCH_HAS_SDPA
   if (kernel == AttentionKernel::sdpa) {
-    if (!bias.defined()) return at::scaled_dot_product_attention(q, k, v, c10::nullopt, p);
+    if (!bias.defined()) return at::scaled_dot_product_attention(q, k, v, /*attn_mask=*/{}, p);
     return at::scaled_dot_product_attention(q, k, v, bias.to(q.scalar_type()), p);
   }
 #endif

@@ -18,6 +18,7 @@ void to_json(nlohmann::json& j, const EpochRecord& r) {
   j = {{"epoch", r.epoch}, {"steps", r.steps}, {"samples", r.samples}, {"tokens", r.tokens},
        {"seconds", r.seconds}, {"samples_per_s", r.samples_per_s}, {"tokens_per_s", r.tokens_per_s},
        {"it_per_s", r.it_per_s}, {"loss", r.loss}, {"complete", r.complete}, {"step_seconds", r.step_seconds}};
+  if (r.profiler_seconds > 0) j["profiler_seconds"] = r.profiler_seconds;
   const auto bytes = [](int64_t b) { return b < 0 ? nlohmann::json(nullptr) : nlohmann::json(b); };
   j["peak_allocated_bytes"] = bytes(r.peak_allocated_bytes);
   j["peak_reserved_bytes"] = bytes(r.peak_reserved_bytes);

@@ -8,6 +8,8 @@
 
 #include "tbench/errors.hpp"
 #include "tbench/results/result_files.hpp"
+
+#include <vector>
 #include "tbench/json_text.hpp"
 
 namespace tbench {
@@ -29,8 +31,10 @@ std::string iterations_path_for(const std::string& result_path) { return beside_
 
 std::string trace_path_for(const std::string& result_path) { return beside_result(result_path, ".trace.json"); }
 
-void ensure_writable(const std::string& result_path, bool force) {
-  for (const auto& path : {result_path, iterations_path_for(result_path)}) {
+void ensure_writable(const std::string& result_path, bool force, bool with_trace) {
+  std::vector<std::string> paths = {result_path, iterations_path_for(result_path)};
+  if (with_trace) paths.push_back(trace_path_for(result_path));
+  for (const auto& path : paths) {
     if (!force && fs::exists(path)) {
       throw Error(ExitCode::result_exists,
                   path + ": a result already exists here; pass --force to overwrite it, or choose another "

@@ -13,7 +13,7 @@ TimingCheck timing_check(const std::vector<EpochRecord>& epochs, const std::stri
   TimingCheck check;
   check.method = method;
   for (const auto& e : epochs) {
-    check.epoch_seconds += e.seconds;
+    check.epoch_seconds += e.seconds - e.profiler_seconds;
     check.step_seconds += e.step_seconds;
   }
   if (check.epoch_seconds > 0) check.gap_fraction = (check.epoch_seconds - check.step_seconds) / check.epoch_seconds;

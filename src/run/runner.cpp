@@ -283,6 +283,29 @@ TrainerConfig trainer_config(const RunSpec& spec) {
   return c;
 }
 
+namespace {
+
+// timing.profile_steps profiles the run's last steps: after the warm-up, leaving a step to time,
+// and inside the last epoch (one profiler session, never restarted).
+void check_profile_window(const RunSpec& spec, const StepPlan& steps) {
+  const int64_t n = spec.timing.profile_steps;
+  if (n == 0) return;
+  if (spec.timing.warmup_steps + n >= steps.total_steps) {
+    fail_field(spec, "timing.profile_steps",
+               std::to_string(n) + " profiled step(s) and " + std::to_string(spec.timing.warmup_steps) +
+                   " warm-up step(s) leave none of the run's " + std::to_string(steps.total_steps) +
+                   " steps to time; run more steps or profile fewer");
+  }
+  const int64_t last_epoch_steps = steps.total_steps - (steps.total_steps - 1) / steps.steps_per_epoch * steps.steps_per_epoch;
+  if (n > last_epoch_steps) {
+    fail_field(spec, "timing.profile_steps",
+               std::to_string(n) + " steps do not fit in the run's last epoch (" + std::to_string(last_epoch_steps) +
+                   " steps); the profiler records the last steps of one epoch");
+  }
+}
+
+}  // namespace
+
 RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
@@ -304,12 +327,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
-  if (spec.timing.profile_steps > 0 && spec.timing.warmup_steps + spec.timing.profile_steps >= plan.steps.total_steps) {
-    fail_field(spec, "timing.profile_steps",
-               std::to_string(spec.timing.profile_steps) + " profiled after " + std::to_string(spec.timing.warmup_steps) +
-                   " warm-up step(s) leave none of the run's " + std::to_string(plan.steps.total_steps) +
-                   " steps to time; run more steps or profile fewer");
-  }
+  check_profile_window(spec, plan.steps);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
@@ -516,7 +534,7 @@ ExitCode report_outcome(const Result& result) {
 ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   const auto comm = join_ranks(plan);
   const bool writes_result = plan.launch.rank == 0;
-  if (writes_result) ensure_writable(plan.output_path, options.force);
+  if (writes_result) ensure_writable(plan.output_path, options.force, /*with_trace=*/plan.trainer.profile_steps > 0);
   const RunClock clock;
   const torch::Device device = set_up_process(plan);
   const RunModels models = build_models(plan, device);

@@ -39,11 +39,20 @@ class KinetoStepProfiler : public StepProfiler {
     if (cuda_) activities_.insert(ActivityType::CUDA);
   }
 
+  ~KinetoStepProfiler() override {
+    if (!running_) return;
+    try {
+      kineto::disableProfiler();  // a run that ended inside the window: leave no profiler enabled
+    } catch (...) {
+    }
+  }
+
   void start() override {
     const ProfilerConfig config(ProfilerState::KINETO);
     try {
       kineto::prepareProfiler(config, activities_);
       kineto::enableProfiler(config, activities_);
+      running_ = true;
     } catch (const c10::Error& e) {
       throw Error(ExitCode::run_failed, std::string("timing.profile_steps: the profiler did not start (") +
                                             e.what_without_backtrace() + ")");
@@ -51,6 +60,7 @@ class KinetoStepProfiler : public StepProfiler {
   }
 
   ProfileSummary stop() override {
+    running_ = false;
     const auto result = kineto::disableProfiler();
     std::vector<ProfiledEvent> events;
     for (const auto& e : result->events()) events.push_back(plain_event(e));
@@ -69,6 +79,7 @@ class KinetoStepProfiler : public StepProfiler {
   bool cuda_;
   std::string trace_path_;
   std::set<ActivityType> activities_;
+  bool running_ = false;
 };
 
 }  // namespace

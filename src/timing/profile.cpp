@@ -8,7 +8,7 @@
 namespace tbench {
 namespace {
 
-std::string lower(std::string s) {
+std::string lowercase_name(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
 }
@@ -60,14 +60,17 @@ std::vector<ProfileEntry> sorted_entries(const std::map<std::string, ProfileEntr
 }  // namespace
 
 std::string op_category(const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = lowercase_name(name);
+  // The loss first: its log-softmax kernels would otherwise pass for attention's softmax.
+  if (contains_any(n, {"log_softmax", "logsoftmax", "nll_loss", "cross_entropy"})) return "loss";
+  if (contains_any(n, {"nccl", "allreduce", "all_reduce", "c10d"})) return "communication";
   if (contains_any(n, {"flash", "fmha", "attention", "softmax", "sdpa"})) return "attention";
   if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "addmm", "aten::mm", "aten::bmm", "matmul", "aten::linear"})) {
     return "gemm";
   }
-  if (contains_any(n, {"layer_norm", "layernorm"})) return "normalization";
+  if (contains_any(n, {"layer_norm", "layernorm", "gammabeta", "rowwisemoments"})) return "normalization";
   if (contains_any(n, {"adam", "multi_tensor", "foreach"})) return "optimizer";
-  if (contains_any(n, {"memcpy", "memset", "aten::copy_", "aten::to", "aten::_to_copy"})) return "copy";
+  if (n == "aten::to" || contains_any(n, {"memcpy", "memset", "aten::copy_", "aten::_to_copy"})) return "copy";
   return "other";
 }
 
@@ -106,9 +109,11 @@ nlohmann::json to_json(const ProfileSummary& p) {
                       {"measures", p.measures},
                       {"measured_ms", p.measured_ms},
                       {"wall_ms", p.wall_ms},
+                      {"overhead_ms", p.overhead_ms},
                       {"categories", entries(p.categories)},
                       {"top", entries(p.top)}};
-  // Device time over wall time: well under 1 means the GPU waited for the host (launch-bound).
+  // Device time over wall time: well under 1 means the GPU waited for the host (launch-bound);
+  // over 1, kernels overlapped (communication beside compute).
   if (p.measures == "device kernels" && p.wall_ms > 0) j["device_busy_fraction"] = p.measured_ms / p.wall_ms;
   j["trace"] = p.trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.trace);
   if (!p.trace_error.empty()) j["trace_error"] = p.trace_error;

@@ -298,16 +298,18 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
     IterationRecord record = start_record(epoch, step, ++global_step);
     const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
     fail_on_exception(run.outcome, where, [&] {
-      if (record.profiled && !profiling_) start_profile(global_step);
+      if (record.profiled && !profiling_) start_profile(global_step, totals.record);
       pending.begin_step();
       const StepOutputs outputs = run_step(epoch_steps[static_cast<std::size_t>(step - 1)], record);
       pending.end_step(std::move(record), outputs);
       if (profiling_) profile_last_step_ = global_step;
-      if (profiling_ && !profiled(global_step + 1)) stop_profile(run);
+      if (profiling_ && !profiled(global_step + 1)) stop_profile(run, totals.record);
       report(pending.take_finished(/*wait_for_all=*/false), observers, totals, run);
     });
   }
-  if (profiling_) fail_on_exception(run.outcome, [] { return std::string("profiling"); }, [&] { stop_profile(run); });
+  if (profiling_) {  // a stop or a failure ended the run inside the window
+    fail_on_exception(run.outcome, [] { return std::string("profiling"); }, [&] { stop_profile(run, totals.record); });
+  }
   // The epoch ends when its last step has run on the device: one wait, here. A device error
   // surfacing only now fails the run unless an earlier one already did.
   fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch); },
@@ -364,27 +366,43 @@ EpochRecord Trainer::finish_epoch_record(const EpochTotals& totals, double secon
   return e;
 }
 
+// The last profile_steps steps: by then the warm-up is long over, and no timed step runs after
+// the profiler (CUPTI can leave later kernels slower once it has run).
 bool Trainer::profiled(int64_t global_step) const {
-  return global_step > config_.timed_warmup_steps && global_step <= config_.timed_warmup_steps + config_.profile_steps;
+  return config_.profile_steps > 0 && global_step > plan_.total_steps - config_.profile_steps;
 }
 
-void Trainer::start_profile(int64_t global_step) {
+void Trainer::start_profile(int64_t global_step, EpochRecord& epoch) {
   if (!profiler_) return;
-  synchronize();
+  synchronize();  // queued steps finish outside the window
+  const auto start = Clock::now();
   profiler_->start();
   profiling_ = true;
   profile_first_step_ = profile_last_step_ = global_step;
   profile_start_ = Clock::now();
+  profile_overhead_seconds_ = seconds_between(start, profile_start_);
+  epoch.profiler_seconds += profile_overhead_seconds_;
 }
 
-void Trainer::stop_profile(TrainRun& run) {
+void Trainer::stop_profile(TrainRun& run, EpochRecord& epoch) {
   profiling_ = false;
-  synchronize();
-  const double wall_ms = seconds_since(profile_start_) * 1e3;
+  try {
+    synchronize();  // the window's last kernels are recorded before the profiler stops
+  } catch (...) {
+    try {
+      profiler_->stop();  // a device error: leave no profiler running, and report the error
+    } catch (...) {
+    }
+    throw;
+  }
+  const auto steps_end = Clock::now();
   ProfileSummary summary = profiler_->stop();
+  const double stop_seconds = seconds_since(steps_end);
+  epoch.profiler_seconds += stop_seconds;
   summary.first_step = profile_first_step_;
   summary.last_step = profile_last_step_;
-  summary.wall_ms = wall_ms;
+  summary.wall_ms = seconds_between(profile_start_, steps_end) * 1e3;
+  summary.overhead_ms = (profile_overhead_seconds_ + stop_seconds) * 1e3;
   run.profile = std::move(summary);
 }
 

@@ -74,8 +74,9 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   }
 }
 
-// timing.profile_steps: the steps after the warm-up run under the profiler, are marked and left
-// out of the summary; the result sums them and the trace lies beside it.
+// timing.profile_steps: the run's last steps run under the profiler, are marked and left out of
+// the summary; the result sums them, the trace lies beside it, and the profiler's own start and
+// stop stay out of the timing check.
 TEST_F(Cli, ProfiledStepsAreSummedTracedAndLeftOutOfTheTiming) {
   const std::string out = dir.file("prof.json");
   auto spec = testing::tiny_spec(out);
@@ -89,10 +90,13 @@ TEST_F(Cli, ProfiledStepsAreSummedTracedAndLeftOutOfTheTiming) {
   EXPECT_EQ(result["summary"]["timed_steps"], 5);  // 8 steps, 1 warm-up, 2 profiled
   for (const auto& it : result["iterations"]) {
     const int64_t step = it["global_step"];
-    EXPECT_EQ(it.value("profiled", false), step == 2 || step == 3) << it.dump();
+    EXPECT_EQ(it.value("profiled", false), step == 7 || step == 8) << it.dump();
   }
   const auto& profile = result["profile"];
-  EXPECT_EQ(profile["steps"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(profile["steps"], nlohmann::json::array({7, 8}));
+  EXPECT_FALSE(result["epochs"][0].contains("profiler_seconds"));
+  EXPECT_NEAR(result["epochs"][1]["profiler_seconds"].get<double>() * 1e3, profile["overhead_ms"].get<double>(), 1e-6);
+  EXPECT_TRUE(result["summary"]["timing_check"]["within_margin"].get<bool>()) << result["summary"]["timing_check"];
   EXPECT_EQ(profile["measures"], "host operators, self time");
   EXPECT_GT(profile["measured_ms"].get<double>(), 0);
   // Self times cannot add up to more than the host's wall time over the profiled steps... on
@@ -111,11 +115,21 @@ TEST_F(Cli, ProfiledStepsAreSummedTracedAndLeftOutOfTheTiming) {
     EXPECT_FALSE(testing::read_json(dir.file("prof.trace.json"))["traceEvents"].empty());
   }
 
-  // A window that leaves no step to time is refused before training, naming the field.
-  spec["timing"]["profile_steps"] = 7;
-  const auto refused = run_tbench("run --quiet --force " + spec_path(spec, "too-many.json"));
-  EXPECT_EQ(refused.exit_code, 2) << refused.err;
-  EXPECT_NE(refused.err.find("timing.profile_steps"), std::string::npos) << refused.err;
+  // A trace is a result file too: not overwritten without --force.
+  if (!profile["trace"].is_null()) {
+    std::filesystem::remove(out);
+    std::filesystem::remove(dir.file("prof.iterations.jsonl"));
+    EXPECT_EQ(run_tbench("run --quiet " + spec_path(spec)).exit_code, 3);
+  }
+
+  // A window that leaves no step to time, or does not fit in the last epoch (4 steps), is refused
+  // before training, naming the field.
+  for (const int steps : {7, 5}) {
+    spec["timing"]["profile_steps"] = steps;
+    const auto refused = run_tbench("run --quiet --force " + spec_path(spec, "too-many.json"));
+    EXPECT_EQ(refused.exit_code, 2) << refused.err;
+    EXPECT_NE(refused.err.find("timing.profile_steps: " + std::to_string(steps)), std::string::npos) << refused.err;
+  }
 }
 
 TEST_F(Cli, ExistingResultNeedsForce) {

@@ -248,6 +248,49 @@ TEST(SpeedOptions, PaddingMaskAndFusedQkvTrainAlike) {
   }
 }
 
+// Counts the trainer's calls; records nothing.
+class CountingProfiler : public StepProfiler {
+ public:
+  int starts = 0, stops = 0;
+  void start() override { ++starts; }
+  ProfileSummary stop() override {
+    ++stops;
+    return summarize_profile({}, /*on_device=*/false, 5);
+  }
+};
+
+// timing.profile_steps: the run's last steps, one profiler session, marked and left out of the
+// summary; the profiler's own time is charged to the epoch it ran in.
+TEST(SpeedOptions, TheProfilerRecordsTheLastStepsOnceAndTheyLeaveTheSummary) {
+  torch::set_num_threads(1);
+  const RunSpec spec = tiny_spec({"train.epochs=2", "timing.profile_steps=3"});  // 8 steps per epoch
+  const RunPlan plan = prepare_run(spec);
+  auto model = build_classifier(plan.model, spec.num_labels);
+  auto objective = classification_objective(*model, plan.trainer.precision, torch::kCPU);
+  Trainer trainer(plan.trainer, *objective, *plan.data, torch::kCPU);
+  CountingProfiler profiler;
+  trainer.set_profiler(&profiler);
+  std::atomic<bool> stop{false};
+  const TrainRun run = trainer.run({}, stop);
+  ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
+  EXPECT_EQ(profiler.starts, 1);
+  EXPECT_EQ(profiler.stops, 1);
+  ASSERT_TRUE(run.profile.has_value());
+  EXPECT_EQ(run.profile->first_step, 14);
+  EXPECT_EQ(run.profile->last_step, 16);
+  EXPECT_GT(run.profile->wall_ms, 0.0);
+  ASSERT_EQ(run.records.iterations.size(), 16u);
+  for (const auto& it : run.records.iterations) EXPECT_EQ(it.profiled, it.global_step >= 14) << it.global_step;
+  ASSERT_EQ(run.records.epochs.size(), 2u);
+  EXPECT_EQ(run.records.epochs[0].profiler_seconds, 0.0);
+  EXPECT_NEAR(run.records.epochs[1].profiler_seconds * 1e3, run.profile->overhead_ms, 1e-9);
+  SummaryInputs in;
+  in.outcome = run.outcome;
+  const Summary summary = summarize(run.records, in);
+  EXPECT_EQ(summary.profiled_steps, 3);
+  EXPECT_EQ(summary.step_ms.count, 16 - 1 - 3);
+}
+
 // On CPU the steps are the epoch: what the timer misses (the loop, the observers) is tiny.
 TEST(SpeedOptions, CpuStepTimesAccountForTheEpoch) {
   const OptimizerRun run = train(tiny_spec({"train.epochs=2", "data.seq_len=64", "data.num_samples=128"}));

@@ -22,6 +22,13 @@ TEST(Profile, NamesFallIntoKindsOfWork) {
   EXPECT_EQ(op_category("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>"), "attention");
   EXPECT_EQ(op_category("fmha_cutlassB_f32_aligned_64x64_k64_sm80"), "attention");
   EXPECT_EQ(op_category("aten::_softmax"), "attention");
+  EXPECT_EQ(op_category("void at::native::cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>"),
+            "loss");
+  EXPECT_EQ(op_category("aten::nll_loss_forward"), "loss");
+  EXPECT_EQ(op_category("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "communication");
+  EXPECT_EQ(op_category("void at::native::GammaBetaBackwardCUDAKernel<float, float>"), "normalization");
+  EXPECT_EQ(op_category("aten::to"), "copy");
+  EXPECT_EQ(op_category("aten::topk"), "other");
   EXPECT_EQ(op_category("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>"), "normalization");
   EXPECT_EQ(op_category("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>"),
             "optimizer");

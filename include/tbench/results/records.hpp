@@ -50,6 +50,9 @@ struct EpochRecord {
   double loss = 0;     // mean training loss over the epoch's steps
   bool complete = true;  // false if the run stopped inside this epoch
   double step_seconds = 0;  // sum of its steps' `seconds`; `seconds` minus this is time between steps
+  // Part of `seconds` spent starting and stopping timing.profile_steps' profiler (with the device
+  // drained both times and the trace written), in no step: left out of the timing check.
+  double profiler_seconds = 0;
   // Memory high-water marks of the epoch; -1 (null in JSON) where not measured. The allocator's
   // peaks (CUDA) are reset at the epoch's start; peak_rss_bytes is the process's peak so far.
   int64_t peak_allocated_bytes = -1;

@@ -13,8 +13,9 @@ std::string iterations_path_for(const std::string& result_path);
 // The profiler's Chrome/Perfetto trace beside it: run.json -> run.trace.json (timing.profile_steps).
 std::string trace_path_for(const std::string& result_path);
 
-// Refuses (exit 3) to overwrite an existing result or stream unless `force`.
-void ensure_writable(const std::string& result_path, bool force);
+// Refuses (exit 3) to overwrite an existing result or stream (and `with_trace`, the profiler's
+// trace) unless `force`.
+void ensure_writable(const std::string& result_path, bool force, bool with_trace = false);
 
 // Appends each iteration record to a JSONL file as soon as it is made, one write() per line, so
 // a crash or kill loses at most the step in flight and never leaves half a line. A write that

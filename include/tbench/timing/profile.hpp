@@ -33,15 +33,16 @@ struct ProfileSummary {
   std::string measures;
   double measured_ms = 0;  // what the entries add up to
   double wall_ms = 0;      // the profiled steps' wall time on the host clock, from first start to last end
-  std::vector<ProfileEntry> categories;  // gemm, attention, normalization, optimizer, copy, other
+  double overhead_ms = 0;  // starting and stopping the profiler (device drained, trace written): in no step
+  std::vector<ProfileEntry> categories;  // by op_category, largest first
   std::vector<ProfileEntry> top;         // the largest operators or kernels, largest first
   std::string trace;                     // the Chrome/Perfetto trace file, empty if none was written
   std::string trace_error;               // why none was, where writing it failed
 };
 
-// The kind of work a kernel or operator name stands for, by the names cuBLAS, CUTLASS, ATen and
-// the attention kernels use: gemm, attention, normalization, optimizer, copy, or other
-// (elementwise: activations, dropout, adds, casts).
+// The kind of work a kernel or operator name stands for, by the names cuBLAS, CUTLASS, ATen, NCCL
+// and the attention kernels use: loss, communication, attention, gemm, normalization, optimizer,
+// copy, or other (elementwise: activations, dropout, adds, casts).
 std::string op_category(const std::string& name);
 
 // Sums `events` into a summary: device events only when `on_device` (their durations never

@@ -49,7 +49,7 @@ struct TrainerConfig {
   bool cuda_graph = false;  // capture the step at kCudaGraphCaptureStep, replay it after
   Precision precision = Precision::fp32;
   int64_t timed_warmup_steps = 0;  // first steps marked warm-up, left out of the summary
-  int64_t profile_steps = 0;       // steps after the warm-up run under the StepProfiler, also left out
+  int64_t profile_steps = 0;       // the last steps run under the StepProfiler, also left out of the summary
   double pseudo_perplexity_fraction = 0;  // masked-LM tasks: share of the eval samples scored one token at a time
 };
 
@@ -124,7 +124,7 @@ class Trainer {
   void set_flops_model(std::function<double(int64_t padded_length)> train_flops_per_sample) {
     flops_per_sample_ = std::move(train_flops_per_sample);
   }
-  // Records config.profile_steps steps after the warm-up with `profiler` (kept by the caller);
+  // Records the run's last config.profile_steps steps with `profiler` (kept by the caller);
   // without one those steps are still left out of the summary, so every rank times the same steps.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
@@ -139,8 +139,9 @@ class Trainer {
   IterationRecord start_record(int64_t epoch, int64_t step, int64_t global_step) const;
   bool profiled(int64_t global_step) const;
   // The profiler starts and stops with the device idle, so its window holds whole steps.
-  void start_profile(int64_t global_step);
-  void stop_profile(TrainRun& run);
+  // Their time is added to the epoch's profiler_seconds (it is in no step).
+  void start_profile(int64_t global_step, EpochRecord& epoch);
+  void stop_profile(TrainRun& run, EpochRecord& epoch);
   // Runs `work`; an exception from it (a device error, the loader's thread, a lost peer) fails
   // the run with its message and `where()` (made only then: this wraps every step), keeping the
   // first error if there was one already.
@@ -184,6 +185,7 @@ class Trainer {
   bool profiling_ = false;
   int64_t profile_first_step_ = 0, profile_last_step_ = 0;
   Clock::time_point profile_start_;
+  double profile_overhead_seconds_ = 0;
 };
 
 }  // namespace tbench
