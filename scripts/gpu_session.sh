@@ -21,7 +21,8 @@
 #             same rows: device time by kernel and by kind of work, and both traces
 #   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU)
 # Every stage writes under $OUT/<stage>/ and goes on after a failure (its exit code is in
-# $OUT/<stage>/rc); at the end everything is packed into $OUT/<stages>.tar.gz (one file back).
+# $OUT/<stage>/rc; 124: stopped at the call's time budget, BUDGET_S); at the end everything is
+# packed into $OUT/<stages>.tar.gz (one file back).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -149,15 +150,31 @@ stage_profile() {
   gzip -f "$out"/profile/*.trace.json
 }
 
+# `gpu_session.sh --stage NAME`: one stage, as the loop below runs it under `timeout`.
+if [[ ${1:-} == --stage ]]; then
+  "stage_$2"
+  exit
+fi
+
+# The device tool kills a command at 600 s, and then nothing comes back: every stage gets what is
+# left of BUDGET_S (default 560) and is stopped there, so the archive is always written.
+budget=${BUDGET_S:-560}
+session_start=$(date +%s)
 stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(build test fixtures runs)
 for stage in "${stages[@]}"; do
   mkdir -p "$out/$stage"
   start=$(date +%s)
-  "stage_$stage" > "$out/$stage/log.txt" 2>&1
+  left=$(( budget - (start - session_start) ))
+  if (( left < 15 )); then
+    echo "skipped: no time left in this call" > "$out/$stage/rc"
+    echo "stage $stage: skipped (no time left; run it in another call)"
+    continue
+  fi
+  timeout -k 5 "$left" "$0" --stage "$stage" > "$out/$stage/log.txt" 2>&1
   rc=$?
   echo "$rc" > "$out/$stage/rc"
-  echo "stage $stage: exit $rc in $(( $(date +%s) - start )) s"
+  echo "stage $stage: exit $rc in $(( $(date +%s) - start )) s$( (( rc == 124 )) && echo ' (stopped at the time limit)')"
   tail -5 "$out/$stage/log.txt"
 done
 tar -C "$out" -czf "$out/$(IFS=-; echo "${stages[*]}").tar.gz" "${stages[@]}" && rm -rf "${stages[@]/#/$out/}"
