@@ -120,9 +120,10 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     if (e.contains("complete") && e["complete"].is_boolean() && !e["complete"].get<bool>()) continue;
     const int64_t epoch = read.integer(e["epoch"], where + "/epoch", 0);
     // The profiler's start and stop are paid once, by the run that asked for them: not an epoch's cost.
-    const double profiler = e.contains("profiler_seconds") && e["profiler_seconds"].is_number()
-                                ? e["profiler_seconds"].get<double>() : 0.0;
-    r.epoch_wall_seconds.push_back(read.number(e["seconds"], where + "/seconds") - profiler);
+    const double wall = read.number(e["seconds"], where + "/seconds");
+    const double profiler = e.contains("profiler_seconds") ? read.number(e["profiler_seconds"], where + "/profiler_seconds") : 0.0;
+    if (profiler > wall) throw read.bad(where + "/profiler_seconds", "is longer than the epoch's seconds");
+    r.epoch_wall_seconds.push_back(wall - profiler);
     double sum = 0;
     for (const auto& it : r.iterations) {
       if (it.epoch == epoch) sum += it.seconds;

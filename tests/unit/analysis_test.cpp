@@ -213,6 +213,24 @@ TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {
   EXPECT_THROW(predict_epochs(one, 2, &three), Error);  // actual has 3 epochs
 }
 
+// The profiler's start and stop (timing.profile_steps) are no epoch's cost: predicting more
+// epochs leaves them out, and a figure that cannot be is refused naming the field.
+TEST_F(Analysis, PredictEpochsLeavesTheProfilerOut) {
+  json plain = make_result("m", "h", 1.0, 1, 10, /*warmup=*/2);
+  json profiled = plain;
+  profiled["epochs"][0]["seconds"] = profiled["epochs"][0]["seconds"].get<double>() + 3.0;
+  profiled["epochs"][0]["profiler_seconds"] = 3.0;
+  EXPECT_NEAR(predict_epochs(load_result(write("plain.json", plain)), 3, nullptr).predicted_seconds,
+              predict_epochs(load_result(write("profiled.json", profiled)), 3, nullptr).predicted_seconds, 1e-9);
+  profiled["epochs"][0]["profiler_seconds"] = 1e6;
+  try {
+    load_result(write("bad.json", profiled));
+    ADD_FAILURE() << "a profiler longer than its epoch was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/epochs/0/profiler_seconds"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Analysis, PredictTargetCalibratesOnTheMeasuredDevice) {
   const ResultFile r = load_result(write("r.json", make_result("m", "h", 0.2, 1, 10)));
   DeviceSpec target;
