@@ -5,11 +5,10 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <vector>
 
 #include "tbench/errors.hpp"
 #include "tbench/results/result_files.hpp"
-
-#include <vector>
 #include "tbench/json_text.hpp"
 
 namespace tbench {

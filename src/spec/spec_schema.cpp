@@ -247,9 +247,9 @@ const std::vector<Field>& fields() {
       {"timing.warmup_steps", Kind::integer, 5, 0, {}, "first steps excluded from the summary",
        set(&RunSpec::timing, &TimingSpec::warmup_steps)},
       {"timing.profile_steps", Kind::integer, 0, 0, {},
-       "run this many steps after the warm-up under LibTorch's profiler (Kineto): the result's profile section "
-       "sums GPU kernels (CPU: operators' self time) by kind and by name, and <output>.trace.json holds the "
-       "trace for Perfetto; those steps are left out of the summary",
+       "run the run's last N steps under LibTorch's profiler (Kineto): the result's profile section sums GPU "
+       "kernels (CPU: operators' self time) by kind and by name, and <output>.trace.json holds the trace for "
+       "Perfetto; those steps are left out of the summary",
        set(&RunSpec::timing, &TimingSpec::profile_steps)},
       {"cpu.allocator", Kind::choice, "caching", -1e300, choice_list<CpuAllocatorChoice>(),
        "CPU tensors: caching keeps freed blocks for reuse (no page faults per step); system is malloc, as PyTorch",
@@ -598,9 +598,6 @@ RunSpec assign_fields(const json& root) {
     spec.distillation.teacher.config = teacher;
     spec.distillation.teacher.name = model_name_from_config_path(teacher);
   }
-  spec.distillation.teacher.attention = spec.model.attention;
-  spec.distillation.teacher.padding_mask = spec.model.padding_mask;
-  spec.distillation.teacher.fused_qkv = spec.model.fused_qkv;
   return spec;
 }
 

@@ -93,7 +93,7 @@ Trainer::Trainer(const TrainerConfig& config, TrainingObjective& objective, cons
       plan_(plan_steps(config, data.train.size(), sync ? sync->world_size() : 1)),
       // Batches are pinned for CUDA so their copies can overlap the step before.
       loader_(data.train, data.collate, config.prefetch, device.is_cuda()),
-      batches_can_pad_(batches_can_pad(data.train, data.collate)),
+      batches_can_pad_(config.cuda_graph && batches_can_pad(data.train, data.collate)),
       scaler_(std::make_unique<LossScaler>(config.precision == Precision::fp16, device)) {
   build_optimizer();
 }
@@ -447,6 +447,7 @@ void Trainer::add_pseudo_perplexity(EvalResult& result) {
   chosen.resize(static_cast<std::size_t>(std::min(take, n)));
   std::sort(chosen.begin(), chosen.end());
   torch::Tensor log_p_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  const auto long_on_device = torch::TensorOptions().dtype(torch::kLong).device(device_);
   int64_t tokens = 0;
   for (const int64_t i : chosen) {
     const auto begin = samples.ids.begin() + samples.offsets[static_cast<std::size_t>(i)];
@@ -459,16 +460,15 @@ void Trainer::add_pseudo_perplexity(EvalResult& result) {
     const int64_t length = static_cast<int64_t>(ids.size());
     for (std::size_t first = 0; first < positions.size(); first += static_cast<std::size_t>(config_.batch_size)) {
       const std::size_t count = std::min(positions.size() - first, static_cast<std::size_t>(config_.batch_size));
-      const auto on_device = torch::TensorOptions().dtype(torch::kLong).device(device_);
       const auto at = torch::tensor(std::vector<int64_t>(positions.begin() + static_cast<std::ptrdiff_t>(first),
                                                          positions.begin() + static_cast<std::ptrdiff_t>(first + count)),
                                     torch::kLong)
                           .to(device_);
-      const auto rows = torch::arange(static_cast<int64_t>(count), on_device);
+      const auto rows = torch::arange(static_cast<int64_t>(count), long_on_device);
       auto input_ids = row.unsqueeze(0).repeat({static_cast<int64_t>(count), 1});
       input_ids.index_put_({rows, at}, masking.mask_token_id);  // copy j has only position at[j] masked
-      const ModelInputs inputs{input_ids, torch::ones({static_cast<int64_t>(count), length}, on_device),
-                               torch::zeros({static_cast<int64_t>(count), length}, on_device), /*has_padding=*/false};
+      const ModelInputs inputs{input_ids, torch::ones({static_cast<int64_t>(count), length}, long_on_device),
+                               torch::zeros({static_cast<int64_t>(count), length}, long_on_device), /*has_padding=*/false};
       // Only each copy's masked position is scored: [count, V], on the device, read once at the end.
       const auto scores = objective_.masked_lm_scores(inputs).index({rows, at});
       log_p_sum += torch::log_softmax(scores, -1).gather(1, row.index({at}).unsqueeze(1)).sum().to(torch::kDouble);

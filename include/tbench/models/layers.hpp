@@ -24,8 +24,6 @@ torch::Tensor padding_bias(const torch::Tensor& attention_mask, torch::ScalarTyp
 // mask SDPA may use its flash kernel, which takes none; HF's sdpa path drops an all-ones mask too.
 torch::Tensor attention_bias(const ModelInputs& inputs, bool mask_every_batch, torch::ScalarType dtype);
 
-// Query, key and value [B, H, S, D] from x [B, S, H*D]: three projections, or `fused`, one GEMM over the three weights stacked ([3HD, HD]), split afterwards. The
-// parameters stay HF's three, so checkpoints and optimizer state are the same either way.
 struct QueryKeyValue {
   torch::Tensor query, key, value;
 };
@@ -66,6 +64,9 @@ TORCH_MODULE(Linear);
 
 Linear linear(int64_t in, int64_t out);
 
+// Query, key and value [B, H, S, D] from x [B, S, H*D]: three projections, or `fused`, one GEMM
+// over the three weights stacked ([3HD, HD]), split afterwards. The parameters stay HF's three,
+// so checkpoints and optimizer state are the same either way.
 QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 

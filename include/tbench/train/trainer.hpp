@@ -15,10 +15,10 @@
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/spec/spec.hpp"
-#include "tbench/train/objective.hpp"
-#include "tbench/train/optimizer.hpp"
 #include "tbench/timing/clock.hpp"
 #include "tbench/timing/step_profiler.hpp"
+#include "tbench/train/objective.hpp"
+#include "tbench/train/optimizer.hpp"
 #include "tbench/train/train_run.hpp"
 
 namespace tbench {
@@ -174,7 +174,7 @@ class Trainer {
   GradientSync* sync_ = nullptr;
   StepPlan plan_;
   BatchLoader loader_;
-  bool batches_can_pad_;  // a captured step keeps the mask unless no batch of this data has padding
+  bool batches_can_pad_;  // train.cuda_graph: the captured step keeps the mask unless no batch can pad
   std::function<double(int64_t)> flops_per_sample_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<torch::Tensor> trainable_;
