@@ -11,7 +11,10 @@ Timing: `--warmup` steps, then `--steps` timed steps between two torch.cuda.sync
 (the throughput), with CUDA events around each step for the step-time spread. Losses stay on the
 device until the end so the loop never waits for the GPU. Writes one JSON object to --out.
 
-Needs torch (CUDA) and transformers; run it on the GPU machine.
+Needs torch and transformers; the figures come from the GPU machine. `--device cpu` is a dry run of
+the same script (wall-clock step times, no memory figures, no profile) where transformers is
+installed without a GPU, e.g. `sudo scripts/hf-fixtures shell python3 bench/hf_side_by_side.py
+--model tiny-bert --device cpu --steps 3 --warmup 1 --out /tmp/hf.json`.
 """
 import argparse
 import json
@@ -72,7 +75,7 @@ def synthetic_batches(torch, config, args, count, device):
         }
         if config.model_type != "distilbert":
             batch["token_type_ids"] = torch.zeros_like(ids)
-        batches.append({k: v.pin_memory() for k, v in batch.items()})
+        batches.append({k: v.pin_memory() if device.type == "cuda" else v for k, v in batch.items()})
     return batches
 
 
@@ -158,11 +161,16 @@ def main():
     import transformers
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    if not torch.cuda.is_available():
-        sys.exit("hf_side_by_side.py: no CUDA device")
-    disable_tf32(torch)  # tbench's cuda.tf32 defaults to false
-    torch.manual_seed(args.seed)
     device = torch.device(args.device)
+    on_cuda = device.type == "cuda"
+    if on_cuda and not torch.cuda.is_available():
+        sys.exit("hf_side_by_side.py: no CUDA device")
+    if not on_cuda and args.profile_steps > 0:
+        sys.exit("hf_side_by_side.py: --profile-steps measures CUDA kernels; it needs --device cuda")
+    if on_cuda:
+        disable_tf32(torch)  # tbench's cuda.tf32 defaults to false
+    torch.manual_seed(args.seed)
+    synchronize = torch.cuda.synchronize if on_cuda else (lambda: None)
 
     config_path = Path(args.models_dir) / f"{args.model}.json"
     config = AutoConfig.from_pretrained(str(config_path), num_labels=args.num_labels)
@@ -172,13 +180,13 @@ def main():
     optimizer = optimizer_for(torch, model, args)
     total_steps = args.warmup + args.steps
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: max(0.0, (total_steps - step) / total_steps))
-    scaler = torch.amp.GradScaler("cuda", enabled=args.precision == "fp16")
+    scaler = torch.amp.GradScaler(device.type, enabled=args.precision == "fp16")
     autocast_dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(args.precision)
     batches = synthetic_batches(torch, config, args, total_steps + args.profile_steps, device)
 
     def train_step(batch):
         batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-        with torch.autocast("cuda", dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
+        with torch.autocast(device.type, dtype=autocast_dtype or torch.float32, enabled=autocast_dtype is not None):
             logits = model(**{k: v for k, v in batch.items() if k != "labels"}).logits
         loss = torch.nn.functional.cross_entropy(logits.float(), batch["labels"])
         scaler.scale(loss).backward()
@@ -193,19 +201,28 @@ def main():
     losses = []
     for step in range(args.warmup):
         losses.append(train_step(batches[step]))
-    torch.cuda.synchronize()
-    torch.cuda.reset_peak_memory_stats(device)
+    synchronize()
+    if on_cuda:
+        torch.cuda.reset_peak_memory_stats(device)
 
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(args.steps)]
+    # CUDA events time each step on the device without waiting for it; on the CPU a step is done
+    # when train_step returns, so the wall clock is the step time.
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if on_cuda else None
+              for _ in range(args.steps)]
+    wall_ms = []
     start = time.perf_counter()
     for step in range(args.steps):
-        events[step][0].record()
+        step_start = time.perf_counter()
+        if on_cuda:
+            events[step][0].record()
         losses.append(train_step(batches[args.warmup + step]))
-        events[step][1].record()
-    torch.cuda.synchronize()
+        if on_cuda:
+            events[step][1].record()
+        wall_ms.append((time.perf_counter() - step_start) * 1e3)
+    synchronize()
     seconds = time.perf_counter() - start
 
-    step_ms = [begin.elapsed_time(end) for begin, end in events]
+    step_ms = [begin.elapsed_time(end) for begin, end in events] if on_cuda else wall_ms
     loss_values = torch.stack(losses).float().cpu().tolist()
     result = {
         "impl": "hf",
@@ -220,8 +237,9 @@ def main():
         "step_ms": {"median": statistics.median(step_ms), "min": min(step_ms), "max": max(step_ms),
                     "mean": statistics.fmean(step_ms)},
         "step_ms_sum_over_wall": sum(step_ms) / 1e3 / seconds,
-        "peak_allocated_bytes": torch.cuda.max_memory_allocated(device),
-        "peak_reserved_bytes": torch.cuda.max_memory_reserved(device),
+        "device": str(device),
+        "peak_allocated_bytes": torch.cuda.max_memory_allocated(device) if on_cuda else None,
+        "peak_reserved_bytes": torch.cuda.max_memory_reserved(device) if on_cuda else None,
         "losses": loss_values,
         "final_loss": loss_values[-1],
         "final_loss_mean10": statistics.fmean(loss_values[-10:]),
@@ -232,7 +250,7 @@ def main():
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "transformers": transformers.__version__,
-        "gpu": torch.cuda.get_device_name(device),
+        "gpu": torch.cuda.get_device_name(device) if on_cuda else None,
         "host": platform.node(),
     }
     if args.profile_steps > 0:

@@ -3,14 +3,14 @@
 # ../shared/docs/GPU.md). Prepare here first: `../shared/tools/gpu-deps`, then drop the static ICU
 # archives so `.deps` fits the 64 MiB carry (rm .deps/usr/lib/x86_64-linux-gnu/libicu*.a). Then:
 #   run(carry=[".deps"], command="scripts/gpu_session.sh build test")      # call 1
-#   run(command="scripts/gpu_session.sh fixtures runs")                      # call 2 (build-gpu kept while warm)
+#   run(command="scripts/gpu_session.sh runs")                               # call 2 (build-gpu kept while warm)
 #   run(command="scripts/gpu_session.sh perf")                               # call 3: the speed issue
 #   run(command="scripts/gpu_session.sh sweep profile")                      # call 4
 #   on the other kind (nvidia-h200), after `build`: run(command="scripts/gpu_session.sh rows")
 # Stages:
 #   build     configure and build build-gpu/ against python3's torch, for sm_90, -j16
-#   test      ctest (CPU and GPU tests), its log and the skipped tests' names
-#   fixtures  scripts/hf_reference.py: HF's own parity fixtures (classifiers and masked-LM heads)
+#   test      ctest (CPU and GPU tests; the HF parity tests against the committed fixtures, on this
+#             machine's torch), its log and the skipped tests' names
 #   runs      a short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM and
 #             distillation tasks; NCCL at world size 1 against the same spec without it; and
 #             configs/distilbert_fp16.json capped at 300 steps
@@ -44,10 +44,6 @@ stage_test() {
   grep -E 'status="(notrun|disabled)"' "$out/test/junit.xml" | sed -E 's/.*<testcase name="([^"]*)".*/\1/' \
     > "$out/test/skipped.txt"
   return $rc
-}
-
-stage_fixtures() {
-  python3 scripts/hf_reference.py --out tests/data/parity && cp -r tests/data/parity "$out/fixtures/parity"
 }
 
 run_one_in() {  # stage, name, then tbench run arguments; RUN_ENV (e.g. "RANK=0 WORLD_SIZE=1") goes before it
@@ -161,7 +157,7 @@ fi
 budget=${BUDGET_S:-560}
 session_start=$(date +%s)
 stages=("$@")
-[[ ${#stages[@]} -gt 0 ]] || stages=(build test fixtures runs)
+[[ ${#stages[@]} -gt 0 ]] || stages=(build test runs)
 for stage in "${stages[@]}"; do
   mkdir -p "$out/$stage"
   start=$(date +%s)

@@ -1,5 +1,6 @@
 # The Debian packages tbench builds with, apart from LibTorch itself. Sourced by scripts/setup
-# (the host: Debian 12) and scripts/debian13 (the LibTorch 2.6 roots), so both build from one list.
+# (the host: Debian 12), scripts/debian13 (the LibTorch 2.6 roots) and scripts/debian14 (LibTorch
+# 2.14), so all build from one list.
 # shellcheck shell=bash
 TBENCH_BUILD_PACKAGES=(
   cmake ninja-build g++ git pkg-config

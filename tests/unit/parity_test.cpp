@@ -1,13 +1,19 @@
-// Numerical parity with HF transformers, from fixtures HF itself made (scripts/hf_reference.py):
-// the same weights and inputs must give HF's logits, loss and gradients (fp32, CPU).
+// Numerical parity with HF transformers, from fixtures HF itself made (scripts/hf_reference.py, run
+// by scripts/hf-fixtures): the same weights and inputs must give HF's logits, loss and gradients
+// (fp32, CPU).
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "support/cli.hpp"
 #include "tbench/data/data.hpp"
+#include "tbench/env/torch_features.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/masked_lm.hpp"
+#include "tbench/models/model_config.hpp"
 #include "tbench/models/safetensors.hpp"
 #include "tbench/train/objective.hpp"
 
@@ -34,43 +40,87 @@ torch::Tensor float_tensor(const nlohmann::json& values) {
   return torch::tensor(flat);
 }
 
+// The fixtures are committed, so a missing one fails the test: a skip would let parity stop being
+// checked without anyone noticing.
+constexpr const char* kMissingFixture =
+    "HF fixture missing (make it with scripts/hf-fixtures make, which runs scripts/hf_reference.py): ";
+
+// fp32 tolerances, 10x what tbench on LibTorch 1.13 needed against transformers 5.12 on torch 2.14:
+// logits within 1e-6 relative, losses within 1 float ulp, gradients within 1e-5 relative. The
+// margin is for other LibTorch versions and BLAS builds, not for a different computation.
+constexpr double kLogitRtol = 1e-5;
+constexpr double kLogitAtol = 1e-6;
+constexpr double kLossRtol = 1e-6;
+constexpr double kGradientRtol = 1e-4;
+constexpr double kGradientAtol = 1e-6;
+
+std::string parity_fixture_dir(const std::string& name) { return std::string(TBENCH_TEST_DATA) + "/parity/" + name; }
+
 // The gradients a fixture lists, against HF's (the first 64 values and the norm).
 void expect_gradients_match(const nlohmann::json& ref, torch::nn::Module& model) {
   auto params = model.named_parameters();
   for (const auto& item : ref["gradients"].items()) {
     ASSERT_TRUE(params.contains(item.key())) << item.key();
     const auto grad = params[item.key()].grad().flatten().slice(0, 0, static_cast<int64_t>(item.value().size()));
-    EXPECT_TRUE(torch::allclose(grad, float_tensor(item.value()), 1e-3, 1e-6)) << item.key();
+    EXPECT_TRUE(torch::allclose(grad, float_tensor(item.value()), kGradientRtol, kGradientAtol)) << item.key();
     EXPECT_NEAR(params[item.key()].grad().norm().item<double>(), ref["gradient_norms"][item.key()].get<double>(),
-                1e-4 * (1 + ref["gradient_norms"][item.key()].get<double>()))
+                kGradientRtol * (1 + ref["gradient_norms"][item.key()].get<double>()))
         << item.key();
   }
+}
+
+// The model as a user gets it from HF's checkpoint folder: config.json as transformers wrote it,
+// with each attention setting a spec can pick (model.attention, model.fused_qkv); every one of them
+// must compute HF's network. XLNet's attention has no such settings.
+std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir) {
+  const ModelConfig base = read_model_config(dir + "/config.json");
+  std::vector<std::pair<std::string, ModelConfig>> configs{{"eager attention", base}};
+  if (base.arch == Architecture::xlnet) return configs;
+  ModelConfig fused = base;
+  fused.fused_qkv = true;
+  configs.emplace_back("eager attention, fused QKV", fused);
+  if (features::kSdpa) {
+    ModelConfig sdpa = base;
+    sdpa.attention = AttentionKernel::sdpa;
+    configs.emplace_back("SDPA", sdpa);
+    sdpa.fused_qkv = true;
+    configs.emplace_back("SDPA, fused QKV", sdpa);
+  }
+  return configs;
+}
+
+ModelInputs fixture_inputs(const nlohmann::json& ref) {
+  return {long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"]),
+          /*has_padding=*/true};
+}
+
+void expect_loss_matches(const torch::Tensor& loss, const nlohmann::json& ref) {
+  EXPECT_NEAR(loss.item<double>(), ref["loss"].get<double>(), kLossRtol * (1 + ref["loss"].get<double>()));
 }
 
 class HfParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HfParity, LogitsLossAndGradientsMatchHf) {
-  const std::string dir = std::string(TBENCH_TEST_DATA) + "/parity/" + GetParam();
-  if (!std::filesystem::exists(dir + "/reference.json")) {
-    GTEST_SKIP() << "no HF fixture in " << dir << " yet: run scripts/hf_reference.py where transformers is installed";
-  }
+  const std::string dir = parity_fixture_dir(GetParam());
+  ASSERT_TRUE(std::filesystem::exists(dir + "/reference.json")) << kMissingFixture << dir;
   const auto ref = testing::read_json(dir + "/reference.json");
-  const ModelConfig config = shipped_model_config(GetParam());
-  auto model = build_classifier(config, 2);
-  const auto report = load_hf_weights(*model, dir);
-  EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
-  model->eval();
+  for (const auto& [what, config] : configs_to_check(dir)) {
+    SCOPED_TRACE(what);
+    auto model = build_classifier(config, 2);
+    const auto report = load_hf_weights(*model, dir);
+    EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
+    model->eval();
 
-  ModelInputs in{long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"]), /*has_padding=*/true};
-  const auto logits = model->forward(in);
-  const auto expected = float_tensor(ref["logits"]).view_as(logits);
-  EXPECT_TRUE(torch::allclose(logits, expected, 1e-4, 1e-5)) << logits << "\nHF:\n" << expected;
+    const auto logits = model->forward(fixture_inputs(ref));
+    const auto expected = float_tensor(ref["logits"]).view_as(logits);
+    EXPECT_TRUE(torch::allclose(logits, expected, kLogitRtol, kLogitAtol)) << logits << "\nHF:\n" << expected;
 
-  const auto labels = torch::tensor(ref["labels"].get<std::vector<int64_t>>(), torch::kLong);
-  const auto loss = torch::nn::functional::cross_entropy(logits, labels);
-  EXPECT_NEAR(loss.item<double>(), ref["loss"].get<double>(), 1e-5);
-  loss.backward();
-  expect_gradients_match(ref, *model);
+    const auto labels = torch::tensor(ref["labels"].get<std::vector<int64_t>>(), torch::kLong);
+    const auto loss = torch::nn::functional::cross_entropy(logits, labels);
+    expect_loss_matches(loss, ref);
+    loss.backward();
+    expect_gradients_match(ref, *model);
+  }
 }
 
 class HfMaskedLmParity : public ::testing::TestWithParam<std::string> {};
@@ -78,26 +128,27 @@ class HfMaskedLmParity : public ::testing::TestWithParam<std::string> {};
 // HF's *ForMaskedLM: the same scores at the labelled positions, loss and gradients (the tied word
 // embeddings included) from HF's own checkpoint of the head.
 TEST_P(HfMaskedLmParity, ScoresLossAndGradientsMatchHf) {
-  const std::string dir = std::string(TBENCH_TEST_DATA) + "/parity/" + GetParam() + "-mlm";
-  if (!std::filesystem::exists(dir + "/reference.json")) {
-    GTEST_SKIP() << "no HF fixture in " << dir << " yet: run scripts/hf_reference.py where transformers is installed";
-  }
+  const std::string dir = parity_fixture_dir(GetParam() + "-mlm");
+  ASSERT_TRUE(std::filesystem::exists(dir + "/reference.json")) << kMissingFixture << dir;
   const auto ref = testing::read_json(dir + "/reference.json");
-  auto model = build_masked_lm(shipped_model_config(GetParam()));
-  const auto report = load_hf_weights(*model, dir);
-  EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
-  model->eval();
-  ModelInputs in{long_tensor(ref["input_ids"]), long_tensor(ref["attention_mask"]), long_tensor(ref["token_type_ids"]), /*has_padding=*/true};
   const auto labels = long_tensor(ref["labels"]);
-  const auto logits = model->forward(in).logits;
-  const auto picked = logits.index({labels.ne(kIgnoreLabel)});
-  const auto expected = float_tensor(ref["logits_at_labels"]).view_as(picked);
-  EXPECT_TRUE(torch::allclose(picked, expected, 1e-4, 1e-5)) << picked << "\nHF:\n" << expected;
-  EXPECT_NEAR(logits.norm().item<double>(), ref["logits_norm"].get<double>(), 1e-4 * ref["logits_norm"].get<double>());
-  const auto loss = masked_cross_entropy(logits.view({-1, logits.size(-1)}), labels.view({-1}));
-  EXPECT_NEAR(loss.item<double>(), ref["loss"].get<double>(), 1e-5);
-  loss.backward();
-  expect_gradients_match(ref, *model);
+  for (const auto& [what, config] : configs_to_check(dir)) {
+    SCOPED_TRACE(what);
+    auto model = build_masked_lm(config);
+    const auto report = load_hf_weights(*model, dir);
+    EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
+    model->eval();
+    const auto logits = model->forward(fixture_inputs(ref)).logits;
+    const auto picked = logits.index({labels.ne(kIgnoreLabel)});
+    const auto expected = float_tensor(ref["logits_at_labels"]).view_as(picked);
+    EXPECT_TRUE(torch::allclose(picked, expected, kLogitRtol, kLogitAtol)) << picked << "\nHF:\n" << expected;
+    EXPECT_NEAR(logits.norm().item<double>(), ref["logits_norm"].get<double>(),
+                kLogitRtol * ref["logits_norm"].get<double>());
+    const auto loss = masked_cross_entropy(logits.view({-1, logits.size(-1)}), labels.view({-1}));
+    expect_loss_matches(loss, ref);
+    loss.backward();
+    expect_gradients_match(ref, *model);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Parity, HfMaskedLmParity, ::testing::Values("tiny-bert", "tiny-distilbert", "tiny-roberta"));
