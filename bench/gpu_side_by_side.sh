@@ -12,7 +12,8 @@
 # memory, final losses). Needs a CUDA torch and transformers for python3; builds build-gpu/ if
 # it is missing. Environment: WARMUP (10), STEPS (60), ROWS (a subset, e.g. "bert-base-cased:128:bf16"),
 # TBENCH_ONLY=1 (skip HF: the rows for a second GPU that bench/score_cross_gpu.py compares),
-# TBENCH_SET ("key=value ..." more --set for tbench: a variant to compare).
+# TBENCH_SET ("key=value ..." more --set for tbench: a variant to compare), RESULTS_DIR (write there
+# instead of bench/results/gpu/<MACHINE>/, row by row, e.g. straight into the GPU session's $OUT).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -24,7 +25,7 @@ python3 -c "import torch, transformers; assert torch.cuda.is_available(), 'no CU
   || { echo "gpu_side_by_side.sh: needs python3 with a CUDA torch and transformers" >&2; exit 2; }
 gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(0))")
 machine=${1:-$(echo "$gpu" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')}
-out="$root/bench/results/gpu/$machine"
+out=${RESULTS_DIR:-$root/bench/results/gpu/$machine}
 mkdir -p "$out/raw"
 
 if [[ ! -x build-gpu/tbench ]]; then

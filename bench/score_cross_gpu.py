@@ -43,7 +43,12 @@ def rows_of(folder):
 
 
 def gpu_name(path):
-    return json.loads(path.read_text()).get("env", {}).get("gpu", {}).get("name") or ""
+    """The GPU the run used, where env records it: env.cuda.devices[N].name for spec.device "cuda:N"."""
+    result = json.loads(path.read_text())
+    device = result.get("spec", {}).get("device", "cuda")
+    index = int(device.split(":", 1)[1]) if ":" in device else 0
+    devices = result.get("env", {}).get("cuda", {}).get("devices") or []
+    return (devices[index].get("name") if index < len(devices) else None) or ""
 
 
 def predict(tbench, source, actual, target):

@@ -83,22 +83,18 @@ stage_runs() {
 
 machine_name() { python3 -c "import torch; print(torch.cuda.get_device_name(0))" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-'; }
 
+# Rows are written straight under $OUT as they finish, so a stage stopped at the time budget still
+# brings back the rows it measured.
 stage_perf() {
   local machine
   machine=$(machine_name)
-  bench/gpu_side_by_side.sh "$machine"
-  local rc=$?
-  cp -r "bench/results/gpu/$machine" "$out/perf/"
-  return $rc
+  RESULTS_DIR="$out/perf/$machine" bench/gpu_side_by_side.sh "$machine"
 }
 
 stage_rows() {
   local machine
   machine=$(machine_name)
-  TBENCH_ONLY=1 bench/gpu_side_by_side.sh "$machine"
-  local rc=$?
-  cp -r "bench/results/gpu/$machine" "$out/rows/"
-  return $rc
+  RESULTS_DIR="$out/rows/$machine" TBENCH_ONLY=1 bench/gpu_side_by_side.sh "$machine"
 }
 
 # One switch at a time against the defaults, same row, same call: its effect on samples/s and the loss.
@@ -117,14 +113,24 @@ stage_sweep() {
   python3 - "$out/sweep" <<'PY'
 import json, sys
 from pathlib import Path
+def load(path):  # a run that failed may have left no result, or one without figures
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+def fmt(x, spec):
+    return format(x, spec) if isinstance(x, (int, float)) else "-"
+
 rows = []
 for path in sorted(Path(sys.argv[1]).glob("*.json")):
-    r = json.loads(path.read_text())
-    s = r["summary"]
-    base = json.loads((path.parent / (path.name.rsplit("-", 1)[0] + "-defaults.json")).read_text())["summary"]
-    its = r["iterations"]
-    rows.append(f"| {path.stem} | {s.get('samples_per_s') or 0:.1f} | {(s.get('samples_per_s') or 0) / base['samples_per_s']:.3f} "
-                f"| {(s.get('mfu') or 0):.1%} | {its[-1]['loss'] if its else float('nan'):.4f} | {s['status']} |")
+    s = load(path).get("summary", {})
+    base = load(path.parent / (path.name.rsplit("-", 1)[0] + "-defaults.json")).get("summary", {})
+    its = load(path).get("iterations") or [{}]
+    rate, base_rate = s.get("samples_per_s"), base.get("samples_per_s")
+    ratio = rate / base_rate if isinstance(rate, (int, float)) and isinstance(base_rate, (int, float)) and base_rate else None
+    rows.append(f"| {path.stem} | {fmt(rate, '.1f')} | {fmt(ratio, '.3f')} | {fmt(s.get('mfu'), '.1%')} "
+                f"| {fmt(its[-1].get('loss'), '.4f')} | {s.get('status', 'no result')} |")
 table = ["| run | samples/s | vs defaults | MFU | final loss | status |", "|---|---:|---:|---:|---:|---|", *rows]
 (Path(sys.argv[1]) / "sweep.md").write_text("\n".join(table) + "\n")
 print("\n".join(table))

@@ -75,7 +75,8 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   }
   p.source_device = r.peak_source;
   p.source_peak_flops = source_peak;
-  const double target_peak = peak_tflops(target, r.precision) * 1e12;
+  // The same peak the run's MFU used: TF32's for fp32 runs with cuda.tf32 on.
+  const double target_peak = peak_tflops(target, r.precision, r.tf32) * 1e12;
   if (!(target_peak > 0)) {
     throw input_error("--target: " + target.name + " has no " + r.precision + " tensor throughput in its spec");
   }

@@ -82,6 +82,16 @@ class ResultReader {
   const std::string& path_;
 };
 
+// The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for spec.device "cuda:N"
+// ("cuda" is device 0); empty for CPU runs and results without it.
+std::string gpu_name(const ResultReader& read, const std::string& device) {
+  if (device.rfind("cuda", 0) != 0) return "";
+  const auto colon = device.find(':');
+  const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
+  if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) return "";
+  return read.string_or(("/env/cuda/devices/" + std::to_string(std::stoi(index)) + "/name").c_str(), "");
+}
+
 void read_iterations(const ResultReader& read, const json& list, ResultFile& r) {
   if (!list.is_array()) throw read.bad("/iterations", "expected a list");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -175,8 +185,10 @@ ResultFile load_result(const std::string& path) {
   r.steps_per_epoch = read.integer("/summary/steps_per_epoch", 0);
   r.peak_flops_per_s = read.number_if_any("/summary/peak_flops_per_s");
   r.peak_bytes_per_s = read.number_if_any("/summary/peak_bytes_per_s");
-  r.gpu = read.string_or("/env/gpu/name", "");
-  r.machine = r.device == "cpu" || r.gpu.empty() ? r.host + " (cpu)" : r.host + " (" + r.gpu + ")";
+  const json* tf32 = read.find("/spec/cuda/tf32");
+  r.tf32 = tf32 && tf32->is_boolean() && tf32->get<bool>();
+  r.gpu = gpu_name(read, r.device);
+  r.machine = r.host + " (" + (r.device == "cpu" ? "cpu" : r.gpu.empty() ? "cuda" : r.gpu) + ")";
   r.peak_source = read.string_or("/summary/peak_source", r.machine);
   read_iterations(read, read.require("/iterations"), r);
   read_epochs(read, read.require("/epochs"), r);

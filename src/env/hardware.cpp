@@ -77,8 +77,11 @@ DeviceSpec read_device_spec(const std::string& path) {
       if (required) throw input_error(path + ": " + key + ": missing");
       return 0.0;
     }
-    if (!j[key].is_number() || j[key].get<double>() < 0) {
-      throw input_error(path + ": " + key + ": expected a number >= 0, got " + json_text(j[key]));
+    // A required figure divides (a step's FLOPs by the peak, its bytes by the bandwidth): 0 is not
+    // a figure. An optional one may be 0, meaning the device has no such tensor mode.
+    if (!j[key].is_number() || j[key].get<double>() < 0 || (required && !(j[key].get<double>() > 0))) {
+      throw input_error(path + ": " + key + ": expected a number " + (required ? "> 0" : ">= 0") + ", got " +
+                        json_text(j[key]));
     }
     return j[key].get<double>();
   };

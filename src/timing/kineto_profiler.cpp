@@ -16,12 +16,17 @@ using torch::profiler::impl::ProfilerState;
 
 constexpr std::size_t kTopEntries = 25;
 
+// libkineto::ActivityType::GPU_USER_ANNOTATION, the same value in every Kineto since 2021 (the enum
+// is not in every LibTorch's headers): a record_function range on the device's timeline, spanning
+// the kernels inside it. Counted as device work, it would count those kernels twice.
+constexpr uint8_t kGpuUserAnnotation = 2;
+
 // Kineto reports microseconds up to torch 2.0 and nanoseconds from 2.1.
 ProfiledEvent plain_event(const kineto::KinetoEvent& e) {
   ProfiledEvent out;
   out.name = e.name();
   out.thread = e.startThreadId();
-  out.on_device = e.deviceType() == c10::DeviceType::CUDA;
+  out.on_device = e.deviceType() == c10::DeviceType::CUDA && e.activityType() != kGpuUserAnnotation;
 #if TBENCH_TORCH_AT_LEAST(2, 1)
   out.start_us = static_cast<double>(e.startNs()) / 1e3;
   out.duration_us = static_cast<double>(e.durationNs()) / 1e3;

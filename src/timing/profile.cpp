@@ -65,7 +65,9 @@ std::string op_category(const std::string& name) {
   if (contains_any(n, {"log_softmax", "logsoftmax", "nll_loss", "cross_entropy"})) return "loss";
   if (contains_any(n, {"nccl", "allreduce", "all_reduce", "c10d"})) return "communication";
   if (contains_any(n, {"flash", "fmha", "attention", "softmax", "sdpa"})) return "attention";
-  if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "addmm", "aten::mm", "aten::bmm", "matmul", "aten::linear"})) {
+  // nvjet: cuBLAS's own GEMM kernels on Hopper (CUDA 12.8+), named neither gemm nor cutlass.
+  if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "aten::mm", "aten::bmm", "matmul",
+                       "aten::linear"})) {
     return "gemm";
   }
   if (contains_any(n, {"layer_norm", "layernorm", "gammabeta", "rowwisemoments"})) return "normalization";

@@ -357,10 +357,12 @@ EpochRecord Trainer::finish_epoch_record(const EpochTotals& totals, double secon
   e.peak_rss_bytes = memory.rss_bytes;
   // An epoch cut short by max_steps or a stop is not a whole epoch: its time is not an epoch time.
   e.complete = e.steps == plan_.steps_per_epoch && outcome.status == RunStatus::completed;
-  if (e.seconds > 0) {
-    e.samples_per_s = static_cast<double>(e.samples) / e.seconds;
-    e.tokens_per_s = static_cast<double>(e.tokens) / e.seconds;
-    e.it_per_s = static_cast<double>(e.steps) / e.seconds;
+  // The rates leave out the profiler's own start and stop (in no step), as the timing check does.
+  const double training_seconds = e.seconds - e.profiler_seconds;
+  if (training_seconds > 0) {
+    e.samples_per_s = static_cast<double>(e.samples) / training_seconds;
+    e.tokens_per_s = static_cast<double>(e.tokens) / training_seconds;
+    e.it_per_s = static_cast<double>(e.steps) / training_seconds;
   }
   e.loss = e.steps > 0 ? totals.loss_sum / static_cast<double>(e.steps) : 0.0;
   return e;

@@ -56,6 +56,22 @@ class Analysis : public ::testing::Test {
   std::string write(const std::string& name, const json& j) { return dir.write(name, j.dump()); }
 };
 
+// The machine a GPU result names is the GPU its device index used, from env.cuda.devices (the
+// place env writes it; reading a key env never writes labelled every GPU run "(cpu)").
+TEST_F(Analysis, GpuResultsNameTheirDevicesGpu) {
+  json result = make_result("m", "h", 1, 1, 4);
+  result["env"]["cuda"] = {{"devices", {{{"name", "NVIDIA A100-SXM4-80GB"}}, {{"name", "NVIDIA H100 80GB HBM3"}}}}};
+  result["spec"]["device"] = "cuda:1";
+  EXPECT_EQ(load_result(write("cuda1.json", result)).gpu, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(load_result(write("cuda1.json", result)).machine, "h (NVIDIA H100 80GB HBM3)");
+  result["spec"]["device"] = "cuda";
+  EXPECT_EQ(load_result(write("cuda.json", result)).machine, "h (NVIDIA A100-SXM4-80GB)");
+  result["spec"]["device"] = "cuda:7";  // an index env has no device for: still not a CPU run
+  EXPECT_EQ(load_result(write("cuda7.json", result)).machine, "h (cuda)");
+  result["spec"]["device"] = "cpu";
+  EXPECT_EQ(load_result(write("cpu.json", result)).machine, "h (cpu)");
+}
+
 TEST_F(Analysis, LoadRejectsWhatIsNotAResult) {
   const auto expect_error = [&](const std::string& path, const std::string& fragment) {
     try {
@@ -252,6 +268,21 @@ TEST_F(Analysis, PredictTargetCalibratesOnTheMeasuredDevice) {
   EXPECT_THROW(predict_target(load_result(write("fp16.json", fp16)), target, nullptr), Error);
 }
 
+// An fp32 run with TF32 on used TF32's peak for its MFU; the target's TF32 peak is the one to scale to.
+TEST_F(Analysis, PredictTargetUsesTheTf32PeakForTf32Runs) {
+  json source = make_result("m", "h", 0.2, 1, 10);
+  DeviceSpec target;
+  target.name = "Test GPU";
+  target.fp32_tflops = 10;
+  target.tf32_tflops = 80;
+  target.memory_gbps = 1e6;
+  EXPECT_NEAR(predict_target(load_result(write("ieee.json", source)), target, nullptr).naive_step_seconds,
+              0.2 * 100e9 / 10e12, 1e-12);
+  source["spec"]["cuda"] = {{"tf32", true}};
+  EXPECT_NEAR(predict_target(load_result(write("tf32.json", source)), target, nullptr).naive_step_seconds,
+              0.2 * 100e9 / 80e12, 1e-12);
+}
+
 // Where the source's bandwidth is known, the step is its compute time plus its memory time, both
 // scaled by the efficiency measured on the source: H100 -> H200 (same peak, more bandwidth) is
 // faster by the memory side's share, where the peak-TFLOPS ratio sees no change.
@@ -311,6 +342,15 @@ TEST(Hardware, DeviceSpecFilesAreChecked) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("fp32_tflops"), std::string::npos);
+  }
+  // A bandwidth of 0 would predict an infinite step; a missing tensor mode (0) is allowed.
+  const auto no_bandwidth = dir.write("z.json", R"({"name": "X", "fp32_tflops": 10, "fp16_tflops": 0, "memory_gbps": 0})");
+  try {
+    read_device_spec(no_bandwidth);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("memory_gbps: expected a number > 0, got 0"), std::string::npos) << e.what();
   }
 }
 

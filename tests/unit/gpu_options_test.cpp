@@ -3,6 +3,9 @@
 // kernels, and that the step timer accounts for a CPU run's epochs.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/models/classifier.hpp"
@@ -248,11 +251,15 @@ TEST(SpeedOptions, PaddingMaskAndFusedQkvTrainAlike) {
   }
 }
 
-// Counts the trainer's calls; records nothing.
+// Counts the trainer's calls; records nothing. Starting takes 30 ms, as a real profiler's set-up
+// takes time that belongs to no step.
 class CountingProfiler : public StepProfiler {
  public:
   int starts = 0, stops = 0;
-  void start() override { ++starts; }
+  void start() override {
+    ++starts;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }
   ProfileSummary stop() override {
     ++stops;
     return summarize_profile({}, /*on_device=*/false, 5);
@@ -284,6 +291,11 @@ TEST(SpeedOptions, TheProfilerRecordsTheLastStepsOnceAndTheyLeaveTheSummary) {
   ASSERT_EQ(run.records.epochs.size(), 2u);
   EXPECT_EQ(run.records.epochs[0].profiler_seconds, 0.0);
   EXPECT_NEAR(run.records.epochs[1].profiler_seconds * 1e3, run.profile->overhead_ms, 1e-9);
+  // The epoch's rates leave the profiler's own time out.
+  const EpochRecord& last = run.records.epochs[1];
+  EXPECT_GE(last.profiler_seconds, 0.03);
+  EXPECT_NEAR(last.samples_per_s, static_cast<double>(last.samples) / (last.seconds - last.profiler_seconds),
+              1e-9 * last.samples_per_s);
   SummaryInputs in;
   in.outcome = run.outcome;
   const Summary summary = summarize(run.records, in);

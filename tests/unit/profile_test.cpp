@@ -18,6 +18,7 @@ ProfiledEvent host_op(const std::string& name, uint64_t thread, double start_us,
 TEST(Profile, NamesFallIntoKindsOfWork) {
   EXPECT_EQ(op_category("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"), "gemm");
   EXPECT_EQ(op_category("cutlass::Kernel2<cutlass_80_tensorop_s16816gemm>"), "gemm");
+  EXPECT_EQ(op_category("nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_NTN"), "gemm");
   EXPECT_EQ(op_category("aten::addmm"), "gemm");
   EXPECT_EQ(op_category("pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>"), "attention");
   EXPECT_EQ(op_category("fmha_cutlassB_f32_aligned_64x64_k64_sm80"), "attention");

@@ -27,6 +27,7 @@ struct ResultFile {
   std::string model, task, name, host, device, gpu, precision, machine, status, peak_source;
   double hidden_size = 768, num_layers = 12, num_heads = 12;  // for the memory estimate of predict
   bool stores_attention_scores = true;  // eager attention keeps [S, S] scores for backward; SDPA's kernels do not
+  bool tf32 = false;  // spec.cuda.tf32: fp32 matmuls ran on TF32 tensor cores, so TF32's peak applies
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
   std::vector<ResultIteration> iterations;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
