@@ -12,7 +12,8 @@
 #   test      ctest (CPU and GPU tests; the HF parity tests against the committed fixtures, on this
 #             machine's torch), its log and the skipped tests' names
 #   runs      a short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM and
-#             distillation tasks; NCCL at world size 1 against the same spec without it; and
+#             distillation tasks; NCCL at world size 1 against the same spec without it, and 2 ranks
+#             on the one GPU (if NCCL allows it); and
 #             configs/distilbert_fp16.json capped at 300 steps
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
@@ -72,6 +73,16 @@ stage_runs() {
   run_one nccl-off "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16
   RUN_ENV="RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000))" \
     run_one nccl-world-1 "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16
+  # Two ranks sharing the one GPU (both LOCAL_RANK 0): NCCL may refuse it ("Duplicate GPU
+  # detected"); their logs say whether it did, and that tbench ended with a clear error if so.
+  local port=$((30500 + RANDOM % 1000)) rank pids=()
+  for rank in 0 1; do
+    RUN_ENV="RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
+      run_one "nccl-2-ranks-1-gpu-rank$rank" "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16 \
+      --set dist.timeout_s=60 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
   # The mission's headline run, capped (its result and iterations go to bench/results/gpu/<machine>/).
   run_one distilbert_fp16-300 configs/distilbert_fp16.json --set train.max_steps=300
   nvidia-smi > "$out/runs/nvidia-smi.txt" 2>&1
