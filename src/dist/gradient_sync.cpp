@@ -6,6 +6,7 @@
 // in the same order. After backward the trainer waits for them all and gets the mean gradients.
 #include <atomic>
 #include <mutex>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 #include <torch/csrc/autograd/function.h>
@@ -201,7 +202,9 @@ class BucketedGradientSync final : public GradientSync {
   const bool every_micro_step_;
   std::vector<std::size_t> bucket_of_;
   std::vector<Bucket> buckets_;
-  std::vector<std::pair<std::shared_ptr<torch::autograd::Node>, uintptr_t>> hooks_;
+  // The accumulator's pointer type: shared_ptr<Node> up to LibTorch 2.13, intrusive_ptr<Node> from 2.14.
+  using AccumulatorPtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
+  std::vector<std::pair<AccumulatorPtr, uintptr_t>> hooks_;
   mutable std::mutex mutex_;
   std::atomic<bool> reducing_{false};
   bool local_stop_ = false;
