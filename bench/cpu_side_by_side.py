@@ -2,14 +2,20 @@
 """tbench against the PyTorch-eager loop it replaces, on the CPU, on the same LibTorch.
 
 For each row (model, sequence length; batch 8, fp32, dropout on, AdamW, clipping at 1.0) it runs
-tbench and bench/eager_reference.py in alternation, `--rounds` times each, in one call, so that
-both sides see the same machine state. Each side's median step time excludes its warm-up steps.
+tbench and a reference in alternation, `--rounds` times each, in one call, so that both sides see
+the same machine state. The reference (--reference):
+  eager  bench/eager_reference.py on Debian 12's python3-torch, against the host's tbench (both
+         LibTorch 1.13.1);
+  hf     HF transformers itself (bench/hf_side_by_side.py --device cpu) in scripts/hf-fixtures'
+         forky root, against tbench built in scripts/debian14's forky root: both LibTorch 2.14.1
+         and OpenBLAS (needs root, like those scripts). Each side's median step time excludes its warm-up steps.
 The speed ratio of a round is eager median / tbench median (above 1: tbench is faster); the row's
 ratio is the geometric mean over rounds, with a 95% t-interval on the log ratios.
 
     python3 bench/cpu_side_by_side.py                        # all rows, 3 rounds
     python3 bench/cpu_side_by_side.py --rows distilbert-64 --rounds 5 --out /tmp/sbs
     python3 bench/cpu_side_by_side.py --variant system:cpu.allocator=system   # a second tbench per round
+    sudo python3 bench/cpu_side_by_side.py --reference hf --rows distilbert-128,bert-base-128
 
 Needs Debian's python3-torch (the reference loads the same libtorch_cpu.so as tbench; this script
 installs it when missing) and builds tbench through scripts/tbench. It writes, under --out, every
@@ -55,8 +61,12 @@ def parse_args():
     p.add_argument("--variant", action="append", default=[], metavar="NAME:FIELD=VALUE[,FIELD=VALUE]",
                    help="also run tbench with these --set overrides in every round, e.g. system:cpu.allocator=system")
     p.add_argument("--variant-rows", default="", help="comma-separated rows the variants run on (default: all)")
-    p.add_argument("--out", default=str(ROOT / "bench/results/cpu-eager"))
-    return p.parse_args()
+    p.add_argument("--reference", choices=["eager", "hf"], default="eager",
+                   help="eager: bench/eager_reference.py (LibTorch 1.13); hf: HF transformers (LibTorch 2.14)")
+    p.add_argument("--out", help="default: bench/results/cpu-<reference>")
+    args = p.parse_args()
+    args.out = args.out or str(ROOT / f"bench/results/cpu-{args.reference}")
+    return args
 
 
 def ensure_python_torch():
@@ -93,10 +103,14 @@ def run_tbench(args, label, model, seq, warmup, steps, round_no, out, variant="t
         "precision": "fp32", "device": "cpu", "threads": args.threads,
         "timing": {"warmup_steps": warmup}, "output": str(out / f"{name}.json"),
     }
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    # Beside the results, not in /tmp: with --reference hf tbench runs in a root, which sees the
+    # checkout at the same path but has its own /tmp.
+    with tempfile.NamedTemporaryFile("w", suffix=".spec.json", dir=out, delete=False) as f:
         json.dump(spec, f)
     try:
-        command = [str(ROOT / "scripts/tbench"), "run", "-q", "--force", f.name]
+        tbench = ([str(ROOT / "scripts/debian14"), "shell", str(ROOT / "build-debian14-cpu/tbench")]
+                  if args.reference == "hf" else [str(ROOT / "scripts/tbench")])
+        command = tbench + ["run", "-q", "--force", f.name]
         for s in list(args.tbench_set) + list(sets):
             command += ["--set", s]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
@@ -108,11 +122,16 @@ def run_tbench(args, label, model, seq, warmup, steps, round_no, out, variant="t
             "blas": result["env"]["cpu"].get("blas"), "threads": result["env"]["cpu"].get("torch_threads")}
 
 
-def run_eager(args, label, model, seq, warmup, steps, round_no, out):
-    name = f"{label}-eager-r{round_no}.json"
-    subprocess.run([PYTHON, str(ROOT / "bench/eager_reference.py"), "--model", model, "--seq", str(seq),
-                    "--batch", str(args.batch), "--warmup", str(warmup), "--steps", str(steps),
-                    "--threads", str(args.threads), "--out", str(out / name)], check=True)
+def run_reference(args, label, model, seq, warmup, steps, round_no, out):
+    name = f"{label}-{args.reference}-r{round_no}.json"
+    common = ["--model", model, "--seq", str(seq), "--batch", str(args.batch), "--warmup", str(warmup),
+              "--steps", str(steps), "--threads", str(args.threads), "--out", str(out / name)]
+    if args.reference == "hf":
+        subprocess.run([str(ROOT / "scripts/hf-fixtures"), "shell", "python3", str(ROOT / "bench/hf_side_by_side.py"),
+                        "--device", "cpu", "--precision", "fp32"] + common, check=True, stdout=subprocess.DEVNULL)
+        result = json.loads((out / name).read_text())
+        return {"file": name, "median": statistics.median(result["step_seconds"]), "steps": result["step_seconds"]}
+    subprocess.run([PYTHON, str(ROOT / "bench/eager_reference.py")] + common, check=True)
     result = json.loads((out / name).read_text())
     return {"file": name, "median": result["median_step_seconds"], "steps": result["step_seconds"]}
 
@@ -134,25 +153,26 @@ def measure_row(args, label, out):
     rounds = []
     for r in range(1, args.rounds + 1):
         # Rotate which side goes first, so none always runs on a machine another one warmed.
-        sides = ["eager"] + list(variants)
+        ref = args.reference
+        sides = [ref] + list(variants)
         sides = sides[(r - 1) % len(sides):] + sides[:(r - 1) % len(sides)]
         got = {}
         for side in sides:
-            if side == "eager":
-                got[side] = run_eager(args, label, model, seq, warmup, steps, r, out)
+            if side == ref:
+                got[side] = run_reference(args, label, model, seq, warmup, steps, r, out)
             else:
                 got[side] = run_tbench(args, label, model, seq, warmup, steps, r, out, side, variants[side])
-        entry = {"round": r, "eager": got["eager"]}
+        entry = {"round": r, ref: got[ref]}
         for v in variants:
             entry[v] = got[v]
-            entry[f"ratio_{v}"] = got["eager"]["median"] / got[v]["median"]
+            entry[f"ratio_{v}"] = got[ref]["median"] / got[v]["median"]
         rounds.append(entry)
-        print(f"{label} round {r}: eager {got['eager']['median'] * 1e3:.1f} ms; " +
+        print(f"{label} round {r}: {ref} {got[ref]['median'] * 1e3:.1f} ms; " +
               ", ".join(f"{v} {got[v]['median'] * 1e3:.1f} ms (ratio {entry[f'ratio_{v}']:.3f})" for v in variants),
               file=sys.stderr)
     row = {"row": label, "model": model, "seq_len": seq, "batch_size": args.batch, "warmup_steps": warmup,
            "timed_steps": steps, "variants": variants, "rounds": rounds,
-           "eager_median_s": statistics.median(x["eager"]["median"] for x in rounds)}
+           f"{args.reference}_median_s": statistics.median(x[args.reference]["median"] for x in rounds)}
     for v in variants:
         ratio, low, high = ratio_with_interval([x[f"ratio_{v}"] for x in rounds])
         row[f"{v}_ratio"], row[f"{v}_ratio_ci95"] = ratio, [low, high]
@@ -175,19 +195,21 @@ def blas_provider():
 
 
 def write_table(summary, out):
-    m = summary["machine"]
-    lines = [f"# tbench vs PyTorch eager, CPU ({m['cpu']}, {m['cores']} cores, {summary['threads']} threads)", "",
-             f"LibTorch {summary['torch']} on both sides; BLAS {m['blas']}; fp32, batch {summary['batch_size']}, "
-             f"dropout on, AdamW + clipping at 1.0. {summary['rounds']} alternating rounds per row; ratio = eager "
+    m, ref = summary["machine"], summary["reference"]
+    blas = m["blas"] if isinstance(m["blas"], str) else ", ".join(Path(b).name for b in m["blas"])
+    title = {"eager": "PyTorch eager", "hf": f"HF transformers {summary.get('transformers', '')} (eager mode)"}[ref]
+    lines = [f"# tbench vs {title}, CPU ({m['cpu']}, {m['cores']} cores, {summary['threads']} threads)", "",
+             f"LibTorch {summary['torch']} on both sides; BLAS {blas}; fp32, batch {summary['batch_size']}, "
+             f"dropout on, AdamW + clipping at 1.0. {summary['rounds']} alternating rounds per row; ratio = {ref} "
              "median step / tbench median step (above 1: tbench faster), geometric mean over rounds, 95% t-interval.",
-             "", "| row | tbench | median step | eager median step | ratio | 95% CI |", "|---|---|---:|---:|---:|---:|"]
+             "", f"| row | tbench | median step | {ref} median step | ratio | 95% CI |", "|---|---|---:|---:|---:|---:|"]
     for row in summary["rows"]:
         for v, sets in row["variants"].items():
             low, high = row[f"{v}_ratio_ci95"]
             ci = f"{low:.3f}–{high:.3f}" if low is not None else "n/a"
             label = "default" if not sets else ", ".join(sets)
             lines.append(f"| {row['row']} | {label} | {row[f'{v}_median_s'] * 1e3:.1f} ms | "
-                         f"{row['eager_median_s'] * 1e3:.1f} ms | {row[f'{v}_ratio']:.3f} | {ci} |")
+                         f"{row[f'{ref}_median_s'] * 1e3:.1f} ms | {row[f'{v}_ratio']:.3f} | {ci} |")
     (out / "table.md").write_text("\n".join(lines) + "\n")
 
 
@@ -197,16 +219,25 @@ def main():
     unknown = [r for r in labels if r not in ROWS]
     if unknown:
         sys.exit(f"--rows: unknown row(s) {', '.join(unknown)}; known: {', '.join(ROWS)}")
-    ensure_python_torch()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    torch_version = subprocess.run([PYTHON, "-c", "import torch; print(torch.__version__)"],
-                                   capture_output=True, text=True, check=True).stdout.strip()
+    if args.reference == "hf":
+        subprocess.run([str(ROOT / "scripts/debian14"), "build"], check=True)
+        python = [str(ROOT / "scripts/hf-fixtures"), "shell", "python3"]
+    else:
+        ensure_python_torch()
+        python = [PYTHON]
+    versions = subprocess.run(python + ["-c", "import torch; print(torch.__version__)\n"
+                                        "try:\n import transformers; print(transformers.__version__)\n"
+                                        "except ImportError: print('')"],
+                              capture_output=True, text=True, check=True).stdout.split("\n")
     started = time.time()
     rows = [measure_row(args, label, out) for label in labels]
     summary = {
-        "machine": {"host": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(), "blas": blas_provider()},
-        "torch": torch_version, "threads": args.threads, "batch_size": args.batch, "rounds": args.rounds,
+        # With --reference hf both sides run in forky roots: their BLAS is the one tbench's env recorded.
+        "machine": {"host": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(),
+                    "blas": rows[0]["rounds"][0]["tbench"]["blas"] if args.reference == "hf" else blas_provider()},
+        "reference": args.reference, "torch": versions[0], "transformers": versions[1], "threads": args.threads, "batch_size": args.batch, "rounds": args.rounds,
         "tbench_set": args.tbench_set, "variants": args.variant, "wall_seconds": time.time() - started,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": rows,
     }

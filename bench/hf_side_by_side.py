@@ -43,6 +43,7 @@ def parse_args():
     p.add_argument("--attn-implementation", default=None,
                    help="HF attn_implementation (eager, sdpa); default: transformers' own choice")
     p.add_argument("--device", default="cuda")
+    p.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     p.add_argument("--profile-steps", type=int, default=0,
                    help="after the timed steps, run this many more under torch.profiler and add the kernel table")
     p.add_argument("--trace", help="with --profile-steps: also write the Chrome/Perfetto trace here")
@@ -178,6 +179,8 @@ def main():
         sys.exit("hf_side_by_side.py: --profile-steps measures CUDA kernels; it needs --device cuda")
     if on_cuda:
         disable_tf32(torch)  # tbench's cuda.tf32 defaults to false
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     synchronize = torch.cuda.synchronize if on_cuda else (lambda: None)
 
@@ -246,6 +249,8 @@ def main():
         "step_ms": {"median": statistics.median(step_ms), "min": min(step_ms), "max": max(step_ms),
                     "mean": statistics.fmean(step_ms)},
         "step_ms_sum_over_wall": sum(step_ms) / 1e3 / seconds,
+        "step_seconds": [ms / 1e3 for ms in step_ms],
+        "threads": torch.get_num_threads(),
         "device": str(device),
         "peak_allocated_bytes": torch.cuda.max_memory_allocated(device) if on_cuda else None,
         "peak_reserved_bytes": torch.cuda.max_memory_reserved(device) if on_cuda else None,
