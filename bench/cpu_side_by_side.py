@@ -8,17 +8,18 @@ the same machine state. The reference (--reference):
          LibTorch 1.13.1);
   hf     HF transformers itself (bench/hf_side_by_side.py --device cpu) in scripts/hf-fixtures'
          forky root, against tbench built in scripts/debian14's forky root: both LibTorch 2.14.1
-         and OpenBLAS (needs root, like those scripts). Each side's median step time excludes its warm-up steps.
-The speed ratio of a round is eager median / tbench median (above 1: tbench is faster); the row's
-ratio is the geometric mean over rounds, with a 95% t-interval on the log ratios.
+         and OpenBLAS (needs root, like those scripts).
+Each side's median step time excludes its warm-up steps. The speed ratio of a round is reference
+median / tbench median (above 1: tbench is faster); the row's ratio is the geometric mean over
+rounds, with a 95% t-interval on the log ratios.
 
     python3 bench/cpu_side_by_side.py                        # all rows, 3 rounds
     python3 bench/cpu_side_by_side.py --rows distilbert-64 --rounds 5 --out /tmp/sbs
     python3 bench/cpu_side_by_side.py --variant system:cpu.allocator=system   # a second tbench per round
     sudo python3 bench/cpu_side_by_side.py --reference hf --rows distilbert-128,bert-base-128
 
-Needs Debian's python3-torch (the reference loads the same libtorch_cpu.so as tbench; this script
-installs it when missing) and builds tbench through scripts/tbench. It writes, under --out, every
+With --reference eager it needs Debian's python3-torch (the reference loads the same
+libtorch_cpu.so as tbench; this script installs it when missing) and builds tbench through scripts/tbench. It writes, under --out, every
 raw result (tbench's result and iteration files, the reference's JSON), summary.json and table.md.
 Quote the figures with the machine they name; on a shared machine compare only ratios measured
 together.
@@ -150,10 +151,10 @@ def measure_row(args, label, out):
     variants = parse_variants(args.variant)
     if args.variant_rows and label not in args.variant_rows.split(","):
         variants = {"tbench": []}
+    ref = args.reference
     rounds = []
     for r in range(1, args.rounds + 1):
         # Rotate which side goes first, so none always runs on a machine another one warmed.
-        ref = args.reference
         sides = [ref] + list(variants)
         sides = sides[(r - 1) % len(sides):] + sides[:(r - 1) % len(sides)]
         got = {}
@@ -172,7 +173,7 @@ def measure_row(args, label, out):
               file=sys.stderr)
     row = {"row": label, "model": model, "seq_len": seq, "batch_size": args.batch, "warmup_steps": warmup,
            "timed_steps": steps, "variants": variants, "rounds": rounds,
-           f"{args.reference}_median_s": statistics.median(x[args.reference]["median"] for x in rounds)}
+           f"{ref}_median_s": statistics.median(x[ref]["median"] for x in rounds)}
     for v in variants:
         ratio, low, high = ratio_with_interval([x[f"ratio_{v}"] for x in rounds])
         row[f"{v}_ratio"], row[f"{v}_ratio_ci95"] = ratio, [low, high]
@@ -237,7 +238,8 @@ def main():
         # With --reference hf both sides run in forky roots: their BLAS is the one tbench's env recorded.
         "machine": {"host": platform.node(), "cpu": cpu_name(), "cores": os.cpu_count(),
                     "blas": rows[0]["rounds"][0]["tbench"]["blas"] if args.reference == "hf" else blas_provider()},
-        "reference": args.reference, "torch": versions[0], "transformers": versions[1], "threads": args.threads, "batch_size": args.batch, "rounds": args.rounds,
+        "reference": args.reference, "torch": versions[0], "transformers": versions[1], "threads": args.threads,
+        "batch_size": args.batch, "rounds": args.rounds,
         "tbench_set": args.tbench_set, "variants": args.variant, "wall_seconds": time.time() - started,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "rows": rows,
     }

@@ -219,8 +219,8 @@ def main():
 
     # CUDA events time each step on the device without waiting for it; on the CPU a step is done
     # when train_step returns, so the wall clock is the step time.
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) if on_cuda else None
-              for _ in range(args.steps)]
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(args.steps)] if on_cuda else []
     wall_ms = []
     start = time.perf_counter()
     for step in range(args.steps):
@@ -230,7 +230,8 @@ def main():
         losses.append(train_step(batches[args.warmup + step]))
         if on_cuda:
             events[step][1].record()
-        wall_ms.append((time.perf_counter() - step_start) * 1e3)
+        else:
+            wall_ms.append((time.perf_counter() - step_start) * 1e3)
     synchronize()
     seconds = time.perf_counter() - start
 

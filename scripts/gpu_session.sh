@@ -135,9 +135,9 @@ def fmt(x, spec):
 
 rows = []
 for path in sorted(Path(sys.argv[1]).glob("*.json")):
-    s = load(path).get("summary", {})
+    result = load(path)
+    s, its = result.get("summary", {}), result.get("iterations") or [{}]
     base = load(path.parent / (path.name.rsplit("-", 1)[0] + "-defaults.json")).get("summary", {})
-    its = load(path).get("iterations") or [{}]
     rate, base_rate = s.get("samples_per_s"), base.get("samples_per_s")
     ratio = rate / base_rate if isinstance(rate, (int, float)) and isinstance(base_rate, (int, float)) and base_rate else None
     rows.append(f"| {path.stem} | {fmt(rate, '.1f')} | {fmt(ratio, '.3f')} | {fmt(s.get('mfu'), '.1%')} "
