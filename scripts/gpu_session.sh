@@ -31,6 +31,8 @@ out="${OUT:?set OUT (the run tool does)}"
 build=build-gpu
 tbench="$build/tbench"
 export LD_LIBRARY_PATH="$root/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+# nvcc builds tbench's own kernels (model.fused_layer_norm); the toolkit may be off the PATH.
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 
 stage_build() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_TORCH_FROM_PYTHON=ON \
@@ -111,6 +113,7 @@ stage_rows() {
 # One switch at a time against the defaults, same row, same call: its effect on samples/s and the loss.
 stage_sweep() {
   local variants=("defaults:" "padding_mask_always:model.padding_mask=always" "fused_qkv:model.fused_qkv=true"
+                  "fused_layer_norm:model.fused_layer_norm=true"
                   "cuda_graph:train.cuda_graph=true" "eager_attention:model.attention=eager"
                   "foreach_adamw:train.optimizer_impl=foreach" "no_prefetch:data.prefetch=0")
   for seq in 128 512; do

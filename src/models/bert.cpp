@@ -8,6 +8,7 @@
 //     decoder's weight is bert.embeddings.word_embeddings.weight (tied)
 #include "tbench/models/architectures.hpp"
 #include "tbench/models/bert.hpp"
+#include "tbench/models/residual_layer_norm.hpp"
 
 namespace tbench::bert {
 
@@ -40,6 +41,7 @@ LayerImpl::LayerImpl(const ModelConfig& c)
       attention_dropout_(c.attention_dropout),
       attention_kernel_(c.attention),
       fused_qkv_(c.fused_qkv),
+      fused_layer_norm_(c.fused_layer_norm),
       activation_(c.activation) {
   const int64_t h = c.hidden_size, f = c.intermediate_size;
   auto attention = add_group(*this, "attention");
@@ -63,12 +65,17 @@ torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Ten
       layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
 }
 
+torch::Tensor LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
+                                      torch::nn::LayerNorm& norm) {
+  return layers::residual_layer_norm(sublayer, residual, norm, dropout->options.p(), is_training(), fused_layer_norm_);
+}
+
 torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias) {
   // x' = LayerNorm(x + Dropout(W_o · MultiHeadAttention(x)))
-  auto attended = attention_norm(x + dropout(attention_out(self_attention(x, bias))));
+  auto attended = add_and_norm(attention_out(self_attention(x, bias)), x, attention_norm);
   // y = LayerNorm(x' + Dropout(W_2 · act(W_1 · x')))
   auto hidden = layers::activation(activation_, intermediate(attended));
-  return output_norm(attended + dropout(output(hidden)));
+  return add_and_norm(output(hidden), attended, output_norm);
 }
 
 EncoderImpl::EncoderImpl(const ModelConfig& c) : mask_every_batch_(c.mask_every_batch) {

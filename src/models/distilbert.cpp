@@ -12,6 +12,7 @@
 
 #include "tbench/models/architectures.hpp"
 #include "tbench/models/bert.hpp"
+#include "tbench/models/residual_layer_norm.hpp"
 
 namespace tbench::distilbert {
 namespace {
@@ -41,6 +42,7 @@ class TransformerBlockImpl : public torch::nn::Module {
         attention_dropout_(c.attention_dropout),
         attention_kernel_(c.attention),
         fused_qkv_(c.fused_qkv),
+        fused_layer_norm_(c.fused_layer_norm),
         activation_(c.activation) {
     const int64_t h = c.hidden_size;
     auto attention = add_group(*this, "attention");
@@ -61,9 +63,11 @@ class TransformerBlockImpl : public torch::nn::Module {
     auto context = layers::merge_heads(
         layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
     // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
-    auto attended = sa_layer_norm_(out_lin_(context) + x);
-    auto ffn = dropout_(lin2_(layers::activation(activation_, lin1_(attended))));
-    return output_layer_norm_(ffn + attended);
+    auto attended = layers::residual_layer_norm(out_lin_(context), x, sa_layer_norm_, /*dropout_p=*/0.0,
+                                                is_training(), fused_layer_norm_);
+    auto ffn = lin2_(layers::activation(activation_, lin1_(attended)));
+    return layers::residual_layer_norm(ffn, attended, output_layer_norm_, dropout_->options.p(), is_training(),
+                                       fused_layer_norm_);
   }
 
  private:
@@ -71,6 +75,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   double attention_dropout_;
   AttentionKernel attention_kernel_;
   bool fused_qkv_;
+  bool fused_layer_norm_;
   std::string activation_;
   layers::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
   layers::Linear lin1_{nullptr}, lin2_{nullptr};

@@ -336,10 +336,12 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
   plan.model.mask_every_batch = spec.model.padding_mask == PaddingMaskChoice::always;
   plan.model.fused_qkv = spec.model.fused_qkv;
+  plan.model.fused_layer_norm = spec.model.fused_layer_norm;
   if (plan.teacher) {  // the teacher's attention runs as the student's
     plan.teacher->attention = plan.model.attention;
     plan.teacher->mask_every_batch = plan.model.mask_every_batch;
     plan.teacher->fused_qkv = plan.model.fused_qkv;
+    plan.teacher->fused_layer_norm = plan.model.fused_layer_norm;
   }
   if (spec.task == Task::distillation) {
     plan.spec.resolved["distillation"]["teacher_precision"] =

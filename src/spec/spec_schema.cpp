@@ -107,6 +107,10 @@ const std::vector<Field>& fields() {
        "project query, key and value with one GEMM over their concatenated weights (BERT, DistilBERT, "
        "RoBERTa); the parameters and checkpoints keep HF's three",
        set(&RunSpec::model, &ModelRef::fused_qkv)},
+      {"model.fused_layer_norm", Kind::boolean, false, -1e300, {},
+       "run each block's LayerNorm(residual + Dropout(x)) as one pass (BERT, DistilBERT, RoBERTa): tbench's CUDA "
+       "kernel on GPUs, a row loop on the CPU; same arithmetic and parameters, LibTorch's backward",
+       set(&RunSpec::model, &ModelRef::fused_layer_norm)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
        "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label; corpus: plain "
@@ -452,6 +456,10 @@ void check_build_supports(const Validator& v, const RunSpec& spec) {
   if (spec.train.optimizer_impl == OptimizerImpl::fused && !features::fused_adamw(on_cuda)) {
     v.fail("train.optimizer_impl", std::string("fused AdamW needs torch >= ") + (on_cuda ? "2.0 with CUDA" : "2.4 on CPU") +
                                        ", but this build has LibTorch " + TORCH_VERSION + " (use foreach or loop)");
+  }
+  if (spec.model.fused_layer_norm && on_cuda && !features::kCudaKernels) {
+    v.fail("model.fused_layer_norm", "on a CUDA device needs tbench's CUDA kernels, and this build has none (it "
+                                     "was configured without nvcc); use false");
   }
   if (spec.model.attention == AttentionChoice::sdpa && !features::kSdpa) {
     v.fail("model.attention", std::string("sdpa (at::scaled_dot_product_attention) needs torch >= 2.0, but this "

@@ -8,12 +8,10 @@ namespace {
 
 // The autocast API became device-generic in torch 2.4; 1.13 has per-device functions.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-bool autocast_enabled(bool cuda) { return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU); }
 void set_autocast_enabled(bool cuda, bool on) { at::autocast::set_autocast_enabled(cuda ? at::kCUDA : at::kCPU, on); }
 torch::ScalarType get_autocast_dtype(bool cuda) { return at::autocast::get_autocast_dtype(cuda ? at::kCUDA : at::kCPU); }
 void set_autocast_dtype(bool cuda, torch::ScalarType t) { at::autocast::set_autocast_dtype(cuda ? at::kCUDA : at::kCPU, t); }
 #else
-bool autocast_enabled(bool cuda) { return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled(); }
 void set_autocast_enabled(bool cuda, bool on) {
   if (cuda) {
     at::autocast::set_enabled(on);
@@ -34,6 +32,14 @@ void set_autocast_dtype(bool cuda, torch::ScalarType t) {
 #endif
 
 }  // namespace
+
+bool autocast_enabled(bool cuda) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  return at::autocast::is_autocast_enabled(cuda ? at::kCUDA : at::kCPU);
+#else
+  return cuda ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
 
 torch::ScalarType autocast_dtype(Precision precision) {
   switch (precision) {

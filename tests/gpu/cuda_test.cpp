@@ -2,6 +2,8 @@
 // (the offline CUDA build check, scripts/check-cuda-build) each one skips and says why.
 #include <gtest/gtest.h>
 
+#include <ATen/cuda/CUDAGeneratorImpl.h>
+
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -11,6 +13,7 @@
 #include "tbench/cuda/cuda.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/models/layers.hpp"
+#include "tbench/models/residual_layer_norm.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/timing/step_timer.hpp"
 #include "tbench/env/torch_features.hpp"
@@ -120,6 +123,79 @@ TEST(CudaAttention, SdpaEqualsEagerWithPaddingInFp32AndBf16) {
     const double tol = dtype == torch::kFloat ? 1e-4 : 2e-2;
     EXPECT_TRUE(torch::allclose(eager, sdpa, tol, tol)) << dtype << ": " << (eager - sdpa).abs().max().item<double>();
   }
+}
+
+// model.fused_layer_norm's kernel against LibTorch's three ops on the GPU, in each dtype pairing
+// the models give it: float everywhere (fp32), a bf16 or fp16 x onto the float residual stream
+// (autocast), and all bf16 (no autocast). Without dropout the outputs agree to float rounding
+// (to the output dtype's where it is bf16); with it, the kernel's own mask reproduces its output.
+TEST(CudaResidualLayerNorm, KernelEqualsTheThreeOpsInEachDtype) {
+  REQUIRE_CUDA();
+  if (!features::kCudaKernels) GTEST_SKIP() << "this build has no tbench CUDA kernels (no nvcc)";
+  torch::manual_seed(3);
+  const std::vector<std::pair<torch::ScalarType, torch::ScalarType>> pairs = {
+      {torch::kFloat, torch::kFloat}, {torch::kBFloat16, torch::kFloat}, {torch::kHalf, torch::kFloat},
+      {torch::kBFloat16, torch::kBFloat16}};
+  for (const auto& [x_type, residual_type] : pairs) {
+    for (const int64_t cols : {768, 1000}) {
+      SCOPED_TRACE(std::string(c10::toString(x_type)) + " onto " + c10::toString(residual_type) + ", " +
+                   std::to_string(cols) + " columns");
+      const auto opts = torch::TensorOptions().device(kGpu);
+      const auto x = torch::randn({8, 129, cols}, opts).to(x_type);
+      const auto residual = (torch::randn({8, 129, cols}, opts) * 3 + 1).to(residual_type);
+      const auto weight = torch::randn({cols}, opts) * 0.5 + 1, bias = torch::randn({cols}, opts);
+      ASSERT_TRUE(layers::fused_residual_norm_applies(x, residual, weight, bias));
+      const auto reference = [&](const torch::Tensor& dropped) {
+        const auto sum = residual + dropped;
+        return torch::layer_norm(sum.to(torch::kFloat), {cols}, weight, bias, 1e-12).to(sum.scalar_type());
+      };
+      const double tol = residual_type == torch::kFloat ? 2e-5 : 2e-2;
+      const auto plain = layers::residual_layer_norm_pass(x, residual, weight, bias, 1e-12, 0.0);
+      EXPECT_EQ(plain.output.scalar_type(), residual_type);
+      EXPECT_TRUE(torch::allclose(plain.output, reference(x), tol, tol))
+          << (plain.output.to(torch::kFloat) - reference(x).to(torch::kFloat)).abs().max().item<double>();
+      const auto dropped = layers::residual_layer_norm_pass(x, residual, weight, bias, 1e-12, 0.1);
+      ASSERT_TRUE(dropped.keep_mask.defined());
+      EXPECT_NEAR(dropped.keep_mask.to(torch::kFloat).mean().item<double>(), 0.9, 0.01);
+      const auto kept = (x.to(torch::kFloat) * static_cast<float>(1 / 0.9)).to(x_type) * dropped.keep_mask;
+      EXPECT_TRUE(torch::allclose(dropped.output, reference(kept), tol, tol));
+    }
+  }
+}
+
+// The backward (LibTorch's, on what the kernel saved) against autograd through the three ops on
+// the kernel's mask, and the CPU loop's forward on the same numbers.
+TEST(CudaResidualLayerNorm, GradientsFollowTheKernelsMaskAndMatchTheCpu) {
+  REQUIRE_CUDA();
+  if (!features::kCudaKernels) GTEST_SKIP() << "this build has no tbench CUDA kernels (no nvcc)";
+  torch::manual_seed(4);
+  const auto x0 = torch::randn({4, 33, 768}), r0 = torch::randn({4, 33, 768});
+  torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({768}).eps(1e-12));
+  norm->to(kGpu);
+  auto x = x0.to(kGpu).requires_grad_(true), residual = r0.to(kGpu).requires_grad_(true);
+  const auto cuda_state = at::cuda::detail::getDefaultCUDAGenerator().get_state();
+  const auto out = layers::residual_layer_norm(x, residual, norm, 0.1, /*training=*/true, /*fused=*/true);
+  const auto weights = torch::randn(out.sizes(), out.options());
+  (out * weights).sum().backward();
+  // The same draw again, for the mask.
+  at::cuda::detail::getDefaultCUDAGenerator().set_state(cuda_state);
+  const auto mask = layers::residual_layer_norm_pass(x.detach(), residual.detach(), norm->weight.detach(),
+                                                     norm->bias.detach(), 1e-12, 0.1).keep_mask;
+  auto x2 = x0.to(kGpu).requires_grad_(true), residual2 = r0.to(kGpu).requires_grad_(true);
+  auto w2 = norm->weight.detach().clone().requires_grad_(true), b2 = norm->bias.detach().clone().requires_grad_(true);
+  const auto reference = torch::layer_norm(residual2 + x2 * mask * static_cast<float>(1 / 0.9), {768}, w2, b2, 1e-12);
+  (reference * weights).sum().backward();
+  EXPECT_TRUE(torch::allclose(out, reference, 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(x.grad(), x2.grad(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(residual.grad(), residual2.grad(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(norm->weight.grad(), w2.grad(), 1e-4, 1e-4));
+  EXPECT_TRUE(torch::allclose(norm->bias.grad(), b2.grad(), 1e-4, 1e-4));
+  const auto cpu = layers::residual_layer_norm_pass(x0, r0, norm->weight.detach().cpu(), norm->bias.detach().cpu(),
+                                                    1e-12, 0.0);
+  const auto gpu = layers::residual_layer_norm_pass(x0.to(kGpu), r0.to(kGpu), norm->weight.detach(),
+                                                    norm->bias.detach(), 1e-12, 0.0);
+  EXPECT_TRUE(torch::allclose(cpu.output, gpu.output.cpu(), 1e-5, 1e-5));
+  EXPECT_TRUE(torch::allclose(cpu.rstd, gpu.rstd.cpu(), 1e-5, 1e-5));
 }
 
 // --- whole runs of the binary on the GPU -------------------------------------------------------
@@ -240,6 +316,37 @@ TEST_F(CudaRun, CudaGraphStepRunsWithDropout) {
   std::string err;
   ASSERT_EQ(run({"train.cuda_graph=true", "timing.warmup_steps=2", "train.dropout=true"}, result, &err), 0) << err;
   EXPECT_EQ(result["summary"]["status"], "completed");
+}
+
+// The fused residual LayerNorm trains as the three ops in each precision (dropout off, so the
+// steps are deterministic), and its dropout draws are captured into a graph and replayed.
+TEST_F(CudaRun, FusedLayerNormTrainsLikeTheThreeOpsAndIsCaptured) {
+  REQUIRE_CUDA();
+  if (!features::kCudaKernels) GTEST_SKIP() << "this build has no tbench CUDA kernels (no nvcc)";
+  for (const char* precision : {"fp32", "bf16"}) {
+    json plain, fused;
+    std::string err;
+    ASSERT_EQ(run({std::string("precision=") + precision, "train.dropout=false"}, plain, &err), 0) << err;
+    ASSERT_EQ(run({std::string("precision=") + precision, "train.dropout=false", "model.fused_layer_norm=true"}, fused,
+                  &err),
+              0)
+        << err;
+    ASSERT_EQ(plain["iterations"].size(), fused["iterations"].size());
+    const double tol = std::string(precision) == "fp32" ? 1e-4 : 2e-2;
+    for (std::size_t i = 0; i < plain["iterations"].size(); ++i) {
+      EXPECT_NEAR(plain["iterations"][i]["loss"].get<double>(), fused["iterations"][i]["loss"].get<double>(), tol)
+          << precision << ", step " << i;
+    }
+  }
+  if (!features::kCudaGraphStep) return;
+  expect_graph_replays_eager(*this, {"model.fused_layer_norm=true"});
+  json dropout;
+  std::string err;
+  ASSERT_EQ(run({"train.cuda_graph=true", "timing.warmup_steps=2", "train.dropout=true", "model.fused_layer_norm=true"},
+                dropout, &err),
+            0)
+      << err;
+  EXPECT_EQ(dropout["summary"]["status"], "completed");
 }
 
 TEST_F(CudaRun, OutOfMemoryIsARunFailureWithAClearMessage) {

@@ -72,6 +72,13 @@ TEST(SpeedOptions, KernelsThisBuildLacksAreSpecErrors) {
   if (!sdpa.empty()) {
     EXPECT_NE(sdpa.find("model.attention: sdpa"), std::string::npos) << sdpa;
   }
+  // The fused residual LayerNorm runs anywhere on the CPU; on CUDA only with tbench's kernels.
+  EXPECT_EQ(input_error_of({"model.fused_layer_norm=true"}), "");
+  const auto fused_norm = input_error_of({"device=cuda", "model.fused_layer_norm=true"});
+  EXPECT_EQ(fused_norm.find("model.fused_layer_norm: on a CUDA device needs tbench's CUDA kernels") !=
+                std::string::npos,
+            !features::kCudaKernels)
+      << fused_norm;
 }
 
 // `auto` is recorded in the resolved spec as what it became.
@@ -88,14 +95,20 @@ TEST(SpeedOptions, PaddingMaskAndFusedQkvReachTheModelsAndTheTeacher) {
   EXPECT_EQ(defaults.spec.resolved["model"]["fused_qkv"], false);
   EXPECT_FALSE(defaults.model.mask_every_batch);
   EXPECT_FALSE(defaults.model.fused_qkv);
-  const RunPlan set = prepare_run(tiny_spec({"model.padding_mask=always", "model.fused_qkv=true"}));
+  EXPECT_EQ(defaults.spec.resolved["model"]["fused_layer_norm"], false);
+  EXPECT_FALSE(defaults.model.fused_layer_norm);
+  const RunPlan set =
+      prepare_run(tiny_spec({"model.padding_mask=always", "model.fused_qkv=true", "model.fused_layer_norm=true"}));
   EXPECT_TRUE(set.model.mask_every_batch);
   EXPECT_TRUE(set.model.fused_qkv);
+  EXPECT_TRUE(set.model.fused_layer_norm);
   const RunPlan distill = prepare_run(tiny_spec({"task=distillation", "model=tiny-distilbert", "distillation.teacher=tiny-bert",
-                                                 "model.padding_mask=always", "model.fused_qkv=true"}));
+                                                 "model.padding_mask=always", "model.fused_qkv=true",
+                                                 "model.fused_layer_norm=true"}));
   ASSERT_TRUE(distill.teacher.has_value());
   EXPECT_TRUE(distill.teacher->mask_every_batch);
   EXPECT_TRUE(distill.teacher->fused_qkv);
+  EXPECT_TRUE(distill.teacher->fused_layer_norm);
   EXPECT_NE(input_error_of({"model.padding_mask=never"}).find("model.padding_mask"), std::string::npos);
 }
 
@@ -239,10 +252,11 @@ TEST(SpeedOptions, OptimizerImplementationsTrainAlike) {
   }
 }
 
-// A whole run trains alike with either switch (dropout off, so the steps are deterministic).
+// A whole run trains alike with any of the switches (dropout off, so the steps are deterministic).
 TEST(SpeedOptions, PaddingMaskAndFusedQkvTrainAlike) {
   const OptimizerRun base = train(tiny_spec({"model.padding_mask=always", "train.dropout=false"}));
-  const OptimizerRun both = train(tiny_spec({"model.fused_qkv=true", "train.dropout=false"}));
+  const OptimizerRun both =
+      train(tiny_spec({"model.fused_qkv=true", "model.fused_layer_norm=true", "train.dropout=false"}));
   ASSERT_EQ(base.outcome.status, RunStatus::completed) << base.outcome.error;
   ASSERT_EQ(both.outcome.status, RunStatus::completed) << both.outcome.error;
   ASSERT_EQ(base.records.iterations.size(), both.records.iterations.size());

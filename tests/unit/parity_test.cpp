@@ -70,8 +70,8 @@ void expect_gradients_match(const nlohmann::json& ref, torch::nn::Module& model)
 }
 
 // The model as a user gets it from HF's checkpoint folder: config.json as transformers wrote it,
-// with each attention setting a spec can pick (model.attention, model.fused_qkv); every one of them
-// must compute HF's network. XLNet's attention has no such settings.
+// with each setting a spec can pick for the layers (model.attention, model.fused_qkv,
+// model.fused_layer_norm); every one of them must compute HF's network. XLNet has no such settings.
 std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir) {
   const ModelConfig base = read_model_config(dir + "/config.json");
   std::vector<std::pair<std::string, ModelConfig>> configs{{"eager attention", base}};
@@ -79,12 +79,17 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
   ModelConfig fused = base;
   fused.fused_qkv = true;
   configs.emplace_back("eager attention, fused QKV", fused);
+  ModelConfig fused_norm = base;
+  fused_norm.fused_layer_norm = true;
+  configs.emplace_back("eager attention, fused residual LayerNorm", fused_norm);
   if (features::kSdpa) {
     ModelConfig sdpa = base;
     sdpa.attention = AttentionKernel::sdpa;
     configs.emplace_back("SDPA", sdpa);
     sdpa.fused_qkv = true;
     configs.emplace_back("SDPA, fused QKV", sdpa);
+    sdpa.fused_layer_norm = true;
+    configs.emplace_back("SDPA, fused QKV and residual LayerNorm", sdpa);
   }
   return configs;
 }

@@ -8,6 +8,11 @@
 #define TBENCH_WITH_CUDA 0
 #endif
 
+// tbench's own nvcc-built kernels (src/cuda/*.cu): a CUDA build where CMake found a CUDA compiler.
+#ifndef TBENCH_WITH_CUDA_KERNELS
+#define TBENCH_WITH_CUDA_KERNELS 0
+#endif
+
 #define TBENCH_TORCH_AT_LEAST(major, minor) \
   (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
@@ -28,6 +33,7 @@ namespace tbench::features {
 
 inline constexpr bool kSdpa = TBENCH_HAS_SDPA;
 inline constexpr bool kCudaGraphStep = TBENCH_HAS_CUDA_GRAPH_STEP;
+inline constexpr bool kCudaKernels = TBENCH_WITH_CUDA_KERNELS;
 
 // Whether at::_fused_adamw_ has a kernel for this device type in this build.
 constexpr bool fused_adamw(bool on_cuda) {

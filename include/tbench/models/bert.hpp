@@ -29,11 +29,14 @@ class LayerImpl : public torch::nn::Module {
 
  private:
   torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias);
+  // LayerNorm(residual + Dropout(sublayer)): the "add & norm" after attention and after the MLP.
+  torch::Tensor add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual, torch::nn::LayerNorm& norm);
 
   int64_t num_heads_;
   double attention_dropout_;
   AttentionKernel attention_kernel_;
   bool fused_qkv_;
+  bool fused_layer_norm_;
   std::string activation_;
   layers::Linear query{nullptr}, key{nullptr}, value{nullptr}, attention_out{nullptr};
   torch::nn::LayerNorm attention_norm{nullptr};

@@ -36,10 +36,12 @@ struct ModelConfig {
   double initializer_range = 0.02;
   std::string activation = "gelu";
   bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
-  // Not in config.json: how the spec asks the attention to run (model.attention, .padding_mask, .fused_qkv).
+  // Not in config.json: how the spec asks the layers to run (model.attention, .padding_mask, .fused_qkv,
+  // .fused_layer_norm).
   AttentionKernel attention = AttentionKernel::eager;
   bool mask_every_batch = false;  // pass the padding mask even to batches without padding
   bool fused_qkv = false;         // one GEMM over [W_q; W_k; W_v] instead of three
+  bool fused_layer_norm = false;  // LayerNorm(residual + Dropout(x)) in one pass
   nlohmann::json raw;                 // the config.json as read
 
   int64_t head_dim() const { return hidden_size / num_heads; }

@@ -92,6 +92,7 @@ struct ModelRef {
   AttentionChoice attention = AttentionChoice::automatic;  // BERT/DistilBERT/RoBERTa self-attention
   PaddingMaskChoice padding_mask = PaddingMaskChoice::automatic;  // auto: no mask for batches without padding
   bool fused_qkv = false;  // one projection GEMM for query, key and value
+  bool fused_layer_norm = false;  // LayerNorm(residual + Dropout(x)) as one pass (a CUDA kernel on GPUs)
 };
 
 // The tokenizer for text datasets. Empty paths and unset switches are found from `path` (a

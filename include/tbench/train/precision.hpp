@@ -25,4 +25,7 @@ class AutocastGuard {
 
 torch::ScalarType autocast_dtype(Precision precision);
 
+// Whether autocast is on now, for CUDA (`cuda`) or the CPU.
+bool autocast_enabled(bool cuda);
+
 }  // namespace tbench
