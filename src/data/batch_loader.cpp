@@ -25,6 +25,7 @@ Batch BatchLoader::make(const std::vector<int64_t>& indices, int64_t epoch) cons
     batch.inputs.attention_mask = batch.inputs.attention_mask.pin_memory();
     batch.inputs.token_type_ids = batch.inputs.token_type_ids.pin_memory();
     batch.labels = batch.labels.pin_memory();
+    if (batch.inputs.scored_positions.defined()) batch.inputs.scored_positions = batch.inputs.scored_positions.pin_memory();
   }
   return batch;
 }

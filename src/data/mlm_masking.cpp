@@ -36,6 +36,7 @@ void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const Mask
   int64_t* id = ids.data_ptr<int64_t>();
   const int64_t* real = batch.inputs.attention_mask.data_ptr<int64_t>();
   int64_t* label = labels.data_ptr<int64_t>();
+  std::vector<int64_t> picked;  // flat positions, row by row
   for (int64_t row = 0; row < rows; ++row) {
     SampleRandom random(o.seed, epoch, indices[static_cast<std::size_t>(row)]);
     for (int64_t t = row * width; t < (row + 1) * width; ++t) {
@@ -45,6 +46,7 @@ void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const Mask
       const int64_t replacement = random.below(o.vocab_size);
       if (real[t] == 0 || o.never_masks(id[t]) || pick >= o.probability) continue;
       label[t] = id[t];
+      picked.push_back(t);
       if (how < o.mask_fraction) {
         id[t] = o.mask_token_id;
       } else if (how < o.mask_fraction + o.random_fraction) {
@@ -53,6 +55,9 @@ void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const Mask
     }
   }
   batch.labels = labels;
+  if (o.list_scored_positions) {
+    batch.inputs.scored_positions = torch::tensor(picked, torch::kLong);
+  }
 }
 
 }  // namespace tbench

@@ -348,6 +348,7 @@ MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const 
   m.random_fraction = spec.mlm.random_fraction;
   m.vocab_size = model.vocab_size;
   m.seed = spec.data.seed;
+  m.list_scored_positions = spec.mlm.sparse_prediction;
   // HF's all_special_ids: [CLS] [SEP] [PAD] [UNK] [MASK] (RoBERTa's <s> </s> <pad> <unk> <mask>).
   m.special_ids = {model.pad_token_id};
   if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
@@ -374,7 +375,8 @@ MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const 
 json describe_masking(const MaskingOptions& m) {
   if (!m.enabled) return nullptr;
   return {{"probability", m.probability},   {"mask_fraction", m.mask_fraction}, {"random_fraction", m.random_fraction},
-          {"mask_token_id", m.mask_token_id}, {"never_masked", m.special_ids},  {"dynamic", true}};
+          {"mask_token_id", m.mask_token_id}, {"never_masked", m.special_ids},  {"dynamic", true},
+          {"sparse_prediction", m.list_scored_positions}};
 }
 
 }  // namespace

@@ -111,4 +111,8 @@ double run_train_flops_per_sample(const ModelConfig& model, const ModelConfig* t
   return flops;
 }
 
+double masked_lm_head_train_flops_per_position(const ModelConfig& model, const ModelConfig* teacher) {
+  return 3.0 * masked_lm_head_flops(model, 1) + (teacher ? masked_lm_head_flops(*teacher, 1) : 0.0);
+}
+
 }  // namespace tbench

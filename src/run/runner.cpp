@@ -321,8 +321,15 @@ RunPlan prepare_run(const RunSpec& spec) {
                                          "hooks cannot be captured in a graph)");
   }
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len, spec.task);
-  plan.cost.train_flops_per_sample = run_train_flops_per_sample(plan.model, plan.teacher ? &*plan.teacher : nullptr,
-                                                                spec.num_labels, spec.data.seq_len, spec.task);
+  const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
+  plan.cost.train_flops_per_sample =
+      run_train_flops_per_sample(plan.model, teacher, spec.num_labels, spec.data.seq_len, spec.task);
+  if (spec.task != Task::classification && spec.mlm.sparse_prediction) {
+    // The head at the expected share of positions, mlm.probability of them (a little above the
+    // true share, which leaves out padding and special tokens); each step records its own count.
+    plan.cost.train_flops_per_sample -= (1.0 - spec.mlm.probability) * static_cast<double>(spec.data.seq_len) *
+                                        masked_lm_head_train_flops_per_position(plan.model, teacher);
+  }
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
   plan.trainer = trainer_config(spec);
@@ -441,14 +448,19 @@ RunModels build_models(const RunPlan& plan, const torch::Device& device) {
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
   Trainer trainer(plan.trainer, objective, *plan.data, device, sync);
+  const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
-  trainer.set_flops_model([&](int64_t length) {
+  const double head_per_position = masked_lm_head_train_flops_per_position(plan.model, teacher);
+  trainer.set_flops_model([&](const Batch& batch) {
+    const int64_t length = batch.inputs.input_ids.size(1);
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
-    if (added) {
-      it->second = run_train_flops_per_sample(plan.model, plan.teacher ? &*plan.teacher : nullptr, plan.spec.num_labels,
-                                              length, plan.spec.task);
+    if (added) it->second = run_train_flops_per_sample(plan.model, teacher, plan.spec.num_labels, length, plan.spec.task);
+    double flops = static_cast<double>(batch.samples) * it->second;
+    // Sparse masked-LM prediction: the head ran at the scored positions only.
+    if (batch.inputs.scored_positions.defined()) {
+      flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
     }
-    return it->second;
+    return flops;
   });
   const bool writes_result = plan.launch.rank == 0;
   std::optional<IterationStream> stream;

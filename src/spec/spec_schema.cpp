@@ -194,6 +194,11 @@ const std::vector<Field>& fields() {
        "share of the held-out blocks also scored by pseudo-perplexity after each epoch: every token masked alone, "
        "one forward each (0: off; needs data.eval_fraction)",
        set(&RunSpec::mlm, &MlmSpec::pseudo_perplexity_fraction)},
+      {"mlm.sparse_prediction", Kind::boolean, false, -1e300, {},
+       "project only the masked positions onto the vocabulary in training and held-out scoring (same loss "
+       "and gradients as every position, as HF computes it, with fewer FLOPs; distillation needs "
+       "restrict_ce_to_mask)",
+       set(&RunSpec::mlm, &MlmSpec::sparse_prediction)},
       {"distillation.teacher", Kind::nullable_string, nullptr, -1e300, {},
        "distillation: the teacher, a shipped model name or an HF config.json (BERT or RoBERTa)",
        set(&RunSpec::distillation, &DistillationSpec::teacher, &ModelRef::name)},
@@ -549,6 +554,10 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
     }
     if (!d.teacher.weights.empty() && !std::filesystem::exists(d.teacher.weights)) {
       v.fail("distillation.teacher_weights", "cannot open '" + d.teacher.weights + "'");
+    }
+    if (spec.mlm.sparse_prediction && !d.restrict_ce_to_mask) {
+      v.fail("mlm.sparse_prediction", "needs distillation.restrict_ce_to_mask: true (without it the KL term reads the "
+                                      "scores of every real token, not only the masked ones)");
     }
     if (d.teacher_precision == Precision::fp16 && !spec.device.is_cuda()) {
       v.fail("distillation.teacher_precision", "fp16 needs a CUDA device (use fp32 or bf16 on CPU)");

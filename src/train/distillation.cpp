@@ -28,18 +28,25 @@ class Distillation final : public TrainingObjective {
   LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
     const MaskedLmOutputs s = student(inputs);
     const MaskedLmOutputs t = teacher(inputs);
+    // Scores are rows of [positions, vocab]: every position's, or with sparse prediction the
+    // masked ones' (which the spec allows only with restrict_ce_to_mask).
     const auto vocab = s.logits.size(-1);
-    const auto masked = labels.ne(kIgnoreLabel);
+    const auto student_scores = s.logits.view({-1, vocab}), teacher_scores = t.logits.view({-1, vocab});
+    const auto targets = scored_labels(labels, inputs);
+    const auto masked = targets.ne(kIgnoreLabel);
+    TORCH_CHECK(loss_.restrict_ce_to_mask || !inputs.scored_positions.defined(),
+                "mlm.sparse_prediction needs distillation.restrict_ce_to_mask");
     const auto real = inputs.attention_mask.ne(0);
-    const auto ce = distillation_kl(s.logits, t.logits, loss_.temperature, loss_.restrict_ce_to_mask ? masked : real);
-    const auto mlm = masked_cross_entropy(s.logits.view({-1, vocab}), labels.view({-1}));
+    const auto ce = distillation_kl(student_scores, teacher_scores, loss_.temperature,
+                                    loss_.restrict_ce_to_mask ? masked : real.reshape({-1}));
+    const auto mlm = masked_cross_entropy(student_scores, targets);
     const auto cos = cosine_distance(s.hidden, t.hidden, real);
     const auto total = loss_.alpha_ce * ce + loss_.alpha_mlm * mlm + loss_.alpha_cos * cos;
     return {total, {ce.detach(), mlm.detach(), cos.detach()}};
   }
 
   void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
-    add_masked_lm_scores(student(inputs).logits, labels, sums);
+    add_masked_lm_scores(student(inputs).logits, scored_labels(labels, inputs), sums);
   }
 
   torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return student(inputs).logits; }

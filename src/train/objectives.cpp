@@ -56,7 +56,8 @@ class Classification final : public TrainingObjective {
   torch::Device device_;
 };
 
-// HF's *ForMaskedLM: cross-entropy over the masked positions, every position projected.
+// HF's *ForMaskedLM: cross-entropy over the masked positions, every position projected (or, with
+// mlm.sparse_prediction, only the masked ones: the same loss).
 class MaskedLm final : public TrainingObjective {
  public:
   MaskedLm(MaskedLanguageModel& model, Precision precision, const torch::Device& device)
@@ -67,11 +68,11 @@ class MaskedLm final : public TrainingObjective {
 
   LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
     const auto logits = forward(inputs);
-    return {masked_cross_entropy(logits.view({-1, logits.size(-1)}), labels.view({-1})), {}};
+    return {masked_cross_entropy(logits.view({-1, logits.size(-1)}), scored_labels(labels, inputs)), {}};
   }
 
   void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
-    add_masked_lm_scores(forward(inputs), labels, sums);
+    add_masked_lm_scores(forward(inputs), scored_labels(labels, inputs), sums);
   }
 
   torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return forward(inputs); }
@@ -100,6 +101,11 @@ torch::Tensor distillation_kl(const torch::Tensor& student, const torch::Tensor&
 torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor& teacher, const torch::Tensor& selected) {
   const auto per_row = 1.0 - torch::cosine_similarity(student, teacher, -1);
   return mean_over_selected(per_row, selected);
+}
+
+torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs) {
+  const auto flat = labels.reshape({-1});
+  return inputs.scored_positions.defined() ? flat.index_select(0, inputs.scored_positions) : flat;
 }
 
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {

@@ -133,8 +133,10 @@ SamplerOptions Trainer::sampler_options() const {
 }
 
 ModelInputs Trainer::on_device(const ModelInputs& host, bool non_blocking) const {
-  return {host.input_ids.to(device_, non_blocking), host.attention_mask.to(device_, non_blocking),
-          host.token_type_ids.to(device_, non_blocking), host.has_padding};
+  ModelInputs inputs{host.input_ids.to(device_, non_blocking), host.attention_mask.to(device_, non_blocking),
+                     host.token_type_ids.to(device_, non_blocking), host.has_padding};
+  if (host.scored_positions.defined()) inputs.scored_positions = host.scored_positions.to(device_, non_blocking);
+  return inputs;
 }
 
 StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord& record) {
@@ -154,7 +156,7 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     record.samples += batch.samples;
     record.tokens += batch.tokens;
     record.real_tokens += batch.real_tokens;
-    if (flops_per_sample_) record.train_flops += static_cast<double>(batch.samples) * flops_per_sample_(batch.inputs.input_ids.size(1));
+    if (flops_of_batch_) record.train_flops += flops_of_batch_(batch);
 
     if (config_.cuda_graph) {  // one micro-batch per step
       inputs.has_padding = inputs.has_padding || batches_can_pad_;

@@ -92,6 +92,46 @@ TEST(TasksCli, DistillationRunRecordsItsTermsAndTheTeacher) {
   EXPECT_NE(first_line.find("\"loss_terms\""), std::string::npos);
 }
 
+// mlm.sparse_prediction trains the same network (same seed, same masks, same dropout: the same
+// losses step by step) while the head scores only the masked positions; each step's FLOPs leave
+// out the head at the positions it skipped, and the result says which computation ran.
+TEST(TasksCli, SparsePredictionTrainsTheSameModelWithFewerFlops) {
+  ScratchDir dir;
+  const auto run = [&](bool sparse) {
+    const std::string out = dir.file(sparse ? "sparse.json" : "full.json");
+    auto spec = masked_lm_spec(out);
+    spec["mlm"] = {{"sparse_prediction", sparse}};
+    const auto r = run_tbench("run -q " + dir.write(sparse ? "sparse-spec.json" : "full-spec.json", spec.dump()));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return testing::read_json(out);
+  };
+  const json full = run(false), sparse = run(true);
+  expect_schema(sparse);
+  EXPECT_EQ(sparse["spec"]["mlm"]["sparse_prediction"], true);
+  EXPECT_EQ(sparse["data"]["masking"]["sparse_prediction"], true);
+  EXPECT_EQ(full["data"]["masking"]["sparse_prediction"], false);
+  const double h = full["model"]["hidden_size"], v = full["model"]["vocab_size"];
+  const double head_per_position = 3 * (2 * h * h + 2 * h * v);
+  // The model's figure: the head at the expected 15% of the 16 positions.
+  EXPECT_NEAR(full["model"]["train_flops_per_sample"].get<double>() - sparse["model"]["train_flops_per_sample"].get<double>(),
+              0.85 * 16 * head_per_position, 1e-6 * head_per_position);
+  ASSERT_EQ(full["iterations"].size(), sparse["iterations"].size());
+  for (std::size_t i = 0; i < full["iterations"].size(); ++i) {
+    const json &a = full["iterations"][i], &b = sparse["iterations"][i];
+    EXPECT_NEAR(b["loss"].get<double>(), a["loss"].get<double>(), 1e-4 * a["loss"].get<double>()) << "step " << i;
+    // Unscored positions: a whole number, about 85% of the step's tokens.
+    const double unscored = (a["train_flops"].get<double>() - b["train_flops"].get<double>()) / head_per_position;
+    EXPECT_NEAR(unscored, std::round(unscored), 1e-6) << "step " << i;
+    EXPECT_GT(unscored, 0.7 * a["tokens"].get<double>()) << "step " << i;
+    EXPECT_LT(unscored, a["tokens"].get<double>()) << "step " << i;
+  }
+  // Held-out scores come from the masked positions either way.
+  for (std::size_t e = 0; e < full["epochs"].size(); ++e) {
+    EXPECT_NEAR(sparse["epochs"][e]["eval"]["loss"].get<double>(), full["epochs"][e]["eval"]["loss"].get<double>(),
+                1e-4 * full["epochs"][e]["eval"]["loss"].get<double>());
+  }
+}
+
 // A folder of .txt files, packed into blocks, reported by `tbench data`, cached for the next run.
 TEST(TasksCli, CorpusIsPackedReportedAndCached) {
   ScratchDir dir;
@@ -221,6 +261,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadTaskSpec{"Fp16TeacherOnCpu", {"task=distillation", "distillation.teacher=tiny-bert",
                                          "distillation.teacher_precision=fp16"},
                     "distillation.teacher_precision", "CUDA"},
+        BadTaskSpec{"SparsePredictionWithTheKlOverEveryToken",
+                    {"task=distillation", "model=tiny-distilbert", "distillation.teacher=tiny-bert",
+                     "mlm.sparse_prediction=true"},
+                    "mlm.sparse_prediction", "restrict_ce_to_mask"},
         BadTaskSpec{"UnknownTask", {"task=pretraining"}, "task", "not one of"}),
     [](const ::testing::TestParamInfo<BadTaskSpec>& info) { return info.param.name; });
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <numeric>
 #include <set>
@@ -213,6 +214,24 @@ TEST(Masking, MasksDependOnTheSampleAndEpochNotTheBatch) {
   EXPECT_FALSE(torch::equal(alone.labels[0], collate(samples, {5}, other_seed, 2).labels[0]));
 }
 
+// mlm.sparse_prediction: the batch lists its masked positions, flat and in order, found on the
+// host with the masks; without the option it lists none (the head scores every position).
+TEST(Masking, ListsTheMaskedPositionsOnlyWhenAsked) {
+  const TokenizedSamples samples = framed_samples(6, 30);
+  CollateOptions o = masked_collate(40);  // 10 padding positions per sample
+  EXPECT_FALSE(collate(samples, {0, 1, 2}, o, 1).inputs.scored_positions.defined());
+  o.masking.list_scored_positions = true;
+  const Batch b = collate(samples, {0, 1, 2, 3, 4, 5}, o, 1);
+  ASSERT_TRUE(b.inputs.scored_positions.defined());
+  EXPECT_EQ(b.inputs.scored_positions.scalar_type(), torch::kLong);
+  const auto expected = b.labels.reshape({-1}).ne(kIgnoreLabel).nonzero().reshape({-1});
+  ASSERT_GT(expected.numel(), 0);
+  EXPECT_TRUE(torch::equal(b.inputs.scored_positions, expected));
+  // The same masks as without the list.
+  o.masking.list_scored_positions = false;
+  EXPECT_TRUE(torch::equal(collate(samples, {0, 1, 2, 3, 4, 5}, o, 1).labels, b.labels));
+}
+
 // ---- corpora -------------------------------------------------------------------------------------
 
 // run_mlm's grouping: every line encoded with [CLS] .. [SEP], concatenated, cut into blocks; the
@@ -371,6 +390,116 @@ TEST(MaskedLmCost, ParametersMatchTheModulesAndTheHeadProjectsEveryPosition) {
   const ModelConfig student = shipped_model_config("distilbert-base-uncased");
   EXPECT_DOUBLE_EQ(run_train_flops_per_sample(student, &c, 2, 128, Task::distillation),
                    model_cost(student, 2, 128, Task::mlm).train_flops_per_sample + mlm);
+}
+
+// Sparse prediction skips the head at every unscored position: its transform (H x H) and its
+// projection (H x V), forward and backward for the trained model, forward for a teacher.
+TEST(MaskedLmCost, SparsePredictionSavesTheHeadPerUnscoredPosition) {
+  const ModelConfig teacher = shipped_model_config("bert-base-uncased");
+  const ModelConfig student = shipped_model_config("distilbert-base-uncased");
+  const double h = 768, v = 30522, head = 2 * h * h + 2 * h * v;
+  EXPECT_DOUBLE_EQ(masked_lm_head_train_flops_per_position(student, nullptr), 3 * head);
+  EXPECT_DOUBLE_EQ(masked_lm_head_train_flops_per_position(student, &teacher), 4 * head);
+}
+
+// ---- sparse prediction ---------------------------------------------------------------------------
+
+// A masked batch with padding, its masked positions listed.
+Batch sparse_batch(int64_t seed) {
+  CollateOptions o = masked_collate(24);
+  o.masking.list_scored_positions = true;
+  o.masking.probability = 0.3;
+  TokenizedSamples samples = framed_samples(4, 18);
+  samples.add({2, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 3}, {}, 0);  // a shorter one
+  return collate(samples, {0, 1, 2, 3, 4}, o, seed);
+}
+
+ModelInputs every_position(ModelInputs inputs) {
+  inputs.scored_positions = torch::Tensor();
+  return inputs;
+}
+
+struct LossAndGradients {
+  LossTerms loss;
+  std::map<std::string, torch::Tensor> gradients;
+};
+
+LossAndGradients loss_and_gradients(TrainingObjective& objective, const ModelInputs& inputs, const torch::Tensor& labels) {
+  objective.trained().zero_grad();
+  LossAndGradients out{objective.loss(inputs, labels), {}};
+  out.loss.total.backward();
+  for (const auto& p : objective.trained().named_parameters()) {
+    if (p.value().grad().defined()) out.gradients[p.key()] = p.value().grad().clone();
+  }
+  return out;
+}
+
+void expect_same(const LossAndGradients& sparse, const LossAndGradients& full, const std::string& name) {
+  EXPECT_NEAR(sparse.loss.total.item<double>(), full.loss.total.item<double>(), 1e-6 * std::abs(full.loss.total.item<double>()))
+      << name;
+  ASSERT_EQ(sparse.loss.parts.size(), full.loss.parts.size()) << name;
+  for (std::size_t i = 0; i < full.loss.parts.size(); ++i) {
+    EXPECT_NEAR(sparse.loss.parts[i].item<double>(), full.loss.parts[i].item<double>(),
+                1e-5 * std::abs(full.loss.parts[i].item<double>()) + 1e-7)  // KL: a small difference of logs
+        << name << " term " << i;
+  }
+  ASSERT_EQ(sparse.gradients.size(), full.gradients.size()) << name;
+  for (const auto& [param, grad] : full.gradients) {
+    ASSERT_TRUE(sparse.gradients.count(param)) << name << " " << param;
+    EXPECT_TRUE(torch::allclose(sparse.gradients.at(param), grad, 1e-4, 1e-7))
+        << name << " " << param << ": max difference "
+        << (sparse.gradients.at(param) - grad).abs().max().item<double>();
+  }
+}
+
+// The head on the masked positions alone gives the loss and every gradient that HF's head on
+// every position gives: the other positions' scores never reach the loss. Dropout is off (eval
+// mode) so the two forwards are the same network.
+TEST(SparsePrediction, SameLossAndGradientsAsScoringEveryPosition) {
+  torch::set_num_threads(1);
+  const Batch batch = sparse_batch(3);
+  const int64_t scored = batch.inputs.scored_positions.numel();
+  ASSERT_GT(scored, 0);
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta"}) {
+    torch::manual_seed(21);
+    auto model = build_masked_lm(shipped_model_config(name));
+    model->eval();
+    EXPECT_EQ(model->forward(batch.inputs).logits.sizes(), (std::vector<int64_t>{scored, 1000})) << name;
+    EXPECT_EQ(model->forward(every_position(batch.inputs)).logits.sizes(), (std::vector<int64_t>{5, 24, 1000})) << name;
+    auto objective = masked_lm_objective(*model, Precision::fp32, torch::kCPU);
+    expect_same(loss_and_gradients(*objective, batch.inputs, batch.labels),
+                loss_and_gradients(*objective, every_position(batch.inputs), batch.labels), name);
+    // Held-out scores: the same sums.
+    EvalSums sparse = zero_eval_sums(torch::kCPU), full = zero_eval_sums(torch::kCPU);
+    torch::NoGradGuard no_grad;
+    objective->score(batch.inputs, batch.labels, sparse);
+    objective->score(every_position(batch.inputs), batch.labels, full);
+    EXPECT_NEAR(sparse.loss_sum.item<double>(), full.loss_sum.item<double>(), 1e-6 * full.loss_sum.item<double>()) << name;
+    EXPECT_EQ(sparse.correct.item<int64_t>(), full.correct.item<int64_t>()) << name;
+    EXPECT_EQ(sparse.count.item<int64_t>(), scored) << name;
+    EXPECT_EQ(full.count.item<int64_t>(), scored) << name;
+  }
+}
+
+// Distillation with the KL term restricted to the masked tokens (the only form the spec lets
+// sparse prediction take): the student's and the teacher's heads both score the masked positions,
+// and every term and gradient is the full computation's.
+TEST(SparsePrediction, DistillationOnTheMaskedTokensIsTheSame) {
+  torch::set_num_threads(1);
+  const Batch batch = sparse_batch(4);
+  torch::manual_seed(22);
+  auto teacher = build_masked_lm(shipped_model_config("tiny-bert"));
+  auto student = build_masked_lm(shipped_model_config("tiny-distilbert"));
+  student->eval();
+  DistillationLoss loss;
+  loss.restrict_ce_to_mask = true;
+  auto objective = distillation_objective(*student, *teacher, loss, Precision::fp32, torch::kCPU);
+  expect_same(loss_and_gradients(*objective, batch.inputs, batch.labels),
+              loss_and_gradients(*objective, every_position(batch.inputs), batch.labels), "distillation");
+  // Without the restriction the KL term needs every real token's scores: refused.
+  DistillationLoss every_token;
+  auto unrestricted = distillation_objective(*student, *teacher, every_token, Precision::fp32, torch::kCPU);
+  EXPECT_THROW(unrestricted->loss(batch.inputs, batch.labels), c10::Error);
 }
 
 // ---- training ------------------------------------------------------------------------------------

@@ -112,6 +112,9 @@ struct MaskingOptions {
   int64_t vocab_size = 0;
   std::vector<int64_t> special_ids;  // never picked: [CLS], [SEP], [PAD], <s>, </s>, ...
   int64_t seed = 0;
+  // mlm.sparse_prediction: the batch also lists its masked positions (inputs.scored_positions),
+  // found here on the host, so the device never waits to learn how many there are.
+  bool list_scored_positions = false;
 
   bool never_masks(int64_t token) const {
     return std::find(special_ids.begin(), special_ids.end(), token) != special_ids.end();

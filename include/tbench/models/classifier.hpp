@@ -16,6 +16,10 @@ struct ModelInputs {
   // Whether any position may be padding, as the host knows it from collation (reading the mask
   // would wait for the device). false lets the attention run without a mask.
   bool has_padding = true;
+  // Masked LM with mlm.sparse_prediction: the flat positions (row * S + column) whose vocabulary
+  // scores the loss reads, the masked ones; the head scores only these, in this order, and returns
+  // [N, vocab_size]. Undefined: every position, [B, S, vocab_size], as HF does.
+  torch::Tensor scored_positions{};
 };
 
 class SequenceClassifier : public torch::nn::Module {

@@ -27,4 +27,9 @@ ModelCost model_cost(const ModelConfig& config, int64_t num_labels, int64_t seq_
 double run_train_flops_per_sample(const ModelConfig& model, const ModelConfig* teacher, int64_t num_labels,
                                   int64_t seq_len, Task task);
 
+// Training FLOPs of the masked-LM head at one position: the trained model's forward and backward,
+// plus a distillation teacher's forward. mlm.sparse_prediction does this work only at the masked
+// positions, so a step's FLOPs are the per-sample figure less this for every position it skips.
+double masked_lm_head_train_flops_per_position(const ModelConfig& model, const ModelConfig* teacher);
+
 }  // namespace tbench

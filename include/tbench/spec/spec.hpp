@@ -183,6 +183,10 @@ struct MlmSpec {
   // Share of the held-out blocks also scored by pseudo-perplexity (one forward per token, each
   // token masked alone; Salazar et al., 2020). 0: off; the seed scored 10%.
   double pseudo_perplexity_fraction = 0;
+  // Project only the masked positions onto the vocabulary while training (the loss reads nothing
+  // else): the same loss and gradients as HF's head on every position, without its largest matmul
+  // at the other 85% of them. Off: HF's computation.
+  bool sparse_prediction = false;
 };
 
 // DistilBERT's distillation (HF's examples/research_projects/distillation): the student learns from

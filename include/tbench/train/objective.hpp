@@ -75,6 +75,9 @@ torch::Tensor distillation_kl(const torch::Tensor& student, const torch::Tensor&
 // 1 - cos(student_i, teacher_i) averaged over the selected rows: HF's CosineEmbeddingLoss with
 // target 1 on the real tokens' hidden states. student, teacher [..., H].
 torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor& teacher, const torch::Tensor& selected);
+// The labels of the positions the masked-LM head scored, in its order: every position's, flat
+// [B*S], or with inputs.scored_positions (mlm.sparse_prediction) only those, [N].
+torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs);
 // Adds masked-token cross-entropy (summed), right predictions and the masked-token count.
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums);
 

@@ -120,9 +120,10 @@ class Trainer {
   // Loss and accuracy on the held-out samples, in eval mode, without gradients (and for masked-LM
   // tasks, the pseudo-perplexity of a seeded share of them).
   EvalResult evaluate();
-  // Training FLOPs of one sample padded to a length: each step's FLOPs are recorded from it.
-  void set_flops_model(std::function<double(int64_t padded_length)> train_flops_per_sample) {
-    flops_per_sample_ = std::move(train_flops_per_sample);
+  // Training FLOPs of one micro-batch as collated (its samples, padded length and, for sparse
+  // masked-LM prediction, scored positions): each step's FLOPs are recorded from it.
+  void set_flops_model(std::function<double(const Batch&)> train_flops_of_batch) {
+    flops_of_batch_ = std::move(train_flops_of_batch);
   }
   // Records the run's last config.profile_steps steps with `profiler` (kept by the caller);
   // without one those steps are still left out of the summary, so every rank times the same steps.
@@ -175,7 +176,7 @@ class Trainer {
   StepPlan plan_;
   BatchLoader loader_;
   bool batches_can_pad_;  // train.cuda_graph: the captured step keeps the mask unless no batch can pad
-  std::function<double(int64_t)> flops_per_sample_;
+  std::function<double(const Batch&)> flops_of_batch_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<torch::Tensor> trainable_;
   std::unique_ptr<LossScaler> scaler_;
