@@ -29,21 +29,27 @@ std::string read_file(const std::string& path, const std::string& what) {
   return bytes.str();
 }
 
+std::string write_all(int fd, const char* data, std::size_t size) {
+  std::size_t written = 0;
+  while (written < size) {
+    const ssize_t n = ::write(fd, data + written, size - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::strerror(errno);
+    if (n == 0) return "nothing written";
+    written += static_cast<std::size_t>(n);
+  }
+  return "";
+}
+
 void write_file_atomically(const std::string& path, const std::string& text) {
   const std::string temp = path + ".tmp." + std::to_string(getpid());
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) throw Error(ExitCode::run_failed, temp + ": cannot create: " + std::strerror(errno));
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const std::string reason = std::strerror(errno);
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throw Error(ExitCode::run_failed, temp + ": write failed: " + reason);
-    }
-    written += static_cast<std::size_t>(n);
+  const std::string failure = write_all(fd, text.data(), text.size());
+  if (!failure.empty()) {
+    ::close(fd);
+    ::unlink(temp.c_str());
+    throw Error(ExitCode::run_failed, temp + ": write failed: " + failure);
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     ::unlink(temp.c_str());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tbench/errors.hpp"
+#include "tbench/files.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/json_text.hpp"
 
@@ -67,19 +68,13 @@ IterationStream::~IterationStream() { ::close(fd_); }
 
 void IterationStream::on_iteration(const IterationRecord& record) {
   const std::string line = json_text(nlohmann::json(record)) + '\n';
-  std::size_t written = 0;
-  while (written < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string reason = n < 0 ? std::strerror(errno) : "nothing written";
-      // Cut the half-written line off, so the file still holds only whole records.
-      if (::ftruncate(fd_, static_cast<off_t>(whole_bytes_)) == 0) ::lseek(fd_, static_cast<off_t>(whole_bytes_), SEEK_SET);
-      throw Error(ExitCode::run_failed, path_ + ": cannot write the iteration stream (epoch " +
-                                            std::to_string(record.epoch) + ", step " + std::to_string(record.step) +
-                                            "): " + reason);
-    }
-    written += static_cast<std::size_t>(n);
+  const std::string failure = write_all(fd_, line.data(), line.size());
+  if (!failure.empty()) {
+    // Cut the half-written line off, so the file still holds only whole records.
+    if (::ftruncate(fd_, static_cast<off_t>(whole_bytes_)) == 0) ::lseek(fd_, static_cast<off_t>(whole_bytes_), SEEK_SET);
+    throw Error(ExitCode::run_failed, path_ + ": cannot write the iteration stream (epoch " +
+                                          std::to_string(record.epoch) + ", step " + std::to_string(record.step) +
+                                          "): " + failure);
   }
   whole_bytes_ += static_cast<long long>(line.size());
 }
