@@ -173,12 +173,13 @@ TEST(CudaResidualLayerNorm, GradientsFollowTheKernelsMaskAndMatchTheCpu) {
   torch::nn::LayerNorm norm(torch::nn::LayerNormOptions({768}).eps(1e-12));
   norm->to(kGpu);
   auto x = x0.to(kGpu).requires_grad_(true), residual = r0.to(kGpu).requires_grad_(true);
-  const auto cuda_state = at::cuda::detail::getDefaultCUDAGenerator().get_state();
+  at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator();  // a handle: the same generator
+  const auto cuda_state = generator.get_state();
   const auto out = layers::residual_layer_norm(x, residual, norm, 0.1, /*training=*/true, /*fused=*/true);
   const auto weights = torch::randn(out.sizes(), out.options());
   (out * weights).sum().backward();
   // The same draw again, for the mask.
-  at::cuda::detail::getDefaultCUDAGenerator().set_state(cuda_state);
+  generator.set_state(cuda_state);
   const auto mask = layers::residual_layer_norm_pass(x.detach(), residual.detach(), norm->weight.detach(),
                                                      norm->bias.detach(), 1e-12, 0.1).keep_mask;
   auto x2 = x0.to(kGpu).requires_grad_(true), residual2 = r0.to(kGpu).requires_grad_(true);
