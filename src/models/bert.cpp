@@ -143,7 +143,7 @@ class ForMaskedLM : public MaskedLanguageModel {
   MaskedLmOutputs forward(const ModelInputs& in) override {
     auto hidden = encode(embeddings_, encoder_, in);
     // scores = LayerNorm(act(W_t h + b_t)) E^T + b, with E the word embeddings.
-    auto logits = layers::masked_lm_scores(layers::rows_to_score(hidden, in.scored_positions), transform_, activation_, transform_norm_,
+    auto logits = layers::masked_lm_scores(hidden, in.scored_positions, transform_, activation_, transform_norm_,
                                            embeddings_->word_embeddings->weight, bias_);
     return {logits, hidden};
   }

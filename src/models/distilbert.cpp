@@ -151,7 +151,7 @@ class ForMaskedLM : public MaskedLanguageModel {
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
     auto hidden = body_.forward(in);
-    auto logits = layers::masked_lm_scores(layers::rows_to_score(hidden, in.scored_positions), vocab_transform_, activation_, vocab_layer_norm_,
+    auto logits = layers::masked_lm_scores(hidden, in.scored_positions, vocab_transform_, activation_, vocab_layer_norm_,
                                            body_.embeddings->word_embeddings->weight, bias_);
     return {logits, hidden};
   }

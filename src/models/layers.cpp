@@ -110,15 +110,12 @@ torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }
 
-torch::Tensor rows_to_score(const torch::Tensor& hidden, const torch::Tensor& scored_positions) {
-  if (!scored_positions.defined()) return hidden;
-  return hidden.reshape({-1, hidden.size(-1)}).index_select(0, scored_positions);
-}
-
-torch::Tensor masked_lm_scores(const torch::Tensor& hidden, Linear& transform, const std::string& activation_name,
-                               torch::nn::LayerNorm& norm, const torch::Tensor& word_embeddings,
-                               const torch::Tensor& bias) {
-  const auto transformed = norm(activation(activation_name, transform(hidden)));
+torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const torch::Tensor& scored_positions, Linear& transform,
+                               const std::string& activation_name, torch::nn::LayerNorm& norm,
+                               const torch::Tensor& word_embeddings, const torch::Tensor& bias) {
+  const auto rows =
+      scored_positions.defined() ? hidden.reshape({-1, hidden.size(-1)}).index_select(0, scored_positions) : hidden;
+  const auto transformed = norm(activation(activation_name, transform(rows)));
   return torch::linear(transformed, word_embeddings, bias);
 }
 

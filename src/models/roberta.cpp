@@ -66,7 +66,8 @@ class ForMaskedLM : public MaskedLanguageModel {
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
     auto hidden = encode(embeddings_, encoder_, in, pad_);
-    auto logits = layers::masked_lm_scores(layers::rows_to_score(hidden, in.scored_positions), dense_, "gelu", norm_, embeddings_->word_embeddings->weight, bias_);
+    auto logits = layers::masked_lm_scores(hidden, in.scored_positions, dense_, "gelu", norm_,
+                                           embeddings_->word_embeddings->weight, bias_);
     return {logits, hidden};
   }
 

@@ -70,15 +70,13 @@ Linear linear(int64_t in, int64_t out);
 QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 
-// The hidden states the masked-LM head scores: every position ([B, S, H]) when scored_positions is
-// undefined, else only the listed flat positions ([N, H], gathered): ModelInputs::scored_positions.
-torch::Tensor rows_to_score(const torch::Tensor& hidden, const torch::Tensor& scored_positions);
-
 // The masked-LM head every architecture here shares, under its own names: a transform
 // LayerNorm(act(W x + b)), then a score against every word embedding (the decoder's weight is the
-// embedding table, tied as in HF) plus a bias per token. hidden [..., H] -> [..., vocab_size].
-torch::Tensor masked_lm_scores(const torch::Tensor& hidden, Linear& transform, const std::string& activation_name,
-                               torch::nn::LayerNorm& norm, const torch::Tensor& word_embeddings,
-                               const torch::Tensor& bias);
+// embedding table, tied as in HF) plus a bias per token. hidden [B, S, H] -> [B, S, vocab_size] at
+// every position when scored_positions is undefined, else [N, vocab_size] at the N listed flat
+// positions only (ModelInputs::scored_positions, mlm.sparse_prediction).
+torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const torch::Tensor& scored_positions, Linear& transform,
+                               const std::string& activation_name, torch::nn::LayerNorm& norm,
+                               const torch::Tensor& word_embeddings, const torch::Tensor& bias);
 
 }  // namespace tbench::layers
