@@ -13,12 +13,15 @@
 # it is missing. Environment: WARMUP (10), STEPS (60), ROWS (a subset, e.g. "bert-base-cased:128:bf16"),
 # TBENCH_ONLY=1 (skip HF: the rows for a second GPU that bench/score_cross_gpu.py compares),
 # TBENCH_SET ("key=value ..." more --set for tbench: a variant to compare), RESULTS_DIR (write there
-# instead of bench/results/gpu/<MACHINE>/, row by row, e.g. straight into the GPU session's $OUT).
+# instead of bench/results/gpu/<MACHINE>/, row by row, e.g. straight into the GPU session's $OUT),
+# PROFILE_STEPS (3: tbench's last steps run under the profiler, after the timed ones, so each result
+# carries its kernel split for `tbench predict --target`; 0: none).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 warmup=${WARMUP:-10}
 steps=${STEPS:-60}
+profile_steps=${PROFILE_STEPS:-3}
 batch=32
 
 python3 -c "import torch, transformers; assert torch.cuda.is_available(), 'no CUDA device'" \
@@ -48,15 +51,21 @@ for row in $rows; do
     --warmup "$warmup" --steps "$steps" --out "$out/raw/hf-$id.json" \
     || echo "{\"impl\": \"hf\", \"model\": \"$model\", \"error\": \"failed, see the log\"}" > "$out/raw/hf-$id.json"
   # tbench: the embedded default spec, reshaped to the same row. One epoch of exactly
-  # warmup + steps optimizer steps; the first `warmup` are left out of the summary.
+  # warmup + steps + profile_steps optimizer steps; the first `warmup` and the profiled last ones
+  # are left out of the summary, so `steps` are timed, as HF's are.
+  total=$(( warmup + steps + profile_steps ))
   build-gpu/tbench run --force --quiet \
     --set name="$id" --set model="$model" --set device=cuda --set precision="$precision" \
     --set train.batch_size="$batch" --set data.seq_len="$seq" \
-    --set data.num_samples=$(( (warmup + steps) * batch )) --set train.max_steps=$(( warmup + steps )) \
+    --set data.num_samples=$(( total * batch )) --set train.max_steps="$total" \
     --set train.epochs=1 --set train.warmup_steps=0 --set timing.warmup_steps="$warmup" \
+    --set timing.profile_steps="$profile_steps" \
     $(for kv in ${TBENCH_SET:-}; do printf -- '--set %s ' "$kv"; done) \
     --set output="$out/raw/tbench-$id.json" \
     || echo "tbench failed on $id (its result, if any, says why)" >&2
+  # The kernel split lives in the result's profile section; the traces (megabytes a row) would not
+  # fit the GPU session's files back. `scripts/gpu_session.sh profile` keeps its own.
+  rm -f "$out/raw/tbench-$id.trace.json"
 done
 
 python3 - "$out" "$gpu" "$warmup" "$steps" <<'PY'
@@ -85,7 +94,8 @@ for row_id in row_ids:
     hf = load(hf_path) or {}
     tb = load(out / "raw" / f"tbench-{row_id}.json") or {}
     s = tb.get("summary", {})
-    iterations = tb.get("iterations", [])
+    # The loss at the same step as HF's last: the profiled steps come after the timed ones.
+    iterations = [it for it in tb.get("iterations", []) if not it.get("profiled")]
     tb_rate, hf_rate = s.get("samples_per_s"), hf.get("samples_per_s")
     ratio = tb_rate / hf_rate if isinstance(tb_rate, (int, float)) and isinstance(hf_rate, (int, float)) else None
     check = s.get("timing_check", {})

@@ -7,8 +7,10 @@ machines is predicted from each side for the other, and compared with what the o
 Each folder holds the raw tbench results of bench/gpu_side_by_side.sh (raw/tbench-<row>.json).
 The target GPU is named as the other side's result records it (env.gpu.name), so tbench's
 datasheet for it is used. For each direction the table gives the predicted and the actual step
-time, the error, the naive peak-TFLOPS ratio's error beside it, and the mean absolute error of
-both. Writes the markdown table to stdout, or to --out. Needs only the tbench binary (no GPU).
+time, the error, the roofline's and the naive peak-TFLOPS ratio's errors beside it, and the mean
+absolute error of all three. The prediction uses the source's kernel profile where the result has
+one (bench/gpu_side_by_side.sh profiles its last 3 steps), else the roofline: the method column says
+which. Writes the markdown table to stdout, or to --out. Needs only the tbench binary (no GPU).
 """
 import argparse
 import json
@@ -60,22 +62,23 @@ def predict(tbench, source, actual, target):
 
 
 def direction(tbench, source_rows, target_rows, target):
-    lines, errors, naive_errors = [], [], []
+    lines, errors = [], {"predicted": [], "roofline": [], "naive": []}
     for row in sorted(set(source_rows) & set(target_rows)):
         p, why = predict(tbench, source_rows[row], target_rows[row], target)
         if p is None:
-            lines.append(f"| {row} | - | - | - | - | - | {why} |")
+            lines.append(f"| {row} | - | - | - | - | - | - | - | - | {why} |")
             continue
         steps = p["predicted_epoch_seconds"] / p["predicted_step_seconds"]
         actual_step = p["actual_epoch_seconds"] / steps
-        errors.append(abs(p["error_pct"]))
-        naive_errors.append(abs(p["naive_error_pct"]))
-        lines.append("| {} | {:.2f} | {:.2f} | {:+.1f}% | {:.2f} | {:+.1f}% | {} |".format(
-            row, p["predicted_step_seconds"] * 1e3, actual_step * 1e3, p["error_pct"],
-            p["naive_step_seconds"] * 1e3, p["naive_error_pct"], p["bound"]))
-    mae = sum(errors) / len(errors) if errors else None
-    naive_mae = sum(naive_errors) / len(naive_errors) if naive_errors else None
-    return lines, mae, naive_mae
+        errors["predicted"].append(abs(p["error_pct"]))
+        errors["roofline"].append(abs(p["roofline_error_pct"]))
+        errors["naive"].append(abs(p["naive_error_pct"]))
+        lines.append("| {} | {} | {:.2f} | {:.2f} | {:+.1f}% | {:.2f} | {:+.1f}% | {:.2f} | {:+.1f}% | {} |".format(
+            row, p["method"], p["predicted_step_seconds"] * 1e3, actual_step * 1e3, p["error_pct"],
+            p["roofline_step_seconds"] * 1e3, p["roofline_error_pct"], p["naive_step_seconds"] * 1e3,
+            p["naive_error_pct"], p["bound"]))
+    mae = {name: sum(e) / len(e) for name, e in errors.items() if e}
+    return lines, mae, len(errors["predicted"])
 
 
 def main():
@@ -87,13 +90,15 @@ def main():
     b_gpu = args.as_b or gpu_name(next(iter(b_rows.values())))
     out = [f"# tbench predict --target, scored on real runs: {a_gpu or args.a.name} and {b_gpu or args.b.name}", ""]
     for source_rows, target_rows, source, target in ((a_rows, b_rows, a_gpu, b_gpu), (b_rows, a_rows, b_gpu, a_gpu)):
-        lines, mae, naive_mae = direction(args.tbench, source_rows, target_rows, target)
+        lines, mae, scored = direction(args.tbench, source_rows, target_rows, target)
         out += [f"## {source} -> {target}", "",
-                "| row | predicted ms/step | actual ms/step | error | naive ms/step | naive error | bound |",
-                "|---|---:|---:|---:|---:|---:|---|", *lines, ""]
-        if mae is not None:
-            out += [f"Mean absolute error: **{mae:.1f}%** (naive peak-TFLOPS ratio: {naive_mae:.1f}%) over "
-                    f"{sum(1 for line in lines if '%' in line)} rows.", ""]
+                "| row | method | predicted ms/step | actual ms/step | error | roofline ms/step | roofline error "
+                "| naive ms/step | naive error | bound |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
+        if mae:
+            out += [f"Mean absolute error: **{mae['predicted']:.1f}%** (roofline: {mae['roofline']:.1f}%, naive "
+                    f"peak-TFLOPS ratio: {mae['naive']:.1f}%) over the {scored} of {len(lines)} rows "
+                    "predicted.", ""]
     out += ["Made by `bench/score_cross_gpu.py` from the raw results in each machine's folder."]
     text = "\n".join(out) + "\n"
     if args.out:

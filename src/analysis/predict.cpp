@@ -18,6 +18,25 @@ double total_training_seconds(const ResultFile& r) {
   return std::accumulate(r.epoch_wall_seconds.begin(), r.epoch_wall_seconds.end(), 0.0);
 }
 
+// The measured step split by the source's kernel profile. Kernels that ran longer in sum than the
+// mean step (overlapping streams, or steps the profiler slowed) are scaled down to it: the
+// measured step is the figure, the profile only its split.
+StepParts measured_step_parts(const ResultFile::KernelSeconds& kernels, double step_seconds) {
+  StepParts parts{kernels.compute, kernels.memory, 0.0};
+  const double busy = parts.compute + parts.memory;
+  if (busy > step_seconds) {
+    parts.compute *= step_seconds / busy;
+    parts.memory *= step_seconds / busy;
+  }
+  parts.held = step_seconds - parts.compute - parts.memory;
+  return parts;
+}
+
+std::string largest_part(const StepParts& parts) {
+  if (parts.held > parts.compute && parts.held > parts.memory) return "host";
+  return parts.compute >= parts.memory ? "compute" : "memory";
+}
+
 }  // namespace
 
 EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual) {
@@ -93,9 +112,23 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   const double source_ideal = p.flops_per_step / source_peak + (with_memory ? p.bytes_per_step / source_bandwidth : 0.0);
   p.source_efficiency = source_ideal / p.source_step_seconds;
   const double compute = p.flops_per_step / target_peak;
-  const double memory = p.bytes_per_step / (target.memory_gbps * 1e9);
+  const double target_bandwidth = target.memory_gbps * 1e9;
+  const double memory = p.bytes_per_step / target_bandwidth;
   p.bound = compute >= memory ? "compute" : "memory";
-  p.predicted_step_seconds = (compute + (with_memory ? memory : 0.0)) / p.source_efficiency;
+  p.roofline_step_seconds = (compute + (with_memory ? memory : 0.0)) / p.source_efficiency;
+  p.predicted_step_seconds = p.roofline_step_seconds;
+  p.method = "roofline";
+  // Better than any estimate of the step's FLOPs and bytes: its kernels' measured time. Each part
+  // scales by its own ratio of the two GPUs (Habitat's idea, by kind of kernel rather than per
+  // kernel); the idle time between kernels, the host launching them, is the host's and stays.
+  if (r.kernel_seconds_per_step && with_memory && target_bandwidth > 0) {
+    p.method = "kernel profile";
+    p.source_parts = measured_step_parts(*r.kernel_seconds_per_step, p.source_step_seconds);
+    p.target_parts = StepParts{p.source_parts->compute * source_peak / target_peak,
+                               p.source_parts->memory * source_bandwidth / target_bandwidth, p.source_parts->held};
+    p.predicted_step_seconds = p.target_parts->total();
+    p.bound = largest_part(*p.target_parts);
+  }
   p.naive_step_seconds = p.source_step_seconds * source_peak / target_peak;
   const double steps = static_cast<double>(r.steps_per_epoch);
   p.predicted_epoch_seconds = steps * p.predicted_step_seconds;
@@ -109,6 +142,7 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
     p.actual_epoch_seconds = steps * mean(actual->step_seconds);
     p.error_pct = percent_error(p.predicted_epoch_seconds, *p.actual_epoch_seconds);
     p.naive_error_pct = percent_error(p.naive_epoch_seconds, *p.actual_epoch_seconds);
+    p.roofline_error_pct = percent_error(steps * p.roofline_step_seconds, *p.actual_epoch_seconds);
   }
   return p;
 }

@@ -142,6 +142,35 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
   }
 }
 
+// predict --target's kernel split: a device profile's profile.bounds, per profiled step.
+void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
+  const json* bounds = read.find("/profile/bounds");
+  if (!bounds || read.string_or("/profile/measures", "") != "device kernels") return;
+  const json& steps = read.require("/profile/steps");
+  if (!steps.is_array() || steps.size() != 2) throw read.bad("/profile/steps", "expected [first, last]");
+  const int64_t first = read.integer(steps[0], "/profile/steps/0", 1);
+  const int64_t last = read.integer(steps[1], "/profile/steps/1", first);
+  if (!bounds->is_array()) throw read.bad("/profile/bounds", "expected a list");
+  ResultFile::KernelSeconds per_step;
+  for (std::size_t i = 0; i < bounds->size(); ++i) {
+    const json& entry = (*bounds)[i];
+    const std::string where = "/profile/bounds/" + std::to_string(i);
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("ms")) {
+      throw read.bad(where, "expected {name, calls, ms, share}");
+    }
+    const std::string name = entry["name"].get<std::string>();
+    double* part = name == "compute" ? &per_step.compute
+                   : name == "memory" ? &per_step.memory
+                   : name == "communication" ? &per_step.communication
+                                             : nullptr;
+    if (!part) throw read.bad(where + "/name", "expected compute, memory or communication, got " + json_text(entry["name"]));
+    *part += read.number(entry["ms"], where + "/ms") / 1e3;
+  }
+  const double profiled_steps = static_cast<double>(last - first + 1);
+  for (double* part : {&per_step.compute, &per_step.memory, &per_step.communication}) *part /= profiled_steps;
+  r.kernel_seconds_per_step = per_step;
+}
+
 }  // namespace
 
 ResultFile load_result(const std::string& path) {
@@ -192,6 +221,7 @@ ResultFile load_result(const std::string& path) {
   r.peak_source = read.string_or("/summary/peak_source", r.machine);
   read_iterations(read, read.require("/iterations"), r);
   read_epochs(read, read.require("/epochs"), r);
+  read_kernel_seconds(read, r);
   read.require("/summary");
   if (const auto rate = read.number_if_any("/summary/samples_per_s")) r.samples_per_s = *rate;
   if (const auto epoch = read.number_if_any("/summary/epoch_seconds")) {

@@ -77,6 +77,29 @@ int compare_command() {
   return 0;
 }
 
+void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
+  std::printf("%s on %s (%s): epoch %s (step %.1f ms, %s-bound; from the %s)\n", r.model.c_str(),
+              p.target_device.c_str(), p.precision.c_str(), format_duration(p.predicted_epoch_seconds).c_str(),
+              p.predicted_step_seconds * 1e3, p.bound.c_str(), p.method.c_str());
+  if (p.source_parts) {
+    const auto ms = [](double seconds) { return format_fixed(seconds * 1e3, 2); };
+    std::printf("  measured step %s ms = compute kernels %s + memory kernels %s + held (host, communication) %s\n",
+                ms(p.source_step_seconds).c_str(), ms(p.source_parts->compute).c_str(),
+                ms(p.source_parts->memory).c_str(), ms(p.source_parts->held).c_str());
+    std::printf("  predicted step %s ms = %s + %s + %s\n", ms(p.predicted_step_seconds).c_str(),
+                ms(p.target_parts->compute).c_str(), ms(p.target_parts->memory).c_str(), ms(p.target_parts->held).c_str());
+  }
+  std::printf("  roofline: step %.1f ms (calibrated at %.0f%% of the measured device's peak)\n",
+              p.roofline_step_seconds * 1e3, 100 * p.source_efficiency);
+  std::printf("  naive peak-TFLOPS ratio: epoch %s (step %.1f ms)\n", format_duration(p.naive_epoch_seconds).c_str(),
+              p.naive_step_seconds * 1e3);
+  if (p.actual_epoch_seconds) {
+    std::printf("  actual: epoch %s: error %s (roofline %s, naive %s)\n", format_duration(*p.actual_epoch_seconds).c_str(),
+                signed_pct(*p.error_pct).c_str(), signed_pct(*p.roofline_error_pct).c_str(),
+                signed_pct(*p.naive_error_pct).c_str());
+  }
+}
+
 int predict_command() {
   const ResultFile r = load_result(g_analysis.result);
   std::unique_ptr<ResultFile> actual;
@@ -119,27 +142,25 @@ int predict_command() {
     }
     const TargetPrediction p = predict_target(r, *target, actual.get());
     out["target"] = {{"source", p.source_device}, {"target", p.target_device}, {"precision", p.precision},
-                     {"flops_per_step", p.flops_per_step}, {"bytes_per_step", p.bytes_per_step},
+                     {"method", p.method}, {"flops_per_step", p.flops_per_step}, {"bytes_per_step", p.bytes_per_step},
                      {"source_efficiency", p.source_efficiency}, {"bound", p.bound},
                      {"predicted_step_seconds", p.predicted_step_seconds}, {"naive_step_seconds", p.naive_step_seconds},
+                     {"roofline_step_seconds", p.roofline_step_seconds},
                      {"predicted_epoch_seconds", p.predicted_epoch_seconds}, {"naive_epoch_seconds", p.naive_epoch_seconds}};
+    if (p.source_parts) {
+      const auto parts = [](const StepParts& s) {
+        return json{{"compute_seconds", s.compute}, {"memory_seconds", s.memory}, {"held_seconds", s.held}};
+      };
+      out["target"]["source_step_parts"] = parts(*p.source_parts);
+      out["target"]["target_step_parts"] = parts(*p.target_parts);
+    }
     if (p.actual_epoch_seconds) {
       out["target"]["actual_epoch_seconds"] = *p.actual_epoch_seconds;
       out["target"]["error_pct"] = *p.error_pct;
       out["target"]["naive_error_pct"] = *p.naive_error_pct;
+      out["target"]["roofline_error_pct"] = *p.roofline_error_pct;
     }
-    if (!g_analysis.as_json) {
-      std::printf("%s on %s (%s): epoch %s (step %.1f ms, %s-bound; calibrated at %.0f%% of the measured device's peak)\n",
-                  r.model.c_str(), p.target_device.c_str(), p.precision.c_str(),
-                  format_duration(p.predicted_epoch_seconds).c_str(), p.predicted_step_seconds * 1e3, p.bound.c_str(),
-                  100 * p.source_efficiency);
-      std::printf("  naive peak-TFLOPS ratio: epoch %s (step %.1f ms)\n", format_duration(p.naive_epoch_seconds).c_str(),
-                  p.naive_step_seconds * 1e3);
-      if (p.actual_epoch_seconds) {
-        std::printf("  actual: epoch %s: error %s (naive %s)\n", format_duration(*p.actual_epoch_seconds).c_str(),
-                    signed_pct(*p.error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str());
-      }
-    }
+    if (!g_analysis.as_json) print_target_prediction(r, p);
   }
   if (g_analysis.as_json) std::cout << json_text(out, 2) << "\n";
   return 0;

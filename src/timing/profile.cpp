@@ -76,6 +76,17 @@ std::string op_category(const std::string& name) {
   return "other";
 }
 
+std::string kernel_bound(const std::string& name) {
+  const std::string category = op_category(name);
+  if (category == "gemm") return "compute";
+  if (category == "communication") return "communication";
+  // Eager attention's softmax is its own elementwise pass; the fused kernels are matmuls.
+  if (category == "attention" && contains_any(lowercase_name(name), {"flash", "fmha", "attention", "sdpa"})) {
+    return "compute";
+  }
+  return "memory";
+}
+
 ProfileSummary summarize_profile(const std::vector<ProfiledEvent>& events, bool on_device, std::size_t top_n) {
   ProfileSummary p;
   p.measures = on_device ? "device kernels" : "host operators, self time";
@@ -84,18 +95,23 @@ ProfileSummary summarize_profile(const std::vector<ProfiledEvent>& events, bool 
     if (events[i].on_device == on_device) chosen.push_back(i);
   }
   const std::vector<double> self = on_device ? std::vector<double>() : self_times(events, chosen);
-  std::map<std::string, ProfileEntry> by_name, by_category;
+  std::map<std::string, ProfileEntry> by_name, by_category, by_bound;
+  const auto add = [](std::map<std::string, ProfileEntry>& sums, const std::string& key, double ms) {
+    ProfileEntry& entry = sums[key];
+    entry.name = key;
+    entry.calls += 1;
+    entry.ms += ms;
+  };
   for (const std::size_t i : chosen) {
+    const std::string& name = events[i].name;
     const double ms = (on_device ? events[i].duration_us : self[i]) / 1e3;
-    for (auto* entry : {&by_name[events[i].name], &by_category[op_category(events[i].name)]}) {
-      entry->calls += 1;
-      entry->ms += ms;
-    }
-    by_name[events[i].name].name = events[i].name;
-    by_category[op_category(events[i].name)].name = op_category(events[i].name);
+    add(by_name, name, ms);
+    add(by_category, op_category(name), ms);
+    if (on_device) add(by_bound, kernel_bound(name), ms);
     p.measured_ms += ms;
   }
   p.categories = sorted_entries(by_category, p.measured_ms);
+  p.bounds = sorted_entries(by_bound, p.measured_ms);
   p.top = sorted_entries(by_name, p.measured_ms);
   if (p.top.size() > top_n) p.top.resize(top_n);
   return p;
@@ -117,6 +133,7 @@ nlohmann::json to_json(const ProfileSummary& p) {
   // Device time over wall time: well under 1 means the GPU waited for the host (launch-bound);
   // over 1, kernels overlapped (communication beside compute).
   if (p.measures == "device kernels" && p.wall_ms > 0) j["device_busy_fraction"] = p.measured_ms / p.wall_ms;
+  if (p.measures == "device kernels") j["bounds"] = entries(p.bounds);
   j["trace"] = p.trace.empty() ? nlohmann::json(nullptr) : nlohmann::json(p.trace);
   if (!p.trace_error.empty()) j["trace_error"] = p.trace_error;
   return j;

@@ -102,5 +102,31 @@ TEST_F(AnalysisCli, PredictEpochsAndTarget) {
   EXPECT_NE(unknown.err.find("--target"), std::string::npos);
 }
 
+// A real run given a GPU's kernel profile (what timing.profile_steps writes on CUDA): predict
+// --target splits the measured step, says which method predicted, and scores the roofline too.
+TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
+  auto result_json = testing::read_json(result(2));
+  const double step_ms = result_json["summary"]["step_ms"]["median"].get<double>();
+  result_json["summary"]["peak_bytes_per_s"] = 3.35e12;
+  result_json["profile"] = {{"steps", {1, 2}}, {"measures", "device kernels"}, {"measured_ms", step_ms},
+                            {"bounds", {{{"name", "compute"}, {"calls", 4}, {"ms", step_ms}, {"share", 1}}}}};
+  const auto profiled = dir_->write("profiled.json", result_json.dump());
+  const auto out = run_tbench("predict --json --target H200 --actual " + profiled + " " + profiled);
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const auto target = nlohmann::json::parse(out.out)["target"];
+  EXPECT_EQ(target["method"], "kernel profile");
+  EXPECT_GT(target["source_step_parts"]["compute_seconds"].get<double>(), 0);
+  EXPECT_GE(target["target_step_parts"]["held_seconds"].get<double>(), 0);
+  EXPECT_TRUE(target["roofline_error_pct"].is_number());
+  const auto text = run_tbench("predict --target H200 " + profiled);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("from the kernel profile"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("compute kernels"), std::string::npos) << text.out;
+  result_json["profile"]["bounds"][0]["name"] = "tensor";
+  const auto bad = run_tbench("predict --target H200 " + dir_->write("bad.json", result_json.dump()));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("/profile/bounds/0/name"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace tbench

@@ -303,6 +303,109 @@ TEST_F(Analysis, PredictTargetAddsTheMemorySideWhereTheSourceBandwidthIsKnown) {
   EXPECT_NEAR(p.naive_step_seconds, 0.4, 1e-12);  // same peak: the naive ratio sees no change
 }
 
+// A CUDA run's profile of its steps `first`..`last`: `compute_ms` and `memory_ms` of kernel time
+// in all, as profile.bounds records it.
+json device_profile(int first, int last, double compute_ms, double memory_ms) {
+  return {{"steps", {first, last}}, {"measures", "device kernels"}, {"measured_ms", compute_ms + memory_ms},
+          {"bounds", {{{"name", "compute"}, {"calls", 10}, {"ms", compute_ms}, {"share", 0.5}},
+                      {{"name", "memory"}, {"calls", 30}, {"ms", memory_ms}, {"share", 0.5}}}}};
+}
+
+// With a kernel profile, each part of the measured step scales by its own ratio: compute kernels
+// by peak FLOPs, memory kernels by bandwidth, and the device's idle time (the host launching
+// kernels) not at all. The roofline's figure is still reported beside it.
+TEST_F(Analysis, PredictTargetScalesTheProfiledKernelsByTheirOwnRatios) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  source["profile"] = device_profile(9, 10, 400, 200);  // per step: 0.2 s compute, 0.1 s memory, so 0.1 s idle
+  const ResultFile r = load_result(write("profiled.json", source));
+  DeviceSpec target;
+  target.name = "Four times the FLOPs and the bandwidth";
+  target.fp32_tflops = 0.4;
+  target.memory_gbps = 4000;
+  const TargetPrediction p = predict_target(r, target, nullptr);
+  EXPECT_EQ(p.method, "kernel profile");
+  ASSERT_TRUE(p.source_parts && p.target_parts);
+  EXPECT_NEAR(p.source_parts->held, 0.1, 1e-12);
+  EXPECT_NEAR(p.target_parts->compute, 0.05, 1e-12);
+  EXPECT_NEAR(p.target_parts->memory, 0.025, 1e-12);
+  EXPECT_NEAR(p.target_parts->held, 0.1, 1e-12);
+  EXPECT_NEAR(p.predicted_step_seconds, 0.175, 1e-12);
+  EXPECT_EQ(p.bound, "host");  // the idle time is now the largest part
+  EXPECT_NEAR(p.naive_step_seconds, 0.1, 1e-12);  // four times the peak: a quarter of the step
+  // The roofline would scale the whole step, idle time included.
+  EXPECT_NEAR(p.roofline_step_seconds, 0.1, 1e-12);
+  EXPECT_NEAR(p.predicted_epoch_seconds, 10 * 0.175, 1e-12);
+
+  // Scored against a run on the target: the errors of all three.
+  const ResultFile actual = load_result(write("actual.json", make_result("m", "h2", 0.2, 1, 10)));
+  const TargetPrediction scored = predict_target(r, target, &actual);
+  EXPECT_NEAR(*scored.error_pct, -12.5, 1e-9);
+  EXPECT_NEAR(*scored.roofline_error_pct, -50, 1e-9);
+  EXPECT_NEAR(*scored.naive_error_pct, -50, 1e-9);
+}
+
+// Kernels that add up to more than the mean step (streams overlapping, or steps the profiler
+// slowed) give the split, not the time: the parts still add up to the measured step.
+TEST_F(Analysis, PredictTargetKeepsTheMeasuredStepWhenKernelsOverlap) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  source["profile"] = device_profile(10, 10, 450, 150);  // 0.6 s of kernels in a 0.4 s step
+  DeviceSpec same;
+  same.name = "The same GPU";
+  same.fp32_tflops = 0.1;
+  same.memory_gbps = 1000;
+  const TargetPrediction p = predict_target(load_result(write("overlap.json", source)), same, nullptr);
+  EXPECT_NEAR(p.source_parts->compute, 0.3, 1e-12);
+  EXPECT_NEAR(p.source_parts->memory, 0.1, 1e-12);
+  EXPECT_NEAR(p.source_parts->held, 0.0, 1e-12);
+  EXPECT_NEAR(p.predicted_step_seconds, 0.4, 1e-12);  // the same GPU: the same step
+}
+
+// Without the source's bandwidth the memory kernels cannot be scaled: the roofline predicts, and a
+// host profile (CPU operators) is no kernel split.
+TEST_F(Analysis, PredictTargetFallsBackToTheRooflineWithoutAKernelSplit) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["profile"] = device_profile(9, 10, 400, 200);
+  DeviceSpec target;
+  target.name = "Test GPU";
+  target.fp32_tflops = 0.2;
+  target.memory_gbps = 2000;
+  const TargetPrediction no_bandwidth = predict_target(load_result(write("nobw.json", source)), target, nullptr);
+  EXPECT_EQ(no_bandwidth.method, "roofline");
+  EXPECT_FALSE(no_bandwidth.source_parts);
+  EXPECT_EQ(no_bandwidth.predicted_step_seconds, no_bandwidth.roofline_step_seconds);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  source["profile"]["measures"] = "host operators, self time";
+  EXPECT_EQ(predict_target(load_result(write("host.json", source)), target, nullptr).method, "roofline");
+}
+
+TEST_F(Analysis, LoadRejectsAKernelSplitItCannotRead) {
+  const auto expect_error = [&](json profile, const std::string& fragment) {
+    json source = make_result("m", "h", 0.4, 1, 10);
+    source["profile"] = std::move(profile);
+    try {
+      load_result(write("bad.json", source));
+      ADD_FAILURE() << "accepted a profile without " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  json profile = device_profile(9, 10, 400, 200);
+  profile["bounds"][1]["name"] = "disk";
+  expect_error(profile, "/profile/bounds/1/name");
+  profile = device_profile(9, 10, 400, -1);
+  expect_error(profile, "/profile/bounds/1/ms");
+  profile = device_profile(9, 10, 400, 200);
+  profile["steps"] = {10, 9};
+  expect_error(profile, "/profile/steps/1");
+  profile.erase("steps");
+  expect_error(profile, "/profile/steps");
+  profile = device_profile(9, 10, 400, 200);
+  profile["bounds"] = "compute";
+  expect_error(profile, "/profile/bounds");
+}
+
 // SDPA's kernels recompute attention's [S, S] scores in backward instead of storing them.
 TEST_F(Analysis, FusedAttentionMovesFewerActivationBytes) {
   json eager = make_result("m", "h", 0.4, 1, 10);

@@ -37,6 +37,25 @@ TEST(Profile, NamesFallIntoKindsOfWork) {
   EXPECT_EQ(op_category("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>"), "other");
 }
 
+// predict --target scales tensor-core kernels by peak FLOPs and the rest by bandwidth.
+TEST(Profile, KernelsAreBoundByComputeMemoryOrCommunication) {
+  EXPECT_EQ(kernel_bound("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64"), "compute");
+  EXPECT_EQ(kernel_bound("nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_NTN"), "compute");
+  EXPECT_EQ(kernel_bound("pytorch_flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<Flash_bwd_kernel_traits>"),
+            "compute");
+  EXPECT_EQ(kernel_bound("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel)"),
+            "compute");
+  EXPECT_EQ(kernel_bound("cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_4x1x1_kernel0_0"), "compute");
+  // Eager attention: its batched matmuls are compute, its softmax a memory-bound pass.
+  EXPECT_EQ(kernel_bound("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, float, float, float>"), "memory");
+  EXPECT_EQ(kernel_bound("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>"), "memory");
+  EXPECT_EQ(kernel_bound("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>"), "memory");
+  EXPECT_EQ(kernel_bound("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>"),
+            "memory");
+  EXPECT_EQ(kernel_bound("Memcpy HtoD (Pinned -> Device)"), "memory");
+  EXPECT_EQ(kernel_bound("ncclDevKernel_AllReduce_Sum_f32_RING_LL"), "communication");
+}
+
 // Kernels never nest: their durations add up, and host events are left out of a device profile.
 TEST(Profile, DeviceKernelsAddUpByNameAndKind) {
   const std::vector<ProfiledEvent> events = {
@@ -56,6 +75,12 @@ TEST(Profile, DeviceKernelsAddUpByNameAndKind) {
   EXPECT_EQ(p.categories[0].name, "gemm");
   EXPECT_EQ(p.categories[1].name, "attention");
   EXPECT_DOUBLE_EQ(p.categories[2].share, 0.05 / 0.75);
+  ASSERT_EQ(p.bounds.size(), 2u);
+  EXPECT_EQ(p.bounds[0].name, "compute");  // the GEMMs and flash attention
+  EXPECT_DOUBLE_EQ(p.bounds[0].ms, 0.7);
+  EXPECT_EQ(p.bounds[0].calls, 3);
+  EXPECT_EQ(p.bounds[1].name, "memory");
+  EXPECT_DOUBLE_EQ(p.bounds[1].ms, 0.05);
 }
 
 // An operator's self time leaves out the operators it called (per thread), so the sum is the
@@ -91,6 +116,9 @@ TEST(Profile, JsonSaysHowBusyTheDeviceWas) {
   EXPECT_TRUE(j["trace"].is_null());
   const auto host = to_json(summarize_profile({host_op("aten::mm", 1, 0, 10)}, false, 5));
   EXPECT_FALSE(host.contains("device_busy_fraction"));
+  ASSERT_TRUE(j.contains("bounds"));
+  EXPECT_EQ(j["bounds"][0]["name"], "compute");
+  EXPECT_FALSE(host.contains("bounds"));  // host operators are not kernels
 }
 
 }  // namespace

@@ -34,6 +34,12 @@ struct ResultFile {
   int64_t num_samples = 0;
   int64_t world_size = 1;         // data-parallel processes (the result's dist section), else 1
   std::optional<double> comm_share;  // data-parallel: share of step time spent waiting for all-reduces
+  // A CUDA run's kernel profile (timing.profile_steps, profile.bounds), per profiled step: the
+  // device seconds of kernels bound by compute, by memory bandwidth and by communication.
+  struct KernelSeconds {
+    double compute = 0, memory = 0, communication = 0;
+  };
+  std::optional<KernelSeconds> kernel_seconds_per_step;
   double train_flops_per_sample = 0;
   double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
   bool epoch_projected = false;
@@ -121,14 +127,27 @@ struct EpochPrediction {
 };
 EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual);
 
+// A step's time in the parts that scale differently from one GPU to another: kernels bound by
+// compute (by peak FLOPs), kernels bound by memory (by bandwidth), and the rest of the step,
+// held as measured: the device idle while the host launches kernels, and communication.
+struct StepParts {
+  double compute = 0, memory = 0, held = 0;
+  double total() const { return compute + memory + held; }
+};
+
 struct TargetPrediction {
   std::string source_device, target_device, precision;
+  // "kernel profile" where the source has one (profile.bounds) and both bandwidths are known,
+  // else "roofline" (the step's FLOPs and estimated bytes, one efficiency calibrated on the source).
+  std::string method;
   double flops_per_step = 0, bytes_per_step = 0;
   double source_step_seconds = 0, source_peak_flops = 0, source_efficiency = 0;
-  double predicted_step_seconds = 0, naive_step_seconds = 0;
+  double predicted_step_seconds = 0, naive_step_seconds = 0, roofline_step_seconds = 0;
   double predicted_epoch_seconds = 0, naive_epoch_seconds = 0;
-  std::string bound;  // "compute" or "memory": the larger share of the target's ideal step
-  std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct;
+  std::optional<StepParts> source_parts, target_parts;  // kernel profile: the measured step, and its prediction
+  // compute or memory; kernel profile also "host" (the held part is the target's largest)
+  std::string bound;
+  std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct, roofline_error_pct;
 };
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual);
 

@@ -35,6 +35,7 @@ struct ProfileSummary {
   double wall_ms = 0;      // the profiled steps' wall time on the host clock, from first start to last end
   double overhead_ms = 0;  // starting and stopping the profiler (device drained, trace written): in no step
   std::vector<ProfileEntry> categories;  // by op_category, largest first
+  std::vector<ProfileEntry> bounds;      // device profiles only: by kernel_bound, largest first
   std::vector<ProfileEntry> top;         // the largest operators or kernels, largest first
   std::string trace;                     // the Chrome/Perfetto trace file, empty if none was written
   std::string trace_error;               // why none was, where writing it failed
@@ -44,6 +45,13 @@ struct ProfileSummary {
 // and the attention kernels use: loss, communication, attention, gemm, normalization, optimizer,
 // copy, or other (elementwise: activations, dropout, adds, casts).
 std::string op_category(const std::string& name);
+
+// What bounds a GPU kernel's time, so predict --target can scale it by the matching ratio of two
+// GPUs: "compute" for tensor-core work (GEMMs and the fused attention kernels: flash,
+// memory-efficient, cuDNN's), "communication" for collectives, "memory" for the rest
+// (elementwise, a bare softmax, norms, the optimizer, copies, the loss), which stream their
+// operands through once and wait on bandwidth.
+std::string kernel_bound(const std::string& name);
 
 // Sums `events` into a summary: device events only when `on_device` (their durations never
 // nest), else host events by self time. `top` keeps the `top_n` largest.
