@@ -99,9 +99,10 @@ for row_id in row_ids:
     tb_rate, hf_rate = s.get("samples_per_s"), hf.get("samples_per_s")
     ratio = tb_rate / hf_rate if isinstance(tb_rate, (int, float)) and isinstance(hf_rate, (int, float)) else None
     check = s.get("timing_check", {})
-    rows.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} |".format(
+    rows.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |".format(
         row_id, num(hf_rate, ".1f"), num(tb_rate, ".1f"), num(ratio, ".2f"),
         num(s.get("mfu"), ".1%"), num(check.get("gap_fraction"), ".1%"),
+        gib(hf.get("peak_allocated_bytes")), gib(s.get("peak_allocated_bytes")),
         gib(hf.get("peak_reserved_bytes")), gib(s.get("peak_reserved_bytes")),
         num(hf.get("final_loss"), ".3f"), num(iterations[-1]["loss"] if iterations else None, ".3f"),
         s.get("status", hf.get("error", "-"))))
@@ -116,10 +117,13 @@ lines = [
     f"{spec.get('train', {}).get('optimizer_impl', '?')}, HF `torch.optim.AdamW(fused=True)`), clipping at 1.0, TF32 off.",
     "tbench's samples/s is over its steady-state steps (CUDA-event step times); HF's is wall time over the",
     "timed steps between two `torch.cuda.synchronize()`. *timing gap*: tbench's epoch wall time not covered by",
-    "its step times (`summary.timing_check`). Peak memory: reserved by the caching allocator. Losses: the last step's.",
+    "its step times (`summary.timing_check`). Peak memory: the caching allocator's high-water marks, allocated",
+    "(`torch.cuda.max_memory_allocated`) and reserved, over the timed steps for HF and over the epoch for tbench.",
+    "Losses: the last timed step's.",
     "",
-    "| row | HF samples/s | tbench samples/s | tbench / HF | tbench MFU | timing gap | peak GiB HF / tbench | final loss HF / tbench | tbench status |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    "| row | HF samples/s | tbench samples/s | tbench / HF | tbench MFU | timing gap | allocated GiB HF / tbench "
+    "| reserved GiB HF / tbench | final loss HF / tbench | tbench status |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     *rows,
     "",
     "Raw results: `raw/hf-<row>.json` (with every step's loss) and `raw/tbench-<row>.json` (+ `.iterations.jsonl`).",
