@@ -32,7 +32,14 @@ out=${RESULTS_DIR:-$root/bench/results/gpu/$machine}
 mkdir -p "$out/raw"
 
 if [[ ! -x build-gpu/tbench ]]; then
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_TORCH_FROM_PYTHON=ON -DTBENCH_BUILD_TESTS=OFF
+  # The non-Torch dependencies from ../shared/tools/gpu-deps, where the GPU session carried them.
+  deps=()
+  if [[ -d .deps/usr ]]; then
+    deps=(-DCMAKE_PREFIX_PATH="$root/.deps/usr;$root/.deps/usr/lib/x86_64-linux-gnu/cmake")
+    export LD_LIBRARY_PATH="$root/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  fi
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_TORCH_FROM_PYTHON=ON -DTBENCH_BUILD_TESTS=OFF \
+    "${deps[@]}"
   cmake --build build-gpu --target tbench
 fi
 
@@ -86,6 +93,17 @@ def gib(b):
 def num(x, fmt):
     return format(x, fmt) if isinstance(x, (int, float)) else "-"
 
+def window_rate(iterations):
+    """tbench's samples/s over its timed steps, from the end of the last warm-up step to the end of
+    the last timed one (CUDA events: ended_at), gaps between steps included: what HF's wall time
+    over its timed steps measures. summary.samples_per_s sums the steps' own times instead."""
+    timed = [it for it in iterations if not it.get("warmup")]
+    warm = [it for it in iterations if it.get("warmup")]
+    if not timed or not warm:
+        return None
+    span = timed[-1].get("ended_at", 0) - warm[-1].get("ended_at", 0)
+    return sum(it["samples"] for it in timed) / span if span > 0 else None
+
 rows = []
 row_ids = sorted({p.name.split("-", 1)[1][:-len(".json")] for p in out.glob("raw/*-*.json")
                   if p.name.startswith(("hf-", "tbench-")) and not p.name.endswith(".iterations.jsonl")})
@@ -96,11 +114,11 @@ for row_id in row_ids:
     s = tb.get("summary", {})
     # The loss at the same step as HF's last: the profiled steps come after the timed ones.
     iterations = [it for it in tb.get("iterations", []) if not it.get("profiled")]
-    tb_rate, hf_rate = s.get("samples_per_s"), hf.get("samples_per_s")
-    ratio = tb_rate / hf_rate if isinstance(tb_rate, (int, float)) and isinstance(hf_rate, (int, float)) else None
+    tb_rate, tb_window, hf_rate = s.get("samples_per_s"), window_rate(iterations), hf.get("samples_per_s")
+    ratio = tb_window / hf_rate if isinstance(tb_window, (int, float)) and isinstance(hf_rate, (int, float)) else None
     check = s.get("timing_check", {})
-    rows.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |".format(
-        row_id, num(hf_rate, ".1f"), num(tb_rate, ".1f"), num(ratio, ".2f"),
+    rows.append("| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |".format(
+        row_id, num(hf_rate, ".1f"), num(tb_window, ".1f"), num(tb_rate, ".1f"), num(ratio, ".2f"),
         num(s.get("mfu"), ".1%"), num(check.get("gap_fraction"), ".1%"),
         gib(hf.get("peak_allocated_bytes")), gib(s.get("peak_allocated_bytes")),
         gib(hf.get("peak_reserved_bytes")), gib(s.get("peak_reserved_bytes")),
@@ -115,15 +133,17 @@ lines = [
     f"Batch 32, {warmup} warm-up steps then {steps} timed steps per row, random init, synthetic data;",
     "AdamW (tbench `train.optimizer_impl` "
     f"{spec.get('train', {}).get('optimizer_impl', '?')}, HF `torch.optim.AdamW(fused=True)`), clipping at 1.0, TF32 off.",
-    "tbench's samples/s is over its steady-state steps (CUDA-event step times); HF's is wall time over the",
-    "timed steps between two `torch.cuda.synchronize()`. *timing gap*: tbench's epoch wall time not covered by",
+    "HF's samples/s is wall time over the timed steps between two `torch.cuda.synchronize()`; tbench's is the",
+    "same window on its CUDA events (end of the last warm-up step to the end of the last timed step, gaps",
+    "included), and the ratio compares these two. *tbench steps*: its summary's samples/s, over the sum of the",
+    "steps' own event times. *timing gap*: tbench's epoch wall time not covered by",
     "its step times (`summary.timing_check`). Peak memory: the caching allocator's high-water marks, allocated",
     "(`torch.cuda.max_memory_allocated`) and reserved, over the timed steps for HF and over the epoch for tbench.",
     "Losses: the last timed step's.",
     "",
-    "| row | HF samples/s | tbench samples/s | tbench / HF | tbench MFU | timing gap | allocated GiB HF / tbench "
+    "| row | HF samples/s | tbench samples/s | tbench steps | tbench / HF | tbench MFU | timing gap | allocated GiB HF / tbench "
     "| reserved GiB HF / tbench | final loss HF / tbench | tbench status |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     *rows,
     "",
     "Raw results: `raw/hf-<row>.json` (with every step's loss) and `raw/tbench-<row>.json` (+ `.iterations.jsonl`).",

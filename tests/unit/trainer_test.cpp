@@ -171,6 +171,34 @@ TEST(Trainer, EvalFailureEndsTheRunAsFailedWithItsRecords) {
   EXPECT_EQ(run.records.iterations.size(), 8u);  // epoch 1's steps, all kept
 }
 
+// clip_grad_norm_'s arithmetic: one norm over every gradient, all scaled alike, only when above
+// the limit; a parameter without a gradient (frozen, or unused this step) is left alone.
+TEST(ClipGradients, ScalesEveryGradientByTheGlobalNorm) {
+  const auto with_grad = [](std::vector<float> values) {
+    auto p = torch::zeros({static_cast<int64_t>(values.size())}, torch::requires_grad());
+    p.mutable_grad() = torch::tensor(values);
+    return p;
+  };
+  const auto untouched = torch::zeros({2}, torch::requires_grad());
+  std::vector<torch::Tensor> params = {with_grad({3, 0}), untouched, with_grad({0, 4, 0}), with_grad({12})};
+  clip_gradients(params, 6.5);  // global norm sqrt(9 + 16 + 144) = 13: halved
+  EXPECT_TRUE(torch::allclose(params[0].grad(), torch::tensor({1.5f, 0.f})));
+  EXPECT_FALSE(params[1].grad().defined());
+  EXPECT_TRUE(torch::allclose(params[2].grad(), torch::tensor({0.f, 2.f, 0.f})));
+  EXPECT_TRUE(torch::allclose(params[3].grad(), torch::tensor({6.f})));
+  clip_gradients(params, 100.0);  // under the limit: unchanged (up to the 1e-6 in the denominator)
+  EXPECT_TRUE(torch::allclose(params[3].grad(), torch::tensor({6.f})));
+  // Mixed dtypes, as with a half-precision head beside fp32 weights: one norm still.
+  params[0].mutable_grad() = torch::tensor({3.f, 0.f}, torch::kDouble);
+  params[2].mutable_grad() = torch::tensor({0.f, 4.f, 0.f});
+  params[3].mutable_grad() = torch::tensor({12.f}, torch::kBFloat16);
+  clip_gradients(params, 1.3);
+  EXPECT_TRUE(torch::allclose(params[0].grad(), torch::tensor({0.3, 0.0}, torch::kDouble), 1e-5, 1e-6));
+  EXPECT_TRUE(torch::allclose(params[2].grad(), torch::tensor({0.f, 0.4f, 0.f}), 1e-5, 1e-6));
+  EXPECT_EQ(params[3].grad().scalar_type(), torch::kBFloat16);
+  EXPECT_NEAR(params[3].grad().item<float>(), 1.2f, 0.01f);
+}
+
 TEST(Schedule, LinearWarmupThenLinearDecay) {
   EXPECT_DOUBLE_EQ(linear_schedule_lr(1.0, 0, 4, 10), 0.0);
   EXPECT_DOUBLE_EQ(linear_schedule_lr(1.0, 2, 4, 10), 0.5);

@@ -26,6 +26,10 @@
 // graph follows the LR schedule.
 #define TBENCH_HAS_CUDA_GRAPH_STEP (TBENCH_WITH_CUDA && TBENCH_TORCH_AT_LEAST(2, 2))
 
+// at::_foreach_mul_(TensorList, const Tensor&): every gradient scaled by a device scalar in one
+// launch, without reading it on the host (added in torch 2.1; 2.2 is the first version checked).
+#define TBENCH_HAS_FOREACH_MUL_BY_TENSOR TBENCH_TORCH_AT_LEAST(2, 2)
+
 // c10d::TCPStoreOptions::useLibUV (torch >= 2.2; on by default from 2.4).
 #define TBENCH_HAS_TCPSTORE_LIBUV_OPTION TBENCH_TORCH_AT_LEAST(2, 2)
 
