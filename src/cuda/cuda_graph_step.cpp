@@ -42,15 +42,22 @@ class GraphedStep : public CapturedStep {
 
   StepOutputs warm_up(const TrainStepBody& body) { return body(inputs_, labels_); }
 
-  // Called with the side stream current. Recording runs none of the kernels.
+  // Called with the side stream current. Recording runs none of the kernels. Thread-local capture
+  // (as PyTorch's cudagraph trees capture): the batch loader's thread keeps pinning the next
+  // batches meanwhile, and in the default global mode its cudaHostAlloc or event query would
+  // invalidate the capture and fail the loader. Calls that would break the graph still fail on
+  // this thread, and autograd's thread queues its backward kernels on the capturing stream.
   void record(const TrainStepBody& body) {
-    graph_.capture_begin();
+    graph_.capture_begin(/*pool=*/{0, 0}, cudaStreamCaptureModeThreadLocal);
     try {
       outputs_ = body(inputs_, labels_);
     } catch (const c10::Error& e) {
       end_failed_capture();
       TORCH_CHECK(false, "train.cuda_graph: capturing the step failed (", e.what_without_backtrace(),
                   "); set train.cuda_graph to false");
+    } catch (...) {
+      end_failed_capture();
+      throw;
     }
     graph_.capture_end();
   }

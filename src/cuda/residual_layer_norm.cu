@@ -9,7 +9,7 @@
 // and the output. The second and third sweeps re-read the row the same lanes just wrote, from L1/L2.
 #include <ATen/cuda/CUDAContext.h>
 #include <ATen/cuda/CUDAGeneratorImpl.h>
-#include <ATen/cuda/detail/UnpackRaw.cuh>
+#include <ATen/cuda/PhiloxUtils.cuh>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/util/BFloat16.h>

@@ -14,6 +14,7 @@
 #include <torch/csrc/autograd/variable.h>
 
 #include "dist_internal.hpp"
+#include "tbench/cuda/cuda.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/timing/clock.hpp"
 
@@ -76,6 +77,11 @@ class BucketedGradientSync final : public GradientSync {
       reducing_.store(false);
     }
     rethrow_hook_error();
+#if TBENCH_WITH_CUDA
+    // On a GPU the host gets here while backward's last kernels may still be running: wait for
+    // them first, so `waited` is only what the all-reduces add once the compute is done.
+    if (params_.front().is_cuda()) cuda::wait_for_current_stream(params_.front().device().index());
+#endif
     const auto start = Clock::now();
     comm_.wait_all();
     if (params_.front().is_cuda()) torch::cuda::synchronize(params_.front().device().index());

@@ -25,6 +25,10 @@ struct AllocatorPeaks {
 void reset_allocator_peaks(int device_index);
 AllocatorPeaks allocator_peaks(int device_index);
 
+// Blocks the host until the work queued so far on `device_index`'s current stream has run, and
+// not the other streams' (NCCL's) work (src/cuda/cuda_stream.cpp).
+void wait_for_current_stream(int device_index);
+
 // Runtime, driver, cuDNN and per-device facts for `env.cuda` (src/cuda/cuda_env.cpp).
 nlohmann::json runtime_info();
 nlohmann::json device_info(int device_index);
