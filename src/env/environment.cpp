@@ -138,6 +138,16 @@ std::string cuda_device_name(int64_t index) {
   return "";
 }
 
+std::string cuda_pci_bus_id(int64_t index) {
+#if TBENCH_WITH_CUDA
+  if (index < static_cast<int64_t>(torch::cuda::device_count())) {
+    return cuda::device_info(static_cast<int>(index)).value("pci_bus_id", "");
+  }
+#endif
+  (void)index;
+  return "";
+}
+
 int physical_cores() {
   std::ifstream in("/proc/cpuinfo");
   std::string line, physical_id;

@@ -2,86 +2,16 @@
 // runs on machines without a driver, and a CPU build still reports GPUs' clocks when it can.
 // Only what a benchmark result needs is read: driver version, current and maximum SM and memory
 // clocks (a GPU held at low clocks explains a slow result), and the power limit.
-#include <dlfcn.h>
-
 #include <cstdio>
 #include <string>
 
+#include "nvml_library.hpp"
 #include "tbench/env/env.hpp"
 
 namespace tbench {
 namespace {
 
 using nlohmann::json;
-
-// The few declarations from nvml.h this needs (stable across NVML versions; the _v2/_v3 names
-// are the ones nvml.h maps the plain names to).
-using NvmlReturn = int;
-using NvmlDevice = void*;
-constexpr NvmlReturn kNvmlSuccess = 0;
-constexpr int kClockSm = 1, kClockMem = 2;  // nvmlClockType_t: NVML_CLOCK_SM, NVML_CLOCK_MEM
-struct NvmlPciInfo {                        // nvmlPciInfo_t as nvmlDeviceGetPciInfo_v3 fills it
-  char bus_id_legacy[16];
-  unsigned domain, bus, device, pci_device_id, pci_subsystem_id;
-  char bus_id[32];
-};
-
-struct NvmlApi {
-  NvmlReturn (*init)();
-  NvmlReturn (*shutdown)();
-  const char* (*error_string)(NvmlReturn);
-  NvmlReturn (*driver_version)(char*, unsigned);
-  NvmlReturn (*device_count)(unsigned*);
-  NvmlReturn (*device_by_index)(unsigned, NvmlDevice*);
-  NvmlReturn (*device_name)(NvmlDevice, char*, unsigned);
-  NvmlReturn (*pci_info)(NvmlDevice, NvmlPciInfo*);
-  NvmlReturn (*clock)(NvmlDevice, int, unsigned*);
-  NvmlReturn (*max_clock)(NvmlDevice, int, unsigned*);
-  NvmlReturn (*power_limit)(NvmlDevice, unsigned*);
-};
-
-// Owns the dlopen handle; every symbol is looked up before any is called.
-class NvmlLibrary {
- public:
-  explicit NvmlLibrary(const std::string& path) : handle_(dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
-    if (!handle_) {
-      const char* why = dlerror();
-      error_ = why ? why : "dlopen failed";
-      return;
-    }
-    bind(api_.init, "nvmlInit_v2");
-    bind(api_.shutdown, "nvmlShutdown");
-    bind(api_.error_string, "nvmlErrorString");
-    bind(api_.driver_version, "nvmlSystemGetDriverVersion");
-    bind(api_.device_count, "nvmlDeviceGetCount_v2");
-    bind(api_.device_by_index, "nvmlDeviceGetHandleByIndex_v2");
-    bind(api_.device_name, "nvmlDeviceGetName");
-    bind(api_.pci_info, "nvmlDeviceGetPciInfo_v3");
-    bind(api_.clock, "nvmlDeviceGetClockInfo");
-    bind(api_.max_clock, "nvmlDeviceGetMaxClockInfo");
-    bind(api_.power_limit, "nvmlDeviceGetPowerManagementLimit");
-  }
-  ~NvmlLibrary() {
-    if (handle_) dlclose(handle_);
-  }
-  NvmlLibrary(const NvmlLibrary&) = delete;
-  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
-
-  bool ok() const { return error_.empty(); }
-  const std::string& error() const { return error_; }
-  const NvmlApi& api() const { return api_; }
-
- private:
-  template <typename Fn>
-  void bind(Fn& fn, const char* name) {
-    fn = reinterpret_cast<Fn>(dlsym(handle_, name));
-    if (!fn && error_.empty()) error_ = std::string("missing symbol ") + name;
-  }
-
-  void* handle_;
-  NvmlApi api_{};
-  std::string error_;
-};
 
 json not_available(const std::string& reason) {
   return {{"available", false}, {"status", "not available (" + reason + ")"}};
@@ -110,10 +40,10 @@ json device_entry(const NvmlApi& api, unsigned index) {
   } else {
     entry["pci_bus_id"] = nullptr;
   }
-  entry["sm_clock_mhz"] = clock_mhz(api, device, kClockSm, false);
-  entry["max_sm_clock_mhz"] = clock_mhz(api, device, kClockSm, true);
-  entry["memory_clock_mhz"] = clock_mhz(api, device, kClockMem, false);
-  entry["max_memory_clock_mhz"] = clock_mhz(api, device, kClockMem, true);
+  entry["sm_clock_mhz"] = clock_mhz(api, device, kNvmlClockSm, false);
+  entry["max_sm_clock_mhz"] = clock_mhz(api, device, kNvmlClockSm, true);
+  entry["memory_clock_mhz"] = clock_mhz(api, device, kNvmlClockMem, false);
+  entry["max_memory_clock_mhz"] = clock_mhz(api, device, kNvmlClockMem, true);
   unsigned milliwatts = 0;
   entry["power_limit_w"] =
       api.power_limit(device, &milliwatts) == kNvmlSuccess ? json(milliwatts / 1000.0) : json(nullptr);

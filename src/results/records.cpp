@@ -23,6 +23,7 @@ void to_json(nlohmann::json& j, const EpochRecord& r) {
   j["peak_allocated_bytes"] = bytes(r.peak_allocated_bytes);
   j["peak_reserved_bytes"] = bytes(r.peak_reserved_bytes);
   j["peak_rss_bytes"] = bytes(r.peak_rss_bytes);
+  j["gpu"] = r.gpu ? to_json(*r.gpu) : nlohmann::json(nullptr);
   j["eval"] = r.eval_samples == 0 ? nlohmann::json(nullptr)
                                   : nlohmann::json{{"loss", r.eval_loss},
                                                    {"accuracy", r.eval_accuracy},

@@ -13,6 +13,7 @@
 #include "tbench/data/data_sources.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/env/env.hpp"
+#include "tbench/env/gpu_telemetry.hpp"
 #include "tbench/env/hardware.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/layers.hpp"
@@ -444,6 +445,23 @@ RunModels build_models(const RunPlan& plan, const torch::Device& device) {
   return models;
 }
 
+// How often the GPU monitor reads NVML: often enough for a median clock over a short epoch, and
+// on its own thread, so no step waits for it.
+constexpr std::chrono::milliseconds kGpuSampleInterval{100};
+
+// The GPU's clocks, power and throttling through each epoch, where NVML can read them; null on
+// CPU, and where it cannot (the result's env.nvml says why).
+std::unique_ptr<GpuMonitor> gpu_monitor_for(const DeviceRef& device) {
+  if (!device.is_cuda()) return nullptr;
+  std::string why;
+  auto source = make_nvml_sample_source(cuda_pci_bus_id(std::max<int64_t>(0, device.index)), why);
+  if (!source) {
+    spdlog::debug("no GPU telemetry: {}", why);
+    return nullptr;
+  }
+  return std::make_unique<GpuMonitor>(std::move(source), kGpuSampleInterval);
+}
+
 // The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
@@ -474,6 +492,8 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     profiler = make_kineto_profiler(device.is_cuda(), trace_path_for(plan.output_path));
     trainer.set_profiler(profiler.get());
   }
+  const std::unique_ptr<GpuMonitor> gpu_monitor = gpu_monitor_for(plan.spec.device);
+  trainer.set_gpu_monitor(gpu_monitor.get());
   InterruptScope interrupts;
   return trainer.run(observers, g_stop_requested);
 }

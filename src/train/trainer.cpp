@@ -6,6 +6,7 @@
 
 #include "tbench/cuda/cuda.hpp"
 #include "tbench/env/device_memory.hpp"
+#include "tbench/env/gpu_telemetry.hpp"
 #include "tbench/train/loss_scaler.hpp"
 #include "tbench/train/pending_steps.hpp"
 #include "tbench/train/precision.hpp"
@@ -298,6 +299,7 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   EpochTotals totals;
   totals.record.epoch = epoch;
   reset_memory_peaks(device_);
+  if (gpu_monitor_) gpu_monitor_->start();
   const auto epoch_start = Clock::now();
   for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
     // Data-parallel ranks stop together, after the step in which any of them asked to.
@@ -324,7 +326,9 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   // surfacing only now fails the run unless an earlier one already did.
   fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch); },
                     [&] { report(pending.take_finished(/*wait_for_all=*/true), observers, totals, run); });
-  return finish_epoch_record(totals, seconds_since(epoch_start), run.outcome);
+  EpochRecord record = finish_epoch_record(totals, seconds_since(epoch_start), run.outcome);
+  if (gpu_monitor_) record.gpu = gpu_monitor_->stop();
+  return record;
 }
 
 IterationRecord Trainer::start_record(int64_t epoch, int64_t step, int64_t global_step) const {

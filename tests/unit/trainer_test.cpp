@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "tbench/data/data_sources.hpp"
+#include "tbench/env/gpu_telemetry.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/train/trainer.hpp"
 
@@ -23,7 +24,7 @@ struct TrainedRun {
   TrainOutcome outcome;
 };
 
-TrainedRun train(const RunSpec& spec) {
+TrainedRun train(const RunSpec& spec, GpuMonitor* monitor = nullptr) {
   torch::set_num_threads(1);
   torch::manual_seed(static_cast<uint64_t>(spec.train.seed));
   TrainedRun run;
@@ -32,6 +33,7 @@ TrainedRun train(const RunSpec& spec) {
   const PreparedData data = prepare_data(spec, c);
   auto objective = classification_objective(*run.model, spec.precision, torch::kCPU);
   Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
+  trainer.set_gpu_monitor(monitor);
   std::atomic<bool> stop{false};
   TrainRun result = trainer.run({}, stop);
   run.records = std::move(result.records);
@@ -169,6 +171,33 @@ TEST(Trainer, EvalFailureEndsTheRunAsFailedWithItsRecords) {
   EXPECT_EQ(run.outcome.status, RunStatus::failed);
   EXPECT_NE(run.outcome.error.find("epoch 1 eval"), std::string::npos) << run.outcome.error;
   EXPECT_EQ(run.records.iterations.size(), 8u);  // epoch 1's steps, all kept
+}
+
+// A monitor the trainer is given samples each epoch on its own, and each epoch record carries
+// what it saw (no monitor: no telemetry, as on CPU runs).
+TEST(Trainer, EpochsCarryTheGpuMonitorsReadings) {
+  struct SteadyGpu : GpuSampleSource {
+    GpuSample read() override {
+      GpuSample s;
+      s.sm_clock_mhz = 1980;
+      s.power_w = 500;
+      return s;
+    }
+  };
+  GpuMonitor monitor(std::make_unique<SteadyGpu>(), std::chrono::milliseconds(1));
+  const TrainedRun run = train(tiny_run(/*epochs=*/2, 8, 1), &monitor);
+  ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
+  ASSERT_EQ(run.records.epochs.size(), 2u);
+  for (const auto& epoch : run.records.epochs) {
+    ASSERT_TRUE(epoch.gpu.has_value());
+    EXPECT_GE(epoch.gpu->samples, 2);  // at the epoch's start and end at least
+    EXPECT_EQ(epoch.gpu->sm_clock_mhz_median, 1980.0);
+    ASSERT_TRUE(epoch.gpu->energy_j.has_value());  // no counter: the power samples integrated
+    // 500 W over the epoch, which the monitor's window holds (it starts before and stops after).
+    EXPECT_GE(*epoch.gpu->energy_j, 500 * epoch.seconds);
+    EXPECT_LE(*epoch.gpu->energy_j, 500 * (epoch.seconds + 0.5));
+  }
+  EXPECT_FALSE(train(tiny_run(1, 8, 1)).records.epochs.front().gpu.has_value());
 }
 
 // clip_grad_norm_'s arithmetic: one norm over every gradient, all scaled alike, only when above

@@ -18,6 +18,8 @@ int64_t peak_rss_bytes();
 
 // The name CUDA reports for a device ("NVIDIA H100 80GB HBM3"); "" in builds without CUDA.
 std::string cuda_device_name(int64_t index);
+// Its PCI bus id ("00000000:3B:00.0"), which NVML finds it by; "" in builds without CUDA.
+std::string cuda_pci_bus_id(int64_t index);
 
 // Physical CPU cores (not hyper-threads) of this machine; at least 1.
 int physical_cores();

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tbench/env/gpu_telemetry.hpp"
+
 namespace tbench {
 
 struct IterationRecord {
@@ -58,6 +60,8 @@ struct EpochRecord {
   int64_t peak_allocated_bytes = -1;
   int64_t peak_reserved_bytes = -1;
   int64_t peak_rss_bytes = -1;
+  // CUDA runs where NVML answers: the GPU's clocks, power, energy and throttling over the epoch.
+  std::optional<GpuTelemetry> gpu;
   // Held-out evaluation after the epoch (data.eval_fraction); eval_samples 0 = none. Its time is
   // not part of `seconds`.
   int64_t eval_samples = 0;

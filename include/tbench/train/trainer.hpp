@@ -23,6 +23,7 @@
 
 namespace tbench {
 
+class GpuMonitor;
 class LossScaler;
 class PendingSteps;
 struct StepOutputs;
@@ -128,6 +129,9 @@ class Trainer {
   // Records the run's last config.profile_steps steps with `profiler` (kept by the caller);
   // without one those steps are still left out of the summary, so every rank times the same steps.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
+  // Samples the GPU's clocks, power and throttling through each epoch (kept by the caller); each
+  // epoch record carries the summary (EpochRecord::gpu).
+  void set_gpu_monitor(GpuMonitor* monitor) { gpu_monitor_ = monitor; }
 
  private:
   struct EpochTotals;
@@ -183,6 +187,7 @@ class Trainer {
   const std::atomic<bool>* stop_requested_ = nullptr;
   std::unique_ptr<cuda::CapturedStep> graph_;  // train.cuda_graph, once captured
   StepProfiler* profiler_ = nullptr;
+  GpuMonitor* gpu_monitor_ = nullptr;
   bool profiling_ = false;
   int64_t profile_first_step_ = 0, profile_last_step_ = 0;
   Clock::time_point profile_start_;
