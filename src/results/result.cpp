@@ -146,6 +146,8 @@ json to_json(const Summary& s) {
             {"peak_allocated_bytes", or_null(s.peak_allocated_bytes)},
             {"peak_reserved_bytes", or_null(s.peak_reserved_bytes)},
             {"peak_rss_bytes", or_null(s.peak_rss_bytes)},
+            {"gpu_power_w_mean", or_null(s.gpu_power_w_mean)},
+            {"gpu_energy_j_per_sample", or_null(s.gpu_energy_j_per_sample)},
             {"peak_flops_per_s", s.peak.flops_per_s > 0 ? json(s.peak.flops_per_s) : json(nullptr)},
             {"peak_bytes_per_s", s.peak.bytes_per_s > 0 ? json(s.peak.bytes_per_s) : json(nullptr)},
             {"peak_source", s.peak.source},

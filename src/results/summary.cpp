@@ -29,6 +29,26 @@ std::optional<int64_t> highest(const std::vector<EpochRecord>& epochs, int64_t E
   return best;
 }
 
+// The GPU monitor's epochs summed: power weighted by each epoch's time, energy over the samples
+// of the epochs that measured it.
+void set_gpu_figures(Summary& s, const std::vector<EpochRecord>& epochs) {
+  double power_time = 0, seconds = 0, joules = 0;
+  int64_t samples = 0;
+  for (const auto& e : epochs) {
+    if (!e.gpu) continue;
+    if (e.gpu->power_w_mean) {
+      power_time += *e.gpu->power_w_mean * e.seconds;
+      seconds += e.seconds;
+    }
+    if (e.gpu->energy_j) {
+      joules += *e.gpu->energy_j;
+      samples += e.samples;
+    }
+  }
+  if (seconds > 0) s.gpu_power_w_mean = power_time / seconds;
+  if (samples > 0) s.gpu_energy_j_per_sample = joules / static_cast<double>(samples);
+}
+
 }  // namespace
 
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
@@ -94,6 +114,7 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   s.timing_check = timing_check(records.epochs, in.outcome.timing_method);
   s.peak_allocated_bytes = highest(records.epochs, &EpochRecord::peak_allocated_bytes);
   s.peak_reserved_bytes = highest(records.epochs, &EpochRecord::peak_reserved_bytes);
+  set_gpu_figures(s, records.epochs);
   return s;
 }
 

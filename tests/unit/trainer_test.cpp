@@ -3,6 +3,7 @@
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/env/gpu_telemetry.hpp"
+#include "tbench/results/summary.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/train/trainer.hpp"
 
@@ -198,6 +199,12 @@ TEST(Trainer, EpochsCarryTheGpuMonitorsReadings) {
     EXPECT_LE(*epoch.gpu->energy_j, 500 * (epoch.seconds + 0.5));
   }
   EXPECT_FALSE(train(tiny_run(1, 8, 1)).records.epochs.front().gpu.has_value());
+  // The summary: one device's power, and its energy per sample over both epochs.
+  const Summary s = summarize(run.records, SummaryInputs{});
+  EXPECT_DOUBLE_EQ(*s.gpu_power_w_mean, 500.0);
+  const double joules = *run.records.epochs[0].gpu->energy_j + *run.records.epochs[1].gpu->energy_j;
+  EXPECT_DOUBLE_EQ(*s.gpu_energy_j_per_sample,
+                   joules / static_cast<double>(run.records.epochs[0].samples + run.records.epochs[1].samples));
 }
 
 // clip_grad_norm_'s arithmetic: one norm over every gradient, all scaled alike, only when above

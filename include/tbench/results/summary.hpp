@@ -53,6 +53,9 @@ struct Summary {
   TimingCheck timing_check;
   std::optional<int64_t> peak_allocated_bytes, peak_reserved_bytes;  // CUDA allocator, over the epochs
   std::optional<int64_t> peak_rss_bytes;
+  // One GPU's own figures (epochs[].gpu, over the epochs NVML sampled, warm-up included): its mean
+  // power draw, weighted by epoch time, and its energy per sample it trained.
+  std::optional<double> gpu_power_w_mean, gpu_energy_j_per_sample;
   DevicePeak peak;
   std::optional<double> mfu;  // train_flops_per_s over the peak of every device that ran
   std::string mfu_error;      // why there is no MFU although both rates are known
