@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -28,7 +29,7 @@ StepParts measured_step_parts(const ResultFile::KernelSeconds& kernels, double s
     parts.compute *= step_seconds / busy;
     parts.memory *= step_seconds / busy;
   }
-  parts.held = step_seconds - parts.compute - parts.memory;
+  parts.held = std::max(0.0, step_seconds - parts.compute - parts.memory);
   return parts;
 }
 

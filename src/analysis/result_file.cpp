@@ -166,6 +166,9 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
     if (!part) throw read.bad(where + "/name", "expected compute, memory or communication, got " + json_text(entry["name"]));
     *part += read.number(entry["ms"], where + "/ms") / 1e3;
   }
+  // A profile that recorded no kernels (a LibTorch without CUPTI) splits nothing: the roofline
+  // predicts instead of a "split" that holds the whole step.
+  if (!(per_step.compute + per_step.memory > 0)) return;
   const double profiled_steps = static_cast<double>(last - first + 1);
   for (double* part : {&per_step.compute, &per_step.memory, &per_step.communication}) *part /= profiled_steps;
   r.kernel_seconds_per_step = per_step;

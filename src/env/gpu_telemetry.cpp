@@ -1,6 +1,7 @@
 #include "tbench/env/gpu_telemetry.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 namespace tbench {
@@ -76,14 +77,17 @@ GpuTelemetry summarize_gpu_samples(const std::vector<GpuSample>& samples, double
   GpuTelemetry t;
   t.samples = static_cast<int64_t>(samples.size());
   t.interval_ms = interval_ms;
-  const auto sm = readings(samples, &GpuSample::sm_clock_mhz);
+  std::vector<GpuSample> under_load;
+  std::copy_if(samples.begin(), samples.end(), std::back_inserter(under_load), [](const GpuSample& s) { return !s.boundary; });
+  const std::vector<GpuSample>& running = under_load.empty() ? samples : under_load;
+  const auto sm = readings(running, &GpuSample::sm_clock_mhz);
   t.sm_clock_mhz_median = median_of(sm);
   t.sm_clock_mhz_min = min_of(sm);
-  t.memory_clock_mhz_median = median_of(readings(samples, &GpuSample::memory_clock_mhz));
-  const auto power = readings(samples, &GpuSample::power_w);
+  t.memory_clock_mhz_median = median_of(readings(running, &GpuSample::memory_clock_mhz));
+  const auto power = readings(running, &GpuSample::power_w);
   t.power_w_mean = mean_of(power);
   t.power_w_max = max_of(power);
-  t.temperature_c_max = max_of(readings(samples, &GpuSample::temperature_c));
+  t.temperature_c_max = max_of(readings(running, &GpuSample::temperature_c));
   const auto counter = readings(samples, &GpuSample::energy_j);
   if (counter.size() >= 2 && samples.front().energy_j && samples.back().energy_j) {
     t.energy_j = *samples.back().energy_j - *samples.front().energy_j;
@@ -93,7 +97,7 @@ GpuTelemetry summarize_gpu_samples(const std::vector<GpuSample>& samples, double
     t.energy_source = "power samples";
   }
   uint64_t reasons = 0;
-  for (const auto& s : samples) reasons |= s.throttle_reasons.value_or(0);
+  for (const auto& s : running) reasons |= s.throttle_reasons.value_or(0);
   t.throttle_reasons = throttle_reason_names(reasons);
   return t;
 }
@@ -134,26 +138,33 @@ void GpuMonitor::start() {
     sampling_ = true;
   }
   wake_.notify_all();
-  sample(epoch);
+  sample(epoch, /*boundary=*/true);
 }
 
 GpuTelemetry GpuMonitor::stop() {
   uint64_t epoch = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!sampling_) return summarize_gpu_samples({}, static_cast<double>(interval_.count()));
     epoch = epoch_;
   }
-  sample(epoch);
-  std::lock_guard<std::mutex> lock(mutex_);
-  sampling_ = false;
-  ++epoch_;  // a reading the thread is taking now belongs to no epoch
-  return summarize_gpu_samples(samples_, static_cast<double>(interval_.count()));
+  sample(epoch, /*boundary=*/true);
+  GpuTelemetry summary;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sampling_ = false;
+    ++epoch_;  // a reading the thread is taking now belongs to no epoch
+    summary = summarize_gpu_samples(samples_, static_cast<double>(interval_.count()));
+  }
+  wake_.notify_all();
+  return summary;
 }
 
 // Reads outside the lock (a driver call can take a while), then files the reading unless the
 // epoch it was taken for has ended meanwhile.
-void GpuMonitor::sample(uint64_t epoch) {
+void GpuMonitor::sample(uint64_t epoch, bool boundary) {
   GpuSample reading = source_->read();
+  reading.boundary = boundary;
   std::lock_guard<std::mutex> lock(mutex_);
   if (epoch != epoch_) return;
   reading.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -170,7 +181,7 @@ void GpuMonitor::run() {
     if (wake_.wait_for(lock, interval_, [this] { return quit_ || !sampling_; })) continue;
     const uint64_t epoch = epoch_;
     lock.unlock();
-    sample(epoch);
+    sample(epoch, /*boundary=*/false);
     lock.lock();
   }
 }

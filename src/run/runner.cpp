@@ -451,10 +451,10 @@ constexpr std::chrono::milliseconds kGpuSampleInterval{100};
 
 // The GPU's clocks, power and throttling through each epoch, where NVML can read them; null on
 // CPU, and where it cannot (the result's env.nvml says why).
-std::unique_ptr<GpuMonitor> gpu_monitor_for(const DeviceRef& device) {
+std::unique_ptr<GpuMonitor> gpu_monitor_for(const torch::Device& device) {
   if (!device.is_cuda()) return nullptr;
   std::string why;
-  auto source = make_nvml_sample_source(cuda_pci_bus_id(std::max<int64_t>(0, device.index)), why);
+  auto source = make_nvml_sample_source(cuda_pci_bus_id(device.has_index() ? device.index() : 0), why);
   if (!source) {
     spdlog::debug("no GPU telemetry: {}", why);
     return nullptr;
@@ -492,7 +492,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     profiler = make_kineto_profiler(device.is_cuda(), trace_path_for(plan.output_path));
     trainer.set_profiler(profiler.get());
   }
-  const std::unique_ptr<GpuMonitor> gpu_monitor = gpu_monitor_for(plan.spec.device);
+  const std::unique_ptr<GpuMonitor> gpu_monitor = gpu_monitor_for(device);  // this rank's own GPU
   trainer.set_gpu_monitor(gpu_monitor.get());
   InterruptScope interrupts;
   return trainer.run(observers, g_stop_requested);

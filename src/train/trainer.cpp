@@ -1,6 +1,7 @@
 #include "tbench/train/trainer.hpp"
 
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -52,23 +53,28 @@ constexpr std::size_t kMaxPendingSteps = 4;
 
 // torch.nn.utils.clip_grad_norm_ (foreach): the global L2 norm over every gradient, and all of
 // them scaled by max_norm / (norm + 1e-6) where that is below 1. The foreach ops take one launch
-// per group of same-typed tensors instead of two per parameter (~400 a step for BERT-base), and
-// nothing is read on the host, so a CUDA graph captures it.
+// per group of same-typed gradients (their fast path needs one dtype, the scale's included)
+// instead of two per parameter (~400 a step for BERT-base), and nothing is read on the host, so
+// a CUDA graph captures it.
 void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
-  std::vector<torch::Tensor> grads;
+  std::map<torch::ScalarType, std::vector<torch::Tensor>> grads_by_type;
   for (const auto& p : params) {
-    if (p.grad().defined()) grads.push_back(p.grad().detach());
+    if (p.grad().defined()) grads_by_type[p.grad().scalar_type()].push_back(p.grad().detach());
   }
-  if (grads.empty()) return;
-  std::vector<torch::Tensor> norms = at::_foreach_norm(grads, 2);
-  for (auto& norm : norms) norm = norm.to(torch::kFloat);
+  if (grads_by_type.empty()) return;
+  std::vector<torch::Tensor> norms;
+  for (const auto& [type, grads] : grads_by_type) {
+    for (const auto& norm : at::_foreach_norm(grads, 2)) norms.push_back(norm.to(torch::kFloat));
+  }
   const auto total = torch::stack(norms).norm(2);
   const auto scale = (max_norm / (total + 1e-6)).clamp_max(1.0);
+  for (auto& [type, grads] : grads_by_type) {
 #if TBENCH_HAS_FOREACH_MUL_BY_TENSOR
-  at::_foreach_mul_(grads, scale);
+    at::_foreach_mul_(grads, scale.to(type));
 #else
-  for (auto& grad : grads) grad.mul_(scale.to(grad.scalar_type()));
+    for (auto& grad : grads) grad.mul_(scale.to(type));
 #endif
+  }
 }
 
 StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t world_size) {

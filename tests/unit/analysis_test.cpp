@@ -378,6 +378,10 @@ TEST_F(Analysis, PredictTargetFallsBackToTheRooflineWithoutAKernelSplit) {
   source["summary"]["peak_bytes_per_s"] = 1e12;
   source["profile"]["measures"] = "host operators, self time";
   EXPECT_EQ(predict_target(load_result(write("host.json", source)), target, nullptr).method, "roofline");
+  // A device profile that caught no kernels (no CUPTI) splits nothing either.
+  source["profile"] = device_profile(9, 10, 0, 0);
+  source["profile"]["bounds"] = json::array();
+  EXPECT_EQ(predict_target(load_result(write("empty.json", source)), target, nullptr).method, "roofline");
 }
 
 TEST_F(Analysis, LoadRejectsAKernelSplitItCannotRead) {

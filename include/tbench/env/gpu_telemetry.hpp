@@ -24,6 +24,9 @@ struct GpuSample {
   std::optional<double> sm_clock_mhz, memory_clock_mhz, power_w, temperature_c;
   std::optional<double> energy_j;            // the driver's energy counter (since it loaded)
   std::optional<uint64_t> throttle_reasons;  // NVML's clocks-event (throttle) reason bits
+  // Taken by start() or stop(), when the GPU may be idle (before the first kernel, after the
+  // device drained): it bounds the energy, but says nothing of the clocks under load.
+  bool boundary = false;
 };
 
 // An epoch's readings summed up. Empty optionals are figures no sample had.
@@ -41,8 +44,9 @@ struct GpuTelemetry {
 // hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown, hw_power_brake, ...
 std::vector<std::string> throttle_reason_names(uint64_t bits);
 
-// Energy from the counter's first and last reading where both exist, else the power samples
-// integrated over time (trapezoids), else none.
+// Clocks, power, temperature and throttle reasons from the samples taken while the epoch ran
+// (all of them if there are only boundary ones). Energy from the counter's first and last
+// reading where both exist, else all the power samples integrated over time (trapezoids).
 GpuTelemetry summarize_gpu_samples(const std::vector<GpuSample>& samples, double interval_ms);
 
 nlohmann::json to_json(const GpuTelemetry& telemetry);
@@ -50,7 +54,9 @@ nlohmann::json to_json(const GpuTelemetry& telemetry);
 class GpuSampleSource {
  public:
   virtual ~GpuSampleSource() = default;
-  virtual GpuSample read() = 0;  // called from the monitor's thread; `seconds` is set by the monitor
+  // Called from the monitor's thread and from start() and stop() on the caller's, possibly at
+  // once: a source must be thread-safe (NVML is). `seconds` and `boundary` are set by the monitor.
+  virtual GpuSample read() = 0;
 };
 
 // Samples `source` every `interval` between start() and stop() on its own thread, so nothing in
@@ -63,10 +69,10 @@ class GpuMonitor {
   GpuMonitor& operator=(const GpuMonitor&) = delete;
 
   void start();          // an epoch begins: earlier samples are dropped
-  GpuTelemetry stop();   // the epoch's summary; the thread idles until the next start()
+  GpuTelemetry stop();   // the epoch's summary (empty without a start()); the thread idles until the next start()
 
  private:
-  void sample(uint64_t epoch);
+  void sample(uint64_t epoch, bool boundary);
   void run();
 
   std::unique_ptr<GpuSampleSource> source_;
