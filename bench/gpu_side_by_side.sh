@@ -8,8 +8,8 @@
 # bench/hf_side_by_side.py (random init, same batch, precision and optimizer, WARMUP untimed then
 # STEPS timed steps) and then build-gpu/tbench with the same settings through --set. Raw JSON
 # goes to bench/results/gpu/<MACHINE>/raw/, the comparison table to
-# bench/results/gpu/<MACHINE>/README.md (samples/s of both, the ratio, tbench's MFU, peak
-# memory, final losses). Needs a CUDA torch and transformers for python3; builds build-gpu/ if
+# bench/results/gpu/<MACHINE>/README.md (samples/s of both over the same window, the ratio,
+# tbench's MFU, GPU power and energy, peak memory, final losses). Needs a CUDA torch and transformers for python3; builds build-gpu/ if
 # it is missing. Environment: WARMUP (10), STEPS (60), ROWS (a subset, e.g. "bert-base-cased:128:bf16"),
 # TBENCH_ONLY=1 (skip HF: the rows for a second GPU that bench/score_cross_gpu.py compares),
 # TBENCH_SET ("key=value ..." more --set for tbench: a variant to compare), RESULTS_DIR (write there
@@ -117,9 +117,10 @@ for row_id in row_ids:
     tb_rate, tb_window, hf_rate = s.get("samples_per_s"), window_rate(iterations), hf.get("samples_per_s")
     ratio = tb_window / hf_rate if isinstance(tb_window, (int, float)) and isinstance(hf_rate, (int, float)) else None
     check = s.get("timing_check", {})
-    rows.append("| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} / {} | {} |".format(
+    rows.append("| {} | {} | {} | {} | {} | {} | {} | {} ({}) | {} / {} | {} / {} | {} / {} | {} |".format(
         row_id, num(hf_rate, ".1f"), num(tb_window, ".1f"), num(tb_rate, ".1f"), num(ratio, ".2f"),
         num(s.get("mfu"), ".1%"), num(check.get("gap_fraction"), ".1%"),
+        num(s.get("gpu_power_w_mean"), ".0f"), num(s.get("gpu_energy_j_per_sample"), ".2f"),
         gib(hf.get("peak_allocated_bytes")), gib(s.get("peak_allocated_bytes")),
         gib(hf.get("peak_reserved_bytes")), gib(s.get("peak_reserved_bytes")),
         num(hf.get("final_loss"), ".3f"), num(iterations[-1]["loss"] if iterations else None, ".3f"),
@@ -139,11 +140,13 @@ lines = [
     "steps' own event times. *timing gap*: tbench's epoch wall time not covered by",
     "its step times (`summary.timing_check`). Peak memory: the caching allocator's high-water marks, allocated",
     "(`torch.cuda.max_memory_allocated`) and reserved, over the timed steps for HF and over the epoch for tbench.",
-    "Losses: the last timed step's.",
+    "*tbench GPU W*: the GPU's mean power draw through the run (NVML, sampled every 100 ms) and its energy per",
+    "sample. Losses: the last timed step's.",
     "",
-    "| row | HF samples/s | tbench samples/s | tbench steps | tbench / HF | tbench MFU | timing gap | allocated GiB HF / tbench "
+    "| row | HF samples/s | tbench samples/s | tbench steps | tbench / HF | tbench MFU | timing gap | tbench GPU W (J/sample) "
+    "| allocated GiB HF / tbench "
     "| reserved GiB HF / tbench | final loss HF / tbench | tbench status |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     *rows,
     "",
     "Raw results: `raw/hf-<row>.json` (with every step's loss) and `raw/tbench-<row>.json` (+ `.iterations.jsonl`).",
