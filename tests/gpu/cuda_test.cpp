@@ -242,6 +242,26 @@ TEST_F(CudaRun, EventStepTimesAccountForTheEpoch) {
   EXPECT_LT(check["gap_fraction"].get<double>(), 0.02) << check.dump();
 }
 
+// Where NVML answers, each epoch says what the GPU did while it trained: clocks above zero, power
+// and energy, and the reasons are names; env's one reading after the run is no substitute.
+TEST_F(CudaRun, EpochsCarryTheGpusClocksAndPowerWhileItTrained) {
+  REQUIRE_CUDA();
+  json result;
+  std::string err;
+  ASSERT_EQ(run({"data.num_samples=512", "train.epochs=2"}, result, &err), 0) << err;
+  if (!result["env"]["nvml"].value("available", false)) GTEST_SKIP() << "no NVML here: " << result["env"]["nvml"].dump();
+  for (const auto& epoch : result["epochs"]) {
+    const json gpu = epoch["gpu"];
+    ASSERT_TRUE(gpu.is_object()) << epoch.dump();
+    EXPECT_GE(gpu["samples"].get<int64_t>(), 2);
+    EXPECT_GT(gpu["sm_clock_mhz_median"].get<double>(), 0) << gpu.dump();
+    EXPECT_GT(gpu["power_w_mean"].get<double>(), 0) << gpu.dump();
+    EXPECT_GT(gpu["energy_j"].get<double>(), 0) << gpu.dump();
+    EXPECT_TRUE(gpu["throttle_reasons"].is_array());
+  }
+  EXPECT_GT(result["summary"]["gpu_energy_j_per_sample"].get<double>(), 0);
+}
+
 // The same run eagerly and with the captured step (dropout off): the same losses, step by step.
 // Returns the graphed result.
 json expect_graph_replays_eager(CudaRun& fixture, std::vector<std::string> spec) {
