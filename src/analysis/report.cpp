@@ -28,13 +28,29 @@ std::string epoch_text(const ReportCell& c) {
 std::string cell_text(const ReportCell& c) {
   std::string text = epoch_text(c) + ", " + format_fixed(c.samples_per_s, 1) + "/s";
   if (c.speedup) text += ", " + format_fixed(*c.speedup, 2) + "x";
+  if (c.gpu_power_w) text += ", " + format_fixed(*c.gpu_power_w, 0) + " W";
+  if (c.gpu_energy_j_per_sample) text += ", " + format_fixed(*c.gpu_energy_j_per_sample, 2) + " J/sample";
   if (c.runs > 1) text += " (n=" + std::to_string(c.runs) + ")";
   return text;
 }
 
 std::string header_note(const Report& r) {
+  const bool any_gpu_figures = std::any_of(r.results.begin(), r.results.end(), [](const ResultFile* f) {
+    return f->gpu_power_w_mean || f->gpu_energy_j_per_sample;
+  });
   return "epoch time (mm:ss; ~ = projected from steady steps; ± = stdev over repeats), samples/s, speedup vs '" +
-         r.baseline + "'";
+         r.baseline + "'" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
+}
+
+// The mean of a figure over the runs that have it; none if no run does.
+std::optional<double> mean_where_measured(const std::vector<const ResultFile*>& runs,
+                                          std::optional<double> ResultFile::*figure) {
+  std::vector<double> values;
+  for (const auto* r : runs) {
+    if (r->*figure) values.push_back(*(r->*figure));
+  }
+  if (values.empty()) return std::nullopt;
+  return spread(values).mean;
 }
 
 // What a model x label grid shows where that model was not run under that label: markdown has
@@ -64,7 +80,8 @@ Table overview_table(const Report& r, bool markdown) {
 Table records_table(const Report& r, const std::string& label_header) {
   Table table;
   table.columns = {{"model"},      {label_header}, {"runs"},          {"epoch_seconds_mean"}, {"epoch_seconds_stdev"},
-                   {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"}};
+                   {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"}, {"gpu_power_w"},
+                   {"gpu_energy_j_per_sample"}};
   for (const auto& model : r.models) {
     const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
@@ -73,7 +90,8 @@ Table records_table(const Report& r, const std::string& label_header) {
       const ReportCell& c = found->second;
       table.rows.push_back({model, label, Cell::integer(c.runs), Cell::number(c.epoch_mean, 3),
                             Cell::number(c.epoch_stdev, 3), format_duration(c.epoch_mean), Cell::boolean(c.projected),
-                            Cell::number(c.samples_per_s, 3), Cell::number_or_blank(c.speedup, 4)});
+                            Cell::number(c.samples_per_s, 3), Cell::number_or_blank(c.speedup, 4),
+                            Cell::number_or_blank(c.gpu_power_w, 1), Cell::number_or_blank(c.gpu_energy_j_per_sample, 4)});
     }
   }
   return table;
@@ -121,6 +139,8 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
       cell.epoch_mean = e.mean;
       cell.epoch_stdev = e.stdev;
       cell.samples_per_s = spread(rates).mean;
+      cell.gpu_power_w = mean_where_measured(runs, &ResultFile::gpu_power_w_mean);
+      cell.gpu_energy_j_per_sample = mean_where_measured(runs, &ResultFile::gpu_energy_j_per_sample);
       report.cells[model][label] = cell;
     }
   }

@@ -217,6 +217,8 @@ ResultFile load_result(const std::string& path) {
   r.steps_per_epoch = read.integer("/summary/steps_per_epoch", 0);
   r.peak_flops_per_s = read.number_if_any("/summary/peak_flops_per_s");
   r.peak_bytes_per_s = read.number_if_any("/summary/peak_bytes_per_s");
+  r.gpu_power_w_mean = read.number_if_any("/summary/gpu_power_w_mean");
+  r.gpu_energy_j_per_sample = read.number_if_any("/summary/gpu_energy_j_per_sample");
   const json* tf32 = read.find("/spec/cuda/tf32");
   r.tf32 = tf32 && tf32->is_boolean() && tf32->get<bool>();
   r.gpu = gpu_name(read, r.device);

@@ -122,8 +122,10 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_NE(render_report(r, "markdown").find("| **bert** |"), std::string::npos);
   const std::string csv = render_report(r, "csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup");
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000"), std::string::npos) << csv;
+            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup,"
+            "gpu_power_w,gpu_energy_j_per_sample");
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000,,\n"), std::string::npos) << csv;
+  EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention
   const json j = json::parse(render_report(r, "json"));
   EXPECT_EQ(j["rows"].size(), 3u);
   const std::string html = render_report(r, "html");
@@ -131,6 +133,30 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_THROW(render_report(r, "pdf"), Error);
   EXPECT_THROW(build_report(results, "host", "S9"), Error);
   EXPECT_THROW(build_report(results, "colour", ""), Error);
+}
+
+// Where results carry their GPU's power and energy (NVML), the cell shows the mean over the
+// repeats that measured them; a repeat without them does not count as zero.
+TEST_F(Analysis, ReportShowsTheGpusPowerAndEnergyWhereMeasured) {
+  json a1 = make_result("bert", "S1", 1.0, 1, 10), a2 = make_result("bert", "S1", 1.0, 1, 10);
+  json b = make_result("bert", "S2", 1.0, 1, 10);
+  a1["summary"]["gpu_power_w_mean"] = 400.0;
+  a1["summary"]["gpu_energy_j_per_sample"] = 2.0;
+  a2["summary"]["gpu_power_w_mean"] = 500.0;
+  a2["summary"]["gpu_energy_j_per_sample"] = 3.0;
+  b["summary"]["gpu_power_w_mean"] = nullptr;  // a CPU run writes null
+  const auto results = load_results({write("a1.json", a1), write("a2.json", a2), write("b.json", b)});
+  const Report r = build_report(results, "host", "S1");
+  const ReportCell& s1 = r.cells.at("bert").at("S1");
+  EXPECT_DOUBLE_EQ(*s1.gpu_power_w, 450.0);
+  EXPECT_DOUBLE_EQ(*s1.gpu_energy_j_per_sample, 2.5);
+  EXPECT_FALSE(r.cells.at("bert").at("S2").gpu_power_w.has_value());
+  const std::string table = render_report(r, "table");
+  EXPECT_NE(table.find("450 W, 2.50 J/sample"), std::string::npos) << table;
+  EXPECT_NE(table.find("J/sample: one GPU's mean power and energy per sample"), std::string::npos) << table;
+  EXPECT_NE(render_report(r, "csv").find(",450.0,2.5000\n"), std::string::npos) << render_report(r, "csv");
+  const json rows = json::parse(render_report(r, "json"))["rows"];
+  EXPECT_TRUE(rows[1]["gpu_power_w"].is_null());
 }
 
 TEST_F(Analysis, ReportCsvQuotesNamesWithCommasAndQuotes) {

@@ -29,6 +29,7 @@ struct ResultFile {
   bool stores_attention_scores = true;  // eager attention keeps [S, S] scores for backward; SDPA's kernels do not
   bool tf32 = false;  // spec.cuda.tf32: fp32 matmuls ran on TF32 tensor cores, so TF32's peak applies
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
+  std::optional<double> gpu_power_w_mean, gpu_energy_j_per_sample;  // summary: NVML's, CUDA runs only
   std::vector<ResultIteration> iterations;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
   int64_t num_samples = 0;
@@ -71,6 +72,8 @@ struct ReportCell {
   bool projected = false;                  // epoch time projected from steady steps
   double samples_per_s = 0;                // mean over repeats
   std::optional<double> speedup;           // baseline epoch time / this epoch time
+  // One GPU's mean power draw and energy per sample (NVML), over the repeats that measured them.
+  std::optional<double> gpu_power_w, gpu_energy_j_per_sample;
 };
 
 struct Report {
