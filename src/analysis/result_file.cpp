@@ -159,18 +159,19 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
       throw read.bad(where, "expected {name, calls, ms, share}");
     }
     const std::string name = entry["name"].get<std::string>();
-    double* part = name == "compute" ? &per_step.compute
-                   : name == "memory" ? &per_step.memory
-                   : name == "communication" ? &per_step.communication
-                                             : nullptr;
-    if (!part) throw read.bad(where + "/name", "expected compute, memory or communication, got " + json_text(entry["name"]));
-    *part += read.number(entry["ms"], where + "/ms") / 1e3;
+    double* part = name == "compute" ? &per_step.compute : name == "memory" ? &per_step.memory : nullptr;
+    if (!part && name != "communication") {
+      throw read.bad(where + "/name", "expected compute, memory or communication, got " + json_text(entry["name"]));
+    }
+    const double seconds = read.number(entry["ms"], where + "/ms") / 1e3;
+    if (part) *part += seconds;
   }
   // A profile that recorded no kernels (a LibTorch without CUPTI) splits nothing: the roofline
   // predicts instead of a "split" that holds the whole step.
   if (!(per_step.compute + per_step.memory > 0)) return;
   const double profiled_steps = static_cast<double>(last - first + 1);
-  for (double* part : {&per_step.compute, &per_step.memory, &per_step.communication}) *part /= profiled_steps;
+  per_step.compute /= profiled_steps;
+  per_step.memory /= profiled_steps;
   r.kernel_seconds_per_step = per_step;
 }
 

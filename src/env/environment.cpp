@@ -22,6 +22,7 @@
 
 #include "tbench/env/cpu_allocator.hpp"
 #include "tbench/env/env.hpp"
+#include "tbench/json_text.hpp"
 #include "tbench/version.hpp"
 
 namespace tbench {
@@ -45,8 +46,6 @@ std::string field_of(const std::string& path, const std::string& key, char separ
   }
   return "";
 }
-
-json nullable(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
 // Which BLAS the process really loaded: libblas.so.3 is a Debian alternative (reference BLAS,
 // OpenBLAS, ...), and it changes CPU timings by an order of magnitude.
@@ -93,12 +92,12 @@ json cpu_allocator_info() {
 }
 
 json cpu_info() {
-  return {{"model", nullable(field_of("/proc/cpuinfo", "model name", ':'))},
+  return {{"model", or_null(field_of("/proc/cpuinfo", "model name", ':'))},
           {"logical_cores", std::thread::hardware_concurrency()},
           {"physical_cores", physical_cores()},
           {"torch_threads", torch::get_num_threads()},
           {"torch_interop_threads", torch::get_num_interop_threads()},
-          {"omp_num_threads", nullable(std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "")},
+          {"omp_num_threads", or_null(std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "")},
           {"blas", loaded_blas()},
           {"allocator", cpu_allocator_info()}};
 }
@@ -183,7 +182,7 @@ json collect_env() {
       {"tbench", {{"version", version()}, {"git", git_sha()}}},
       {"torch", TORCH_VERSION},
       {"compiler", compiler()},
-      {"os", {{"name", nullable(field_of("/etc/os-release", "PRETTY_NAME", '='))},
+      {"os", {{"name", or_null(field_of("/etc/os-release", "PRETTY_NAME", '='))},
               {"kernel", std::string(uts.sysname) + " " + uts.release},
               {"arch", uts.machine}}},
       {"host", host},

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <iterator>
-#include <numeric>
+
+#include "tbench/json_text.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -19,26 +21,12 @@ std::vector<double> readings(const std::vector<GpuSample>& samples, Field field)
   return out;
 }
 
-std::optional<double> median_of(std::vector<double> v) {
-  if (v.empty()) return std::nullopt;
-  std::sort(v.begin(), v.end());
-  const std::size_t mid = v.size() / 2;
-  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
-}
-
-std::optional<double> min_of(const std::vector<double>& v) {
-  if (v.empty()) return std::nullopt;
-  return *std::min_element(v.begin(), v.end());
-}
-
-std::optional<double> max_of(const std::vector<double>& v) {
-  if (v.empty()) return std::nullopt;
-  return *std::max_element(v.begin(), v.end());
-}
-
-std::optional<double> mean_of(const std::vector<double>& v) {
-  if (v.empty()) return std::nullopt;
-  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+// The spread of one field over the samples that read it; none if no sample did.
+template <typename Field>
+std::optional<Spread> spread_of(const std::vector<GpuSample>& samples, Field field) {
+  const std::vector<double> values = readings(samples, field);
+  if (values.empty()) return std::nullopt;
+  return spread(values);
 }
 
 // Trapezoids between consecutive samples that both read the power.
@@ -52,8 +40,6 @@ std::optional<double> integrated_power_j(const std::vector<GpuSample>& samples) 
   }
   return joules;
 }
-
-json or_null(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 }  // namespace
 
@@ -80,16 +66,17 @@ GpuTelemetry summarize_gpu_samples(const std::vector<GpuSample>& samples, double
   std::vector<GpuSample> under_load;
   std::copy_if(samples.begin(), samples.end(), std::back_inserter(under_load), [](const GpuSample& s) { return !s.boundary; });
   const std::vector<GpuSample>& running = under_load.empty() ? samples : under_load;
-  const auto sm = readings(running, &GpuSample::sm_clock_mhz);
-  t.sm_clock_mhz_median = median_of(sm);
-  t.sm_clock_mhz_min = min_of(sm);
-  t.memory_clock_mhz_median = median_of(readings(running, &GpuSample::memory_clock_mhz));
-  const auto power = readings(running, &GpuSample::power_w);
-  t.power_w_mean = mean_of(power);
-  t.power_w_max = max_of(power);
-  t.temperature_c_max = max_of(readings(running, &GpuSample::temperature_c));
-  const auto counter = readings(samples, &GpuSample::energy_j);
-  if (counter.size() >= 2 && samples.front().energy_j && samples.back().energy_j) {
+  if (const auto sm = spread_of(running, &GpuSample::sm_clock_mhz)) {
+    t.sm_clock_mhz_median = sm->median;
+    t.sm_clock_mhz_min = sm->min;
+  }
+  if (const auto memory = spread_of(running, &GpuSample::memory_clock_mhz)) t.memory_clock_mhz_median = memory->median;
+  if (const auto power = spread_of(running, &GpuSample::power_w)) {
+    t.power_w_mean = power->mean;
+    t.power_w_max = power->max;
+  }
+  if (const auto temperature = spread_of(running, &GpuSample::temperature_c)) t.temperature_c_max = temperature->max;
+  if (samples.size() >= 2 && samples.front().energy_j && samples.back().energy_j) {
     t.energy_j = *samples.back().energy_j - *samples.front().energy_j;
     t.energy_source = "energy counter";
   } else if (const auto integrated = integrated_power_j(samples)) {
@@ -111,7 +98,7 @@ json to_json(const GpuTelemetry& t) {
           {"power_w_mean", or_null(t.power_w_mean)},
           {"power_w_max", or_null(t.power_w_max)},
           {"energy_j", or_null(t.energy_j)},
-          {"energy_source", t.energy_source.empty() ? json(nullptr) : json(t.energy_source)},
+          {"energy_source", or_null(t.energy_source)},
           {"temperature_c_max", or_null(t.temperature_c_max)},
           {"throttle_reasons", t.throttle_reasons}};
 }

@@ -12,13 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-template <typename T>
-json or_null(const std::optional<T>& value) {
-  return value ? json(*value) : json(nullptr);
-}
-
-json or_null(const std::string& text) { return text.empty() ? json(nullptr) : json(text); }
-
 json to_json(const TimingCheck& c) {
   return {{"method", or_null(c.method)},
           {"step_seconds", c.step_seconds},
