@@ -3,7 +3,9 @@
 // of ~dist.bucket_mb; a post-hook on each parameter's gradient accumulator counts the bucket's
 // ready gradients, and the bucket's all-reduce starts as soon as its last one has been
 // accumulated. Buckets start strictly in index order, so every rank issues the same collectives
-// in the same order. After backward the trainer waits for them all and gets the mean gradients.
+// in the same order. After backward the trainer waits for them all and gets the mean gradients:
+// on CPU the host waits; on a GPU only the stream does, so the host queues the next step while
+// the all-reduces run, as DDP's reducer lets it.
 #include <atomic>
 #include <mutex>
 #include <utility>
@@ -39,7 +41,11 @@ class GradReadyHook : public torch::autograd::FunctionPostHook {
 class BucketedGradientSync final : public GradientSync {
  public:
   BucketedGradientSync(Communicator& comm, std::vector<torch::Tensor> params, const DistSpec& spec)
-      : comm_(comm), params_(std::move(params)), every_micro_step_(spec.sync_every_micro_step) {
+      : comm_(comm),
+        params_(std::move(params)),
+        every_micro_step_(spec.sync_every_micro_step),
+        on_cuda_(params_.front().is_cuda()),
+        stop_requests_(on_cuda_ ? 1 : 0) {
     stats_.bucket_mb = spec.bucket_mb;
     stats_.sync_every_micro_step = spec.sync_every_micro_step;
     stats_.parameters = static_cast<int64_t>(params_.size());
@@ -59,7 +65,7 @@ class BucketedGradientSync final : public GradientSync {
 
   int rank() const override { return comm_.rank(); }
   int world_size() const override { return comm_.world_size(); }
-  bool stop_agreed() const override { return stop_agreed_; }
+  bool stop_agreed() override { return stop_requests_.agreed(); }
 
   void before_backward(bool last_micro_step, bool stop) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -68,8 +74,8 @@ class BucketedGradientSync final : public GradientSync {
     reducing_.store(last_micro_step || every_micro_step_);
   }
 
-  double after_backward() override {
-    if (!reducing_.load()) return 0;
+  DeferredSeconds after_backward() override {
+    if (!reducing_.load()) return {};
     {
       // Buckets whose parameters got no gradient in this backward go now (as zeros).
       std::lock_guard<std::mutex> lock(mutex_);
@@ -78,15 +84,43 @@ class BucketedGradientSync final : public GradientSync {
     }
     rethrow_hook_error();
 #if TBENCH_WITH_CUDA
-    // On a GPU the host gets here while backward's last kernels may still be running: wait for
-    // them first, so `waited` is only what the all-reduces add once the compute is done.
-    if (params_.front().is_cuda()) cuda::wait_for_current_stream(params_.front().device().index());
+    if (on_cuda_) return after_backward_on_cuda();
 #endif
     const auto start = Clock::now();
     comm_.wait_all();
-    if (params_.front().is_cuda()) torch::cuda::synchronize(params_.front().device().index());
     const double waited = seconds_since(start);
+    take_mean_gradients();
+    stop_requests_.add(stop_request_sum().clone());
+    return [waited] { return waited; };
+  }
 
+  SyncStats stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+  }
+
+ private:
+#if TBENCH_WITH_CUDA
+  // As DDP does on a GPU, nothing here waits on the host: the stream waits for the all-reduces,
+  // then averages and copies the gradients; the stop request follows to pinned memory. The wait
+  // is timed on the stream, from backward's last kernel to the last all-reduce's end.
+  DeferredSeconds after_backward_on_cuda() {
+    const int device = params_.front().device().index();
+    std::shared_ptr<cuda::StreamEvent> backward_done = cuda::record_stream_event(device);
+    comm_.wait_all();
+    std::shared_ptr<cuda::StreamEvent> reduced = cuda::record_stream_event(device);
+    take_mean_gradients();
+    const auto request = stop_request_sum();
+    auto host = torch::empty({1}, request.options().device(torch::kCPU).pinned_memory(true));
+    host.copy_(request, /*non_blocking=*/true);
+    std::shared_ptr<cuda::StreamEvent> copied = cuda::record_stream_event(device);
+    stop_requests_.add(host, [copied] { copied->synchronize(); });
+    return [backward_done, reduced] { return reduced->seconds_since(*backward_done); };
+  }
+#endif
+
+  // The buckets hold the sums over ranks: each parameter's .grad gets its mean.
+  void take_mean_gradients() {
     torch::NoGradGuard no_grad;
     const double world = static_cast<double>(comm_.world_size());
     for (auto& bucket : buckets_) {
@@ -96,17 +130,17 @@ class BucketedGradientSync final : public GradientSync {
         if (!param.grad().defined()) continue;  // no gradient on any rank: the same model everywhere
         param.grad().copy_(bucket.flat.narrow(0, bucket.offsets[j], param.numel()).view_as(param));
       }
-      if (bucket.control) stop_agreed_ = bucket.flat[bucket.flat.numel() - 1].item<double>() > 0;
     }
-    return waited;
   }
 
-  SyncStats stats() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
+  // The control bucket's last element: the ranks' stop requests, summed and divided by the world.
+  torch::Tensor stop_request_sum() const {
+    for (const auto& bucket : buckets_) {
+      if (bucket.control) return bucket.flat.narrow(0, bucket.flat.numel() - 1, 1);
+    }
+    throw std::logic_error("gradient sync: no control bucket");
   }
 
- private:
   struct Bucket {
     std::vector<std::size_t> members;  // indices into params_
     std::vector<int64_t> offsets;      // where each member starts in flat
@@ -206,6 +240,8 @@ class BucketedGradientSync final : public GradientSync {
   Communicator& comm_;
   std::vector<torch::Tensor> params_;
   const bool every_micro_step_;
+  const bool on_cuda_;
+  StopRequests stop_requests_;  // read one reduction late on a GPU
   std::vector<std::size_t> bucket_of_;
   std::vector<Bucket> buckets_;
   // The accumulator's pointer type: shared_ptr<Node> up to LibTorch 2.13, intrusive_ptr<Node> from 2.14.
@@ -214,7 +250,6 @@ class BucketedGradientSync final : public GradientSync {
   mutable std::mutex mutex_;
   std::atomic<bool> reducing_{false};
   bool local_stop_ = false;
-  bool stop_agreed_ = false;
   std::size_t next_ = 0;  // the next bucket to start: buckets start in index order on every rank
   std::exception_ptr hook_error_;
   SyncStats stats_;
@@ -244,6 +279,20 @@ std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::
                s.parameters, s.buckets, static_cast<double>(s.bucket_bytes_max) / 1048576.0,
                spec.sync_every_micro_step ? "reduced after every micro-step" : "reduced on the last micro-step");
   return sync;
+}
+
+void StopRequests::add(torch::Tensor sum, std::function<void()> arrived) {
+  unread_.push_back(Request{std::move(sum), std::move(arrived)});
+}
+
+bool StopRequests::agreed() {
+  while (unread_.size() > lag_) {
+    Request request = std::move(unread_.front());
+    unread_.pop_front();
+    if (request.arrived) request.arrived();
+    agreed_ = agreed_ || request.sum.item<double>() > 0;
+  }
+  return agreed_;
 }
 
 SyncStats sync_stats(const GradientSync* sync) {

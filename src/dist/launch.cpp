@@ -213,6 +213,11 @@ std::vector<std::string> available_backends() {
 void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   if (!env.distributed()) return;
   const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) + " processes";
+  if (spec.train.cuda_graph) {
+    throw input_error(spec.where("train.cuda_graph") + "a " + who +
+                      " cannot capture its step: the gradient all-reduces start from autograd hooks on the "
+                      "host; set train.cuda_graph to false for data-parallel runs");
+  }
   const bool cuda = spec.device.is_cuda();
   const std::string backend = cuda ? "nccl" : "gloo";
   const auto backends = available_backends();

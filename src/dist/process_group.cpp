@@ -143,9 +143,19 @@ struct Communicator::Impl {
                       std::to_string(timeout.count() / 1000) + " s; see its log)");
   }
 
+  // The host waits until the work is done (NCCL included: a timeout given to wait() makes it poll).
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) const {
     try {
       work->wait(timeout);
+    } catch (const std::exception& e) {
+      lost_contact(during, describe(e));
+    }
+  }
+
+  // NCCL: only the current stream waits for the work (wait() without a timeout); the host goes on.
+  void queue_wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) const {
+    try {
+      work->wait();
     } catch (const std::exception& e) {
       lost_contact(during, describe(e));
     }
@@ -290,7 +300,13 @@ void Communicator::wait_all() {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     pending.swap(impl_->pending);
   }
-  for (const auto& work : pending) impl_->wait(work, "a gradient all-reduce");
+  for (const auto& work : pending) {
+    if (impl_->cuda) {
+      impl_->queue_wait(work, "a gradient all-reduce");
+    } else {
+      impl_->wait(work, "a gradient all-reduce");
+    }
+  }
 }
 
 void Communicator::publish(const std::string& key, const std::string& value) {

@@ -24,7 +24,7 @@ PendingSteps::PendingSteps(std::unique_ptr<StepTimer> timer, std::size_t max_pen
     : timer_(std::move(timer)), max_pending_(std::max<std::size_t>(1, max_pending)) {}
 
 void PendingSteps::end_step(IterationRecord record, const StepOutputs& outputs) {
-  staged_.push_back(stage_on_host(outputs));
+  staged_.push_back(Staged{stage_on_host(outputs), outputs.comm_waits});
   timer_->end();
   records_.push_back(std::move(record));
 }
@@ -33,14 +33,16 @@ IterationRecord PendingSteps::complete_oldest() {
   const StepTime time = timer_->take_oldest();  // waits only if the step has not finished
   IterationRecord record = std::move(records_.front());
   records_.pop_front();
-  const torch::Tensor values = std::move(staged_.front());
+  const Staged staged = std::move(staged_.front());
   staged_.pop_front();
+  const torch::Tensor& values = staged.values;
   const float* v = values.data_ptr<float>();
   record.seconds = time.seconds;
   record.ended_at = time.ended_at;
   record.loss = static_cast<double>(v[0]);
   record.loss_scale = static_cast<double>(v[1]);
   record.skipped = record.skipped || v[2] != 0.0f;
+  for (const auto& waited : staged.comm_waits) record.comm_wait_seconds += waited();
   for (std::size_t i = 0; i < record.loss_terms.size() && 3 + static_cast<int64_t>(i) < values.numel(); ++i) {
     record.loss_terms[i].second = static_cast<double>(v[3 + i]);
   }

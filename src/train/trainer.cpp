@@ -159,6 +159,7 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
   int64_t step_samples = 0;
   for (const auto& micro : micro_batches) step_samples += static_cast<int64_t>(micro.size());
   LossTerms step_loss;
+  std::vector<DeferredSeconds> comm_waits;
   optimizer_->set_lr(record.lr);  // before the step's work: a replayed graph reads it on the device
 
   for (int64_t micro = 0; micro < micro_steps; ++micro) {
@@ -180,19 +181,23 @@ StepOutputs Trainer::run_step(const StepBatches& micro_batches, IterationRecord&
     // Each micro-batch weighs by its share of the step's samples (they differ only in a last,
     // partial step), so the step's gradient is the mean over all its samples.
     const double weight = static_cast<double>(batch.samples) / static_cast<double>(step_samples);
-    add_terms(step_loss, micro_step(inputs, labels, weight, micro == micro_steps - 1, record));
+    add_terms(step_loss, micro_step(inputs, labels, weight, micro == micro_steps - 1, comm_waits));
   }
-  return finish_step(step_loss, record);
+  StepOutputs outputs = finish_step(step_loss, record);
+  outputs.comm_waits = std::move(comm_waits);
+  return outputs;
 }
 
 LossTerms Trainer::micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight,
-                              bool last_micro_step, IterationRecord& record) {
+                              bool last_micro_step, std::vector<DeferredSeconds>& comm_waits) {
   const LossTerms loss = objective_.loss(inputs, labels);
   if (sync_) sync_->before_backward(last_micro_step, stop_requested_->load());
   scaler_->scale(loss.total * weight).backward();
   // Data-parallel: the all-reduces started during backward are awaited here, before the
   // optimizer (and the fp16 unscale and clipping) see the gradients.
-  if (sync_) record.comm_wait_seconds += sync_->after_backward();
+  if (sync_) {
+    if (auto waited = sync_->after_backward()) comm_waits.push_back(std::move(waited));
+  }
   LossTerms weighted{loss.total.detach() * weight, {}};
   for (const auto& part : loss.parts) weighted.parts.push_back(part * weight);
   return weighted;
@@ -226,14 +231,18 @@ StepOutputs Trainer::graphed_step(const ModelInputs& inputs, const torch::Tensor
 #if TBENCH_HAS_CUDA_GRAPH_STEP
   if (graph_) return graph_->replay(inputs, labels);
   // Step 1 runs eagerly, on the default stream, so lazy set-up happens before any capture.
-  if (record.global_step < kCudaGraphCaptureStep) return finish_step(micro_step(inputs, labels, 1.0, true, record), record);
+  // A graphed step has no gradient sync (check_launch refuses train.cuda_graph data-parallel).
+  std::vector<DeferredSeconds> no_comm_waits;
+  if (record.global_step < kCudaGraphCaptureStep) {
+    return finish_step(micro_step(inputs, labels, 1.0, true, no_comm_waits), record);
+  }
   StepOutputs outputs;
   graph_ = cuda::capture_step(device_, inputs, labels,
-                              [this](const ModelInputs& in, const torch::Tensor& y) {
+                              [this, &no_comm_waits](const ModelInputs& in, const torch::Tensor& y) {
                                 // The captured step touches no host-side field of its record: with
                                 // the fused AdamW nothing is read back (the spec requires it).
                                 IterationRecord unused;
-                                return finish_step(micro_step(in, y, 1.0, true, unused), unused);
+                                return finish_step(micro_step(in, y, 1.0, true, no_comm_waits), unused);
                               },
                               outputs);
   return outputs;
@@ -308,7 +317,7 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   if (gpu_monitor_) gpu_monitor_->start();
   const auto epoch_start = Clock::now();
   for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
-    // Data-parallel ranks stop together, after the step in which any of them asked to.
+    // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed).
     if (sync_ ? sync_->stop_agreed() : stop_requested_->load()) {
       run.outcome.status = RunStatus::interrupted;
       break;

@@ -401,6 +401,11 @@ TEST_F(CudaRun, NcclWorldSizeOneTrainsLikeTheSingleProcess) {
   const json result = testing::read_json(dir.file("dist.json"));
   EXPECT_EQ(result["dist"]["backend"], "nccl");
   EXPECT_EQ(result["dist"]["world_size"], 1);
+  // The all-reduce wait is timed on the stream, inside the step (the host never waited for it).
+  for (const auto& it : result["iterations"]) {
+    EXPECT_GE(it["comm_wait_seconds"].get<double>(), 0);
+    EXPECT_LE(it["comm_wait_seconds"].get<double>(), it["seconds"].get<double>());
+  }
   json single;
   ASSERT_EQ(run({"train.dropout=false"}, single), 0);
   for (std::size_t i = 0; i < single["iterations"].size(); ++i) {

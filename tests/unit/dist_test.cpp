@@ -153,6 +153,48 @@ TEST(Launch, ChecksAgainstTheSpec) {
   EXPECT_EQ(plan_steps(trainer_config(spec), 24, 1).steps_per_epoch, 3);
 }
 
+TEST(Launch, RefusesACapturedStepDataParallel) {
+  SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert", "data": {"num_samples": 24},
+                                         "train": {"batch_size": 8}})",
+                                     "s.json", false);
+  RunSpec spec = resolve_spec(doc);
+  spec.train.cuda_graph = true;  // validation would refuse it on CPU first: the launch check is tested alone
+  const LaunchEnv two = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  try {
+    check_launch(spec, two);
+    ADD_FAILURE() << "a captured step cannot start all-reduces from autograd hooks";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("train.cuda_graph"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_launch(spec, LaunchEnv{}));  // a single process may capture
+}
+
+TEST(StopRequests, WithoutLagTheNextReadSeesTheRequest) {
+  StopRequests requests(0);
+  EXPECT_FALSE(requests.agreed());
+  requests.add(torch::zeros({1}));
+  EXPECT_FALSE(requests.agreed());
+  requests.add(torch::full({1}, 0.5));  // one rank of two asked: the mean is 0.5
+  EXPECT_TRUE(requests.agreed());
+  requests.add(torch::zeros({1}));
+  EXPECT_TRUE(requests.agreed()) << "once agreed, a stop stays agreed";
+}
+
+TEST(StopRequests, ALagLeavesTheNewestUnreadAndWaitsForTheOthersToArrive) {
+  StopRequests requests(1);
+  std::vector<int> arrived;
+  requests.add(torch::zeros({1}), [&] { arrived.push_back(1); });
+  EXPECT_FALSE(requests.agreed());
+  EXPECT_TRUE(arrived.empty()) << "the newest request is not waited for";
+  requests.add(torch::ones({1}), [&] { arrived.push_back(2); });
+  EXPECT_FALSE(requests.agreed()) << "the request is read one reduction later";
+  EXPECT_EQ(arrived, (std::vector<int>{1}));
+  requests.add(torch::zeros({1}), [&] { arrived.push_back(3); });
+  EXPECT_TRUE(requests.agreed());
+  EXPECT_EQ(arrived, (std::vector<int>{1, 2}));
+}
+
 TEST(Data, ShardsTakeEveryWorldSizethSample) {
   const std::vector<int64_t> order = {9, 3, 7, 1, 0, 5, 2};
   EXPECT_EQ(shard_order(order, 0, 2), (std::vector<int64_t>{9, 7, 0, 2}));

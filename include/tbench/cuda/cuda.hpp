@@ -25,9 +25,18 @@ struct AllocatorPeaks {
 void reset_allocator_peaks(int device_index);
 AllocatorPeaks allocator_peaks(int device_index);
 
-// Blocks the host until the work queued so far on `device_index`'s current stream has run, and
-// not the other streams' (NCCL's) work (src/cuda/cuda_stream.cpp).
-void wait_for_current_stream(int device_index);
+// A timing event recorded on `device_index`'s current stream when it is made, so the host can
+// time and await one point in the queued work without waiting for the whole device
+// (src/cuda/cuda_stream.cpp).
+class StreamEvent {
+ public:
+  virtual ~StreamEvent() = default;
+  // Blocks the host until the stream has run everything queued before the event.
+  virtual void synchronize() = 0;
+  // Device seconds from `earlier` to this event; waits for this one to pass.
+  virtual double seconds_since(StreamEvent& earlier) = 0;
+};
+std::unique_ptr<StreamEvent> record_stream_event(int device_index);
 
 // Runtime, driver, cuDNN and per-device facts for `env.cuda` (src/cuda/cuda_env.cpp).
 nlohmann::json runtime_info();

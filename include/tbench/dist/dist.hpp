@@ -5,6 +5,7 @@
 // timings into rank 0's result. Without a launcher none of this runs: detect_launch() says
 // "single process" and the runner never creates a Communicator.
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -97,8 +98,10 @@ class Communicator {
   void broadcast_from_rank0(const std::vector<torch::Tensor>& tensors);
   // Starts an in-place sum all-reduce of a contiguous tensor and returns at once.
   void allreduce_async(const torch::Tensor& flat);
-  // Waits for every all-reduce started since the last call; throws CommFailure when one failed
-  // or did not finish within the timeout.
+  // Every all-reduce started since the last call is done once this returns, in stream order.
+  // Gloo: the host waits for them and a failed one, or one past the timeout, throws CommFailure.
+  // NCCL: the device's current stream waits for them and the host goes on, as DDP's does; NCCL's
+  // watchdog ends a collective that outlives the timeout.
   void wait_all();
 
   // The rendezvous store, for small messages: every rank's timings at the end.
@@ -119,6 +122,29 @@ class Communicator {
 // all-reduce started from an autograd hook as soon as its last gradient has been accumulated, so
 // communication overlaps the rest of backward. Throws a run_failed Error if the broadcast fails.
 std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::Module& model, const DistSpec& spec);
+
+// The stop requests that travel with the gradients (summed over ranks: non-zero when any rank
+// asked), read in the order they were reduced. The newest `lag` stay unread: on a GPU a request
+// reaches the host by an asynchronous copy behind its all-reduce, and reading it at once would
+// make the host wait for the step it has just queued. Every rank reads the same requests at the
+// same points, so every rank agrees before the same step.
+class StopRequests {
+ public:
+  explicit StopRequests(std::size_t lag) : lag_(lag) {}
+  // `sum` is on the host, or will be once `arrived` (empty: already there) returns.
+  void add(torch::Tensor sum, std::function<void()> arrived = {});
+  // Reads every request but the newest `lag`; true from the first non-zero one on.
+  bool agreed();
+
+ private:
+  struct Request {
+    torch::Tensor sum;
+    std::function<void()> arrived;
+  };
+  std::deque<Request> unread_;
+  std::size_t lag_;
+  bool agreed_ = false;
+};
 
 // ---- results ----------------------------------------------------------------------------------
 

@@ -9,12 +9,17 @@
 // Steps are timed first in, first out: begin() and end() bracket a step, and the oldest
 // unread step is read with oldest_done() / take_oldest().
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include <torch/torch.h>
 
 namespace tbench {
+
+// A duration inside a step that the host reads once the step has run: on CUDA the distance
+// between two events, waiting for the later one; on CPU a figure already known.
+using DeferredSeconds = std::function<double()>;
 
 struct StepTime {
   double seconds = 0;   // the step's duration

@@ -25,6 +25,7 @@ struct StepOutputs {
   torch::Tensor loss_scale;  // fp16: the scale this step used ([1] float); undefined otherwise
   torch::Tensor found_inf;   // fp16: [1] float, non-zero if the step overflowed (and was skipped)
   torch::Tensor terms;       // the loss's parts ([k] float, the record's loss_terms order); undefined: none
+  std::vector<DeferredSeconds> comm_waits;  // data-parallel: each reduced backward's wait for its all-reduces
 };
 
 class PendingSteps {
@@ -37,8 +38,8 @@ class PendingSteps {
   void begin_step() { timer_->begin(); }
   // Stages the step's outputs for the host, then closes its timing.
   void end_step(IterationRecord record, const StepOutputs& outputs);
-  // The finished steps' records, oldest first, with seconds, ended_at, loss, loss_scale, skipped
-  // and the values of loss_terms filled in. `wait_for_all`: waits for every pending step (epoch end, stop, failure).
+  // The finished steps' records, oldest first, with seconds, ended_at, loss, loss_scale, skipped,
+  // comm_wait_seconds and the values of loss_terms filled in. `wait_for_all`: waits for every pending step (epoch end, stop, failure).
   std::vector<IterationRecord> take_finished(bool wait_for_all);
   std::size_t size() const { return records_.size(); }
 
@@ -48,7 +49,11 @@ class PendingSteps {
   std::unique_ptr<StepTimer> timer_;
   std::size_t max_pending_;
   std::deque<IterationRecord> records_;
-  std::deque<torch::Tensor> staged_;  // per step on the host: [loss, loss scale, found_inf, terms...]
+  struct Staged {
+    torch::Tensor values;  // on the host: [loss, loss scale, found_inf, terms...]
+    std::vector<DeferredSeconds> comm_waits;
+  };
+  std::deque<Staged> staged_;
 };
 
 }  // namespace tbench

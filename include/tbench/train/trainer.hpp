@@ -17,6 +17,7 @@
 #include "tbench/spec/spec.hpp"
 #include "tbench/timing/clock.hpp"
 #include "tbench/timing/step_profiler.hpp"
+#include "tbench/timing/step_timer.hpp"
 #include "tbench/train/objective.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/train/train_run.hpp"
@@ -65,11 +66,15 @@ class GradientSync {
   // gradients are reduced then, or after every micro-step with dist.sync_every_micro_step).
   // `stop`: this rank was asked to stop; the request travels with the gradients.
   virtual void before_backward(bool last_micro_step, bool stop) = 0;
-  // After that backward: waits for the all-reduces it started and leaves the mean gradient over
-  // all ranks in every parameter's .grad. Returns the seconds spent waiting. Throws CommFailure.
-  virtual double after_backward() = 0;
-  // Some rank asked to stop in the last reduced step: every rank stops after the same step.
-  virtual bool stop_agreed() const = 0;
+  // After that backward: waits for the all-reduces it started (the host on CPU, the stream on a
+  // GPU) and leaves the mean gradient over all ranks in every parameter's .grad. Returns how long
+  // the step waited for them once backward was done, readable once the step has run; empty when
+  // this backward reduced nothing. Throws CommFailure.
+  virtual DeferredSeconds after_backward() = 0;
+  // Some rank asked to stop: every rank stops before the same step. Called once before each step.
+  // On CPU that is the step after the request; on a GPU one reduction later, as the request is
+  // read without making the host wait for the step it has just queued.
+  virtual bool stop_agreed() = 0;
 };
 
 // A peer rank failed, left or stopped answering: the run cannot go on (exit 4).
@@ -160,8 +165,9 @@ class Trainer {
   StepOutputs run_step(const StepBatches& micro_batches, IterationRecord& record);
   ModelInputs on_device(const ModelInputs& host, bool non_blocking) const;
   // One micro-batch's forward and backward; returns its loss terms times `weight` (device scalars).
+  // Data-parallel: the all-reduce wait it adds to `comm_waits`.
   LossTerms micro_step(const ModelInputs& inputs, const torch::Tensor& labels, double weight, bool last_micro_step,
-                       IterationRecord& record);
+                       std::vector<DeferredSeconds>& comm_waits);
   // After the micro-batches: unscale, clip, update, zero the gradients, update the loss scale.
   StepOutputs finish_step(const LossTerms& loss, IterationRecord& record);
   // train.cuda_graph: eager before kCudaGraphCaptureStep, captured at it, replayed after.
