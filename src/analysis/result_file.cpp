@@ -109,9 +109,10 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
     if (!(record.seconds > 0)) throw read.bad(where + "/seconds", "a step takes more than 0 seconds");
     record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
     record.ended_at = it.contains("ended_at") && it["ended_at"].is_number() ? it["ended_at"].get<double>() : 0.0;
+    if (it.contains("tokens")) record.tokens = read.integer(it["tokens"], where + "/tokens", 0);
+    record.profiled = it.contains("profiled") && it["profiled"].is_boolean() && it["profiled"].get<bool>();
     r.iterations.push_back(record);
-    const bool profiled = it.contains("profiled") && it["profiled"].is_boolean() && it["profiled"].get<bool>();
-    if (profiled) continue;  // timing.profile_steps: slowed by the profiler, like the summary leaves them out
+    if (record.profiled) continue;  // slowed by the profiler, like the summary leaves them out
     if (record.warmup) {
       r.warmup_seconds.push_back(record.seconds);
     } else {
@@ -142,6 +143,27 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
   }
 }
 
+// Timed steps' mean padded tokens over the profiled steps': 1 when either is unknown. A step's
+// kernels do work in proportion to its tokens, to first order, so the profiled steps' kernel time
+// scales by this to stand for a timed step when their lengths differed (dynamic padding).
+double profiled_to_timed_tokens(const ResultFile& r) {
+  double timed = 0, profiled = 0;
+  int64_t timed_steps = 0, profiled_steps = 0;
+  for (const auto& it : r.iterations) {
+    if (it.warmup && !it.profiled) continue;
+    if (it.tokens <= 0) return 1.0;
+    if (it.profiled) {
+      profiled += static_cast<double>(it.tokens);
+      ++profiled_steps;
+    } else {
+      timed += static_cast<double>(it.tokens);
+      ++timed_steps;
+    }
+  }
+  if (timed_steps == 0 || profiled_steps == 0) return 1.0;
+  return (timed / static_cast<double>(timed_steps)) / (profiled / static_cast<double>(profiled_steps));
+}
+
 // predict --target's kernel split: a device profile's profile.bounds, per profiled step.
 void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
   const json* bounds = read.find("/profile/bounds");
@@ -169,9 +191,9 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
   // A profile that recorded no kernels (a LibTorch without CUPTI) splits nothing: the roofline
   // predicts instead of a "split" that holds the whole step.
   if (!(per_step.compute + per_step.memory > 0)) return;
-  const double profiled_steps = static_cast<double>(last - first + 1);
-  per_step.compute /= profiled_steps;
-  per_step.memory /= profiled_steps;
+  const double per_timed_step = profiled_to_timed_tokens(r) / static_cast<double>(last - first + 1);
+  per_step.compute *= per_timed_step;
+  per_step.memory *= per_timed_step;
   r.kernel_seconds_per_step = per_step;
 }
 

@@ -64,8 +64,13 @@ std::string find_chromium() {
 }
 
 TEST_F(AnalysisCli, HtmlReportDrawsItsChartsInABrowser) {
+  // The 2-thread run as a GPU run would write it: its cell also shows the power and energy.
+  auto measured = testing::read_json(result(2));
+  measured["summary"]["gpu_power_w_mean"] = 421.6;
+  measured["summary"]["gpu_energy_j_per_sample"] = 1.234;
+  const std::string with_power = dir_->write("t2-power.json", measured.dump());
   const std::string html = dir_->file("report.html");
-  const auto r = run_tbench("report --format html --by threads -o " + html + " " + result(1) + " " + result(2));
+  const auto r = run_tbench("report --format html --by threads -o " + html + " " + result(1) + " " + with_power);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string chromium = find_chromium();
   if (chromium.empty()) GTEST_SKIP() << "no Chromium installed (scripts/test installs it); HTML not rendered";
@@ -83,6 +88,10 @@ TEST_F(AnalysisCli, HtmlReportDrawsItsChartsInABrowser) {
   EXPECT_EQ(charts, 3u);
   EXPECT_EQ(bars, 4u);    // 2 epoch-time bars + 2 speedup bars
   EXPECT_EQ(series, 2u);  // one throughput line per result
+  EXPECT_NE(rendered.find("422 W, 1.23 J/sample"), std::string::npos) << "the measured cell shows its power";
+  const auto first_cell = rendered.find("J/sample</td>");
+  ASSERT_NE(first_cell, std::string::npos);
+  EXPECT_EQ(rendered.find("J/sample</td>", first_cell + 1), std::string::npos) << "only the measured cell does";
 }
 
 TEST_F(AnalysisCli, PredictEpochsAndTarget) {

@@ -371,6 +371,32 @@ TEST_F(Analysis, PredictTargetScalesTheProfiledKernelsByTheirOwnRatios) {
   EXPECT_NEAR(*scored.naive_error_pct, -50, 1e-9);
 }
 
+// Dynamic padding: the profiled steps ran half the timed steps' tokens, so their kernels stand
+// for twice their time in a timed step (the same split as the test above, from half the kernels).
+TEST_F(Analysis, PredictTargetScalesTheProfiledKernelsToTheTimedStepsTokens) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  source["profile"] = device_profile(9, 10, 200, 100);
+  for (const int i : {8, 9}) {
+    source["iterations"][i]["profiled"] = true;
+    source["iterations"][i]["tokens"] = 64;  // the others ran 128
+  }
+  DeviceSpec target;
+  target.name = "Four times the FLOPs and the bandwidth";
+  target.fp32_tflops = 0.4;
+  target.memory_gbps = 4000;
+  const TargetPrediction p = predict_target(load_result(write("short-profile.json", source)), target, nullptr);
+  ASSERT_TRUE(p.source_parts);
+  EXPECT_NEAR(p.source_parts->compute, 0.2, 1e-12);
+  EXPECT_NEAR(p.source_parts->memory, 0.1, 1e-12);
+  EXPECT_NEAR(p.predicted_step_seconds, 0.175, 1e-12);
+
+  // Results that do not say how many tokens a step ran keep the profiled steps' kernel time.
+  for (auto& it : source["iterations"]) it.erase("tokens");
+  const TargetPrediction unscaled = predict_target(load_result(write("no-tokens.json", source)), target, nullptr);
+  EXPECT_NEAR(unscaled.source_parts->compute, 0.1, 1e-12);
+}
+
 // Kernels that add up to more than the mean step (streams overlapping, or steps the profiler
 // slowed) give the split, not the time: the parts still add up to the measured step.
 TEST_F(Analysis, PredictTargetKeepsTheMeasuredStepWhenKernelsOverlap) {

@@ -15,8 +15,10 @@ namespace tbench {
 // One iteration of a result, as analysis uses it.
 struct ResultIteration {
   int64_t epoch = 0, samples = 0;
+  int64_t tokens = 0;  // padded tokens this rank ran (0: an older result without them)
   double seconds = 0, ended_at = 0;
   bool warmup = false;
+  bool profiled = false;  // timing.profile_steps: slowed by the profiler, kept out of step_seconds
 };
 
 // One result file, with the figures analysis needs pulled out of it and checked by load_result;
@@ -37,7 +39,8 @@ struct ResultFile {
   std::optional<double> comm_share;  // data-parallel: share of step time spent waiting for all-reduces
   // A CUDA run's kernel profile (timing.profile_steps, profile.bounds), per profiled step: the
   // device seconds of kernels bound by compute and by memory bandwidth (communication is left in
-  // the rest of the step, which predict --target holds as measured).
+  // the rest of the step, which predict --target holds as measured). Scaled to the timed steps'
+  // mean padded tokens where the profiled steps ran other lengths (dynamic padding).
   struct KernelSeconds {
     double compute = 0, memory = 0;
   };
