@@ -32,6 +32,12 @@ MLM_GRADIENTS = {
 }
 
 
+# XLNet's permutation LM (XLNetLMHeadModel): the tied word embeddings, the query stream's start
+# (mask_emb), attention and feed-forward weights both streams share, and the head's bias.
+PLM_GRADIENTS = ["transformer.word_embedding.weight", "transformer.mask_emb", "transformer.layer.0.rel_attn.q",
+                 "transformer.layer.1.rel_attn.r_w_bias", "transformer.layer.1.ff.layer_1.weight", "lm_loss.bias"]
+
+
 def make_mlm_labels(ids, mask):
     """Targets at every fourth real position (from the second), -100 (no loss) elsewhere."""
     labels = torch.full_like(ids, -100)

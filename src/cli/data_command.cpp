@@ -119,6 +119,13 @@ int data_command() {
               << " mask/random/keep, mask id " << m["mask_token_id"] << ", never " << json_text(m["never_masked"])
               << " (new masks every epoch)\n";
   }
+  if (report["permutation"].is_object()) {
+    const json& m = report["permutation"];
+    std::cout << "permutation LM: spans of up to " << m["max_span_length"] << " tokens, each "
+              << format_fixed(100 * m["probability"].get<double>(), 1) << "% of its context, mask id "
+              << m["mask_token_id"] << ", never " << json_text(m["never_masked"])
+              << " (new spans and orders every epoch)\n";
+  }
   const json& p = report["padding_efficiency"];
   std::cout << "  max_length          " << format_fixed(p["max_length"].get<double>(), 3) << "\n"
             << "  longest             " << format_fixed(p["longest"].get<double>(), 3) << "\n"

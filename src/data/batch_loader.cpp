@@ -21,11 +21,10 @@ Batch BatchLoader::make(const std::vector<int64_t>& indices, int64_t epoch) cons
   Batch batch = collate(samples_, indices, collate_, epoch);
   if (pin_memory_) {
     // Page-locked host memory lets the host-to-device copy run asynchronously (non_blocking).
-    batch.inputs.input_ids = batch.inputs.input_ids.pin_memory();
-    batch.inputs.attention_mask = batch.inputs.attention_mask.pin_memory();
-    batch.inputs.token_type_ids = batch.inputs.token_type_ids.pin_memory();
-    batch.labels = batch.labels.pin_memory();
-    if (batch.inputs.scored_positions.defined()) batch.inputs.scored_positions = batch.inputs.scored_positions.pin_memory();
+    for (auto* t : {&batch.inputs.input_ids, &batch.inputs.attention_mask, &batch.inputs.token_type_ids,
+                    &batch.inputs.scored_positions, &batch.inputs.perm_mask, &batch.inputs.target_mapping, &batch.labels}) {
+      if (t->defined()) *t = t->pin_memory();  // the optional ones: only the tasks that use them
+    }
   }
   return batch;
 }

@@ -14,7 +14,8 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
     real_tokens += samples.length(i);
   }
   const int64_t rows = static_cast<int64_t>(indices.size());
-  const int64_t width = o.padding == Padding::max_length ? o.seq_len : longest;
+  int64_t width = o.padding == Padding::max_length ? o.seq_len : longest;
+  if (o.permutation.enabled && width % 2 != 0) ++width;  // the permutation needs two equal halves
   // Samples are truncated to seq_len when read; a longer one here would be written past its row.
   if (longest > width) {
     throw std::length_error("collate: a sample of " + std::to_string(longest) + " tokens does not fit the padded length " +
@@ -50,6 +51,7 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   batch.tokens = rows * width;
   batch.real_tokens = real_tokens;
   if (o.masking.enabled) apply_masking(batch, indices, o.masking, epoch);
+  if (o.permutation.enabled) apply_permutation_masking(batch, indices, o.permutation, epoch);
   return batch;
 }
 

@@ -337,11 +337,46 @@ TokenizerOptions resolve_tokenizer_options(const RunSpec& spec, const ModelConfi
 
 namespace {
 
-// The masked-LM corruption for a run: the tokenizer's mask and special tokens, or for data made
-// without one, the family's (BERT's [MASK] is 103 in every HF vocabulary, RoBERTa's <mask> its last id).
+// The token that replaces a target, and the tokens that are never targets: the tokenizer's, or for
+// data made without one, the family's (BERT's [MASK] is 103 in every HF vocabulary, RoBERTa's
+// <mask> its last id, XLNet's <mask> 6). `field` is the spec's mask_token_id (-1: unset).
+struct MaskTokens {
+  int64_t mask_token_id = 0;
+  std::vector<int64_t> special_ids;  // sorted, unique, the mask token included
+};
+
+MaskTokens mask_tokens_for(const RunSpec& spec, const ModelConfig& model, const std::optional<SpecialTokenIds>& special,
+                           const std::string& field, int64_t given) {
+  MaskTokens m;
+  // HF's all_special_ids: [CLS] [SEP] [PAD] [UNK] [MASK] (RoBERTa's <s> </s> <pad> <unk> <mask>).
+  m.special_ids = {model.pad_token_id};
+  if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
+  if (given >= 0) {
+    m.mask_token_id = given;
+  } else if (special && special->mask >= 0) {
+    m.mask_token_id = special->mask;
+  } else if (special) {
+    fail_field(spec, field, "the tokenizer has no mask token ([MASK] or <mask>): set " + field);
+  } else {
+    const int64_t family = model.arch == Architecture::roberta ? model.vocab_size - 1
+                           : model.arch == Architecture::xlnet ? 6
+                                                               : 103;
+    m.mask_token_id = family < model.vocab_size ? family : model.vocab_size - 1;
+  }
+  if (m.mask_token_id >= model.vocab_size) {
+    fail_field(spec, field, std::to_string(m.mask_token_id) + " is not an id of " + model.name + " (vocab_size " +
+                                std::to_string(model.vocab_size) + ")");
+  }
+  m.special_ids.push_back(m.mask_token_id);
+  std::sort(m.special_ids.begin(), m.special_ids.end());
+  m.special_ids.erase(std::unique(m.special_ids.begin(), m.special_ids.end()), m.special_ids.end());
+  return m;
+}
+
+// The masked-LM corruption for a run (task mlm, distillation).
 MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const std::optional<SpecialTokenIds>& special) {
   MaskingOptions m;
-  if (spec.task == Task::classification) return m;
+  if (spec.task != Task::mlm && spec.task != Task::distillation) return m;
   m.enabled = true;
   m.probability = spec.mlm.probability;
   m.mask_fraction = spec.mlm.mask_fraction;
@@ -349,27 +384,32 @@ MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const 
   m.vocab_size = model.vocab_size;
   m.seed = spec.data.seed;
   m.list_scored_positions = spec.mlm.sparse_prediction;
-  // HF's all_special_ids: [CLS] [SEP] [PAD] [UNK] [MASK] (RoBERTa's <s> </s> <pad> <unk> <mask>).
-  m.special_ids = {model.pad_token_id};
-  if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
-  if (spec.mlm.mask_token_id >= 0) {
-    m.mask_token_id = spec.mlm.mask_token_id;
-  } else if (special && special->mask >= 0) {
-    m.mask_token_id = special->mask;
-  } else if (special) {
-    fail_field(spec, "mlm.mask_token_id", "the tokenizer has no mask token ([MASK] or <mask>): set mlm.mask_token_id");
-  } else {
-    const int64_t family = model.arch == Architecture::roberta ? model.vocab_size - 1 : 103;
-    m.mask_token_id = family < model.vocab_size ? family : model.vocab_size - 1;
-  }
-  if (m.mask_token_id >= model.vocab_size) {
-    fail_field(spec, "mlm.mask_token_id", std::to_string(m.mask_token_id) + " is not an id of " + model.name +
-                                              " (vocab_size " + std::to_string(model.vocab_size) + ")");
-  }
-  m.special_ids.push_back(m.mask_token_id);
-  std::sort(m.special_ids.begin(), m.special_ids.end());
-  m.special_ids.erase(std::unique(m.special_ids.begin(), m.special_ids.end()), m.special_ids.end());
+  const MaskTokens tokens = mask_tokens_for(spec, model, special, "mlm.mask_token_id", spec.mlm.mask_token_id);
+  m.mask_token_id = tokens.mask_token_id;
+  m.special_ids = tokens.special_ids;
   return m;
+}
+
+// XLNet's permutation-LM corruption for a run (task plm).
+PermutationOptions permutation_for(const RunSpec& spec, const ModelConfig& model,
+                                   const std::optional<SpecialTokenIds>& special) {
+  PermutationOptions p;
+  if (spec.task != Task::plm) return p;
+  p.enabled = true;
+  p.probability = spec.plm.probability;
+  p.max_span_length = spec.plm.max_span_length;
+  p.seed = spec.data.seed;
+  const MaskTokens tokens = mask_tokens_for(spec, model, special, "plm.mask_token_id", spec.plm.mask_token_id);
+  p.mask_token_id = tokens.mask_token_id;
+  p.special_ids = tokens.special_ids;
+  return p;
+}
+
+json describe_permutation(const PermutationOptions& p) {
+  if (!p.enabled) return nullptr;
+  return {{"probability", p.probability},       {"max_span_length", p.max_span_length},
+          {"mask_token_id", p.mask_token_id},   {"never_masked", p.special_ids},
+          {"dynamic", true}};
 }
 
 json describe_masking(const MaskingOptions& m) {
@@ -388,7 +428,8 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
   split_eval(spec, std::move(loaded.samples), out);
 
   out.collate = {spec.data.seq_len, spec.data.padding, model.pad_token_id, loaded.padding.pad_token_type_id,
-                 loaded.padding.pads_left, masking_for(spec, model, loaded.special)};
+                 loaded.padding.pads_left, masking_for(spec, model, loaded.special),
+                 permutation_for(spec, model, loaded.special)};
   out.description = {{"source", to_string(spec.data.source)},
                      {"path", spec.data.path.empty() ? json(nullptr) : json(spec.data.path)},
                      {"samples", total},
@@ -402,7 +443,8 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
                      {"tokenizer", loaded.tokenizer},
                      {"cache", loaded.cache},
                      {"corpus", loaded.corpus},
-                     {"masking", describe_masking(out.collate.masking)}};
+                     {"masking", describe_masking(out.collate.masking)},
+                     {"permutation", describe_permutation(out.collate.permutation)}};
   if (truncated > 0) {
     spdlog::info("{} of {} samples were longer than data.seq_len {} and were truncated", truncated, total, spec.data.seq_len);
   }

@@ -1,5 +1,5 @@
 // The architecture registry: ModelConfig -> the matching *ForSequenceClassification or
-// *ForMaskedLM module.
+// *ForMaskedLM module (XLNet: XLNetLMHeadModel).
 #include "tbench/errors.hpp"
 #include "tbench/models/architectures.hpp"
 
@@ -24,6 +24,12 @@ std::shared_ptr<MaskedLanguageModel> build_masked_lm(const ModelConfig& config) 
   }
   throw Error(ExitCode::bad_input, config.source + ": " + config.name + " is " + to_string(config.arch) +
                                        ", which pre-trains with permutation LM, not masked LM");
+}
+
+std::shared_ptr<MaskedLanguageModel> build_permutation_lm(const ModelConfig& config) {
+  if (config.arch == Architecture::xlnet) return xlnet::make_permutation_lm(config);
+  throw Error(ExitCode::bad_input, config.source + ": " + config.name + " is " + to_string(config.arch) +
+                                       ": permutation LM is XLNet's pre-training (the others pre-train with masked LM)");
 }
 
 int64_t count_parameters(const torch::nn::Module& module) {

@@ -42,6 +42,19 @@ double xlnet_layer_flops(const ModelConfig& c, int64_t s) {
   return projections + ffn + attention;
 }
 
+// Permutation LM's query stream, m targets over s positions, in each block: its q and o
+// projections and FFN at the targets, the two target-mapping matmuls, and its own scores over all
+// s positions against the content stream's keys (k, v and r are the content stream's, counted there).
+double xlnet_query_stream_flops(const ModelConfig& c, int64_t s, int64_t m) {
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double heads = static_cast<double>(c.num_heads * c.head_dim());
+  const double projections = 2.0 * 2 * h * heads * m;  // q, o
+  const double mapping = 2.0 * 2 * m * s * heads;       // targets to positions and back
+  const double ffn = 2.0 * 2 * h * f * m;
+  const double attention = 2.0 * s * s * heads + 2.0 * s * (2 * s) * heads + 2.0 * s * 2 * heads + 2.0 * s * s * heads;
+  return projections + mapping + ffn + attention;
+}
+
 // HF's masked-LM heads: transform dense + LayerNorm + a bias per token (the decoder's weight is the
 // tied word embeddings, counted once there).
 int64_t masked_lm_head_params(const ModelConfig& c) {
@@ -90,7 +103,13 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
       layer_flops = xlnet_layer_flops(c, seq_len);
       break;
   }
-  if (task != Task::classification) {
+  if (task == Task::plm) {
+    // XLNetLMHeadModel, every position a target (HF's collator): the query stream beside the
+    // content stream, then lm_loss (weight tied to the word embedding, so only its bias is new).
+    cost.classifier_params = cost.base_params + c.vocab_size;
+    layer_flops += xlnet_query_stream_flops(c, seq_len, seq_len);
+    head_flops = 2.0 * static_cast<double>(seq_len) * static_cast<double>(h) * static_cast<double>(c.vocab_size);
+  } else if (task != Task::classification) {
     // *ForMaskedLM: the base without a pooler, then the masked-LM head on every position.
     const bool has_pooler = c.arch == Architecture::bert || c.arch == Architecture::roberta;
     const int64_t base = cost.base_params - (has_pooler ? linear_params(h, h) : 0);

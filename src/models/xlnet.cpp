@@ -1,20 +1,23 @@
-// XLNet for sequence classification (Yang et al., 2019), laid out as HF's
-// XLNetForSequenceClassification so state_dict keys match:
+// XLNet (Yang et al., 2019), laid out as HF's XLNetForSequenceClassification and XLNetLMHeadModel
+// so state_dict keys match:
 //   transformer.word_embedding, transformer.mask_emb
 //   transformer.layer.N.rel_attn.{q,k,v,o,r}            [d_model, n_head, d_head], no biases
 //   transformer.layer.N.rel_attn.{r_r,r_s,r_w}_bias      [n_head, d_head]
 //   transformer.layer.N.rel_attn.seg_embed               [2, n_head, d_head]
 //   transformer.layer.N.rel_attn.layer_norm, transformer.layer.N.ff.{layer_1,layer_2,layer_norm}
-//   sequence_summary.summary, logits_proj
+//   classifier: sequence_summary.summary, logits_proj
+//   permutation LM: lm_loss.bias; lm_loss.weight is transformer.word_embedding.weight (tied)
 //
-// This is the model HF fine-tunes: the content stream only (no query stream, permutation mask or
-// memory; mask_emb exists but is unused), bidirectional attention over relative positions without
-// clamping, and a head on the last token, which is <cls> because XLNet's tokenizer pads on the
-// left. Tensors are batch-first here ([B, S, d_model], heads [B, n_head, S, d_head]); HF works in
-// [S, B] but computes the same sums.
+// Fine-tuning runs the content stream only: bidirectional attention over relative positions
+// without clamping, and a head on the last token, which is <cls> because XLNet's tokenizer pads on
+// the left. Pre-training (permutation LM) adds the query stream, which starts from mask_emb at
+// each target and attends under the permutation mask. No memory (mems) in either. Tensors are
+// batch-first here ([B, S, d_model], heads [B, n_head, S, d_head]); HF works in [S, B] but
+// computes the same sums.
 #include "tbench/models/xlnet.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "tbench/models/architectures.hpp"
 #include "tbench/models/layers.hpp"
@@ -52,13 +55,16 @@ torch::Tensor project_heads(const torch::Tensor& x, const torch::Tensor& w) {
       .transpose(1, 2);
 }
 
-// Relative multi-head attention (HF's XLNetRelativeAttention, content stream). For query i and key
-// j, with R_{i-j} the sinusoid of their distance:
+// Relative multi-head attention (HF's XLNetRelativeAttention). For query i and key j, with R_{i-j}
+// the sinusoid of their distance:
 //   score_ij = [ (q_i + r_w_bias) . k_j                 content            (HF's ac)
 //              + (q_i + r_r_bias) . (W_r R_{i-j})       position           (bd)
 //              + (q_i + r_s_bias) . seg_embed[s_ij] ]   segment            (ef)
 //              / sqrt(d_head) + mask_ij
-// where s_ij is 0 if tokens i and j have the same token type and 1 if not.
+// where s_ij is 0 if tokens i and j have the same token type and 1 if not. Keys and values always
+// come from the content stream h. Pre-training adds a second stream of queries, g (two-stream
+// attention): it attends with the same weights, under a mask that also hides each target from
+// itself, so g_i can predict token i without seeing it.
 class RelativeAttentionImpl : public torch::nn::Module {
  public:
   explicit RelativeAttentionImpl(const ModelConfig& c)
@@ -84,19 +90,48 @@ class RelativeAttentionImpl : public torch::nn::Module {
     for (auto* p : {&q_, &k_, &v_, &o_, &r_, &r_r_bias_, &r_s_bias_, &r_w_bias_, &seg_embed_}) p->normal_(0.0, std);
   }
 
-  // h: [B, S, d_model]; positions: the encodings of distances S .. 1-S, [B or 1, 2S, d_model];
-  // other_segment: [B, 1, S, S] bool, or undefined for no segment term; mask: [B, 1, S, S] or undefined.
+  // The content stream alone (fine-tuning). h: [B, S, d_model]; positions: the encodings of
+  // distances S .. 1-S, [B or 1, 2S, d_model]; other_segment: [B, 1, S, S] bool, or undefined for
+  // no segment term; mask: [B, 1, S, S] additive, or undefined.
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& positions, const torch::Tensor& other_segment,
                         const torch::Tensor& mask) {
-    const auto batch = h.size(0), seq = h.size(1);
-    const auto per_head = [&](const torch::Tensor& bias) { return bias.view({heads_, 1, head_dim_}); };
-    auto q = project_heads(h, q_);
-    auto k = project_heads(h, k_);
-    auto v = project_heads(h, v_);
-    auto k_r = project_heads(positions, r_);  // [B or 1, H, 2S, D]
+    const Keys keys = keys_of(h, positions);
+    return post_attention(h, attend(project_heads(h, q_), keys, other_segment, mask));
+  }
 
-    auto ac = torch::matmul(q + per_head(r_w_bias_), k.transpose(-1, -2));                             // [B, H, S, S]
-    auto bd = rel_shift(torch::matmul(q + per_head(r_r_bias_), k_r.transpose(-1, -2)), seq);           // [B, H, S, S]
+  // Both streams (pre-training). g: [B, M, d_model], the query stream at the M targets;
+  // target_mapping: [B, M, S], one-hot rows placing target m at its position; mask_g also hides
+  // each position from itself. Returns the new h and g.
+  std::pair<torch::Tensor, torch::Tensor> forward(const torch::Tensor& h, const torch::Tensor& g,
+                                                  const torch::Tensor& positions, const torch::Tensor& other_segment,
+                                                  const torch::Tensor& mask_h, const torch::Tensor& mask_g,
+                                                  const torch::Tensor& target_mapping) {
+    const Keys keys = keys_of(h, positions);
+    auto out_h = post_attention(h, attend(project_heads(h, q_), keys, other_segment, mask_h));
+    // g's queries move to their targets' positions, attend there, and the results move back.
+    const auto mapping = target_mapping.unsqueeze(1);                                   // [B, 1, M, S]
+    const auto q_g = torch::matmul(mapping.transpose(-1, -2), project_heads(g, q_));    // [B, H, S, D]
+    const auto heads_g = torch::matmul(mapping, attend(q_g, keys, other_segment, mask_g));  // [B, H, M, D]
+    return {out_h, post_attention(g, heads_g)};
+  }
+
+ private:
+  struct Keys {
+    torch::Tensor k, v;  // content keys and values [B, H, S, D]
+    torch::Tensor k_r;   // the distances' keys [B or 1, H, 2S, D]
+  };
+
+  Keys keys_of(const torch::Tensor& h, const torch::Tensor& positions) {
+    return {project_heads(h, k_), project_heads(h, v_), project_heads(positions, r_)};
+  }
+
+  // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] over the keys, [B, H, S, D].
+  torch::Tensor attend(const torch::Tensor& q, const Keys& keys, const torch::Tensor& other_segment,
+                       const torch::Tensor& mask) {
+    const auto seq = keys.k.size(2);
+    const auto per_head = [&](const torch::Tensor& bias) { return bias.view({heads_, 1, head_dim_}); };
+    auto ac = torch::matmul(q + per_head(r_w_bias_), keys.k.transpose(-1, -2));                        // [B, H, S, S]
+    auto bd = rel_shift(torch::matmul(q + per_head(r_r_bias_), keys.k_r.transpose(-1, -2)), seq);      // [B, H, S, S]
     auto scores = ac + bd;
     if (other_segment.defined()) {
       auto ef = torch::matmul(q + per_head(r_s_bias_), seg_embed_.permute({1, 2, 0}));  // [B, H, S, 2]
@@ -105,14 +140,17 @@ class RelativeAttentionImpl : public torch::nn::Module {
     scores = scores * scale_;
     if (mask.defined()) scores = scores + mask;
     auto probs = torch::dropout(torch::softmax(scores, -1), dropout_p_, is_training());
-
-    auto context = torch::matmul(probs, v).transpose(1, 2).reshape({batch, seq, heads_ * head_dim_});
-    auto out = torch::matmul(context, o_.view({o_.size(0), heads_ * head_dim_}).t());  // HF: "ibnd,hnd->ibh"
-    // Post-attention: LayerNorm(h + Dropout(W_o · attention))
-    return layer_norm_(dropout_(out) + h);
+    return torch::matmul(probs, keys.v);
   }
 
- private:
+  // LayerNorm(residual + Dropout(W_o · attention)), heads [B, H, L, D] -> [B, L, d_model].
+  torch::Tensor post_attention(const torch::Tensor& residual, const torch::Tensor& heads) {
+    const auto batch = heads.size(0), length = heads.size(2);
+    auto context = heads.transpose(1, 2).reshape({batch, length, heads_ * head_dim_});
+    auto out = torch::matmul(context, o_.view({o_.size(0), heads_ * head_dim_}).t());  // HF: "ibnd,hnd->ibh"
+    return layer_norm_(dropout_(out) + residual);
+  }
+
   int64_t heads_, head_dim_;
   double dropout_p_, scale_;
   torch::Tensor q_, k_, v_, o_, r_, r_r_bias_, r_s_bias_, r_w_bias_, seg_embed_;
@@ -144,6 +182,7 @@ class FeedForwardImpl : public torch::nn::Module {
 };
 TORCH_MODULE(FeedForward);
 
+// One block: relative attention, then the feed-forward network, applied to each stream.
 class LayerImpl : public torch::nn::Module {
  public:
   explicit LayerImpl(const ModelConfig& c) {
@@ -151,82 +190,156 @@ class LayerImpl : public torch::nn::Module {
     ff = register_module("ff", FeedForward(c));
   }
 
-  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& positions, const torch::Tensor& other_segment,
-                        const torch::Tensor& mask) {
-    return ff(rel_attn(h, positions, other_segment, mask));
-  }
-
   RelativeAttention rel_attn{nullptr};
   FeedForward ff{nullptr};
 };
 TORCH_MODULE(Layer);
 
-class ForSequenceClassification : public SequenceClassifier {
+// HF's XLNetModel without memory ("bi" attention, no mems): the embedding, the blocks, and the
+// masks. With inputs.target_mapping the query stream runs beside the content stream and is what
+// comes out; without it, the content stream.
+class TransformerImpl : public torch::nn::Module {
  public:
-  ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : d_model_(c.hidden_size), dropout_p_(c.hidden_dropout) {
-    const int64_t d = c.hidden_size;
-    auto transformer = add_group(*this, "transformer");
-    word_embedding_ = transformer->register_module("word_embedding", torch::nn::Embedding(c.vocab_size, d));
-    // The query stream's <mask> embedding: pre-training only, but part of HF's state_dict.
-    mask_emb_ = transformer->register_parameter("mask_emb", torch::empty({1, 1, d}));
-    layers_ = transformer->register_module("layer", torch::nn::ModuleList());
+  explicit TransformerImpl(const ModelConfig& c) : d_model_(c.hidden_size), dropout_p_(c.hidden_dropout) {
+    word_embedding = register_module("word_embedding", torch::nn::Embedding(c.vocab_size, c.hidden_size));
+    // The query stream's starting point at every target: a learnt <mask> embedding.
+    mask_emb_ = register_parameter("mask_emb", torch::empty({1, 1, c.hidden_size}));
+    layers_ = register_module("layer", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) layers_->push_back(Layer(c));
-    dropout_ = transformer->register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
-    auto sequence_summary = add_group(*this, "sequence_summary");
-    summary_ = sequence_summary->register_module("summary", layers::linear(d, d));
-    summary_dropout_ = sequence_summary->register_module("last_dropout", torch::nn::Dropout(c.classifier_dropout));
-    logits_proj_ = register_module("logits_proj", layers::linear(d, num_labels));
-
-    layers::init_weights(*this, c.initializer_range);
-    torch::NoGradGuard no_grad;
-    mask_emb_.normal_(0.0, c.initializer_range);
-    for (const auto& layer : *layers_) layer->as<Layer>()->rel_attn->init_weights(c.initializer_range);
+    dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
   }
 
-  torch::Tensor forward(const ModelInputs& in) override {
+  void init_weights(double std) {
+    torch::NoGradGuard no_grad;
+    mask_emb_.normal_(0.0, std);
+    for (const auto& layer : *layers_) layer->as<Layer>()->rel_attn->init_weights(std);
+  }
+
+  // The last block's output, [B, S, d_model] (content stream) or [B, M, d_model] (query stream),
+  // before the final dropout, which callers apply where they read it.
+  torch::Tensor forward(const ModelInputs& in) {
     const auto seq = in.input_ids.size(1);
-    const auto dtype = word_embedding_->weight.scalar_type();
-    auto h = dropout_(word_embedding_(in.input_ids));  // [B, S, d_model]
+    const auto dtype = word_embedding->weight.scalar_type();
+    auto h = dropout(word_embedding(in.input_ids));  // [B, S, d_model]
+    torch::Tensor g;
+    if (in.target_mapping.defined()) {
+      g = dropout(mask_emb_.expand({h.size(0), in.target_mapping.size(1), -1}));  // [B, M, d_model]
+    }
 
     // Encodings of the distances S .. 1-S, shared by all layers. HF expands them over the batch
     // before dropout, so each sequence gets its own dropout mask while training.
     auto positions = positional_encoding(relative_positions(seq, seq, h.device()), d_model_).to(dtype).unsqueeze(0);
     if (is_training() && dropout_p_ > 0) positions = positions.expand({h.size(0), -1, -1});
-    positions = dropout_(positions);
+    positions = dropout(positions);
 
-    // Padding keys are masked (HF's non_tgt_mask: input_mask = 1 - attention_mask, except on the
-    // diagonal, so a padding query still attends to itself), with HF's additive -1e30.
-    torch::Tensor mask;
-    if (in.attention_mask.defined()) {
-      auto padding_key = in.attention_mask.lt(1).unsqueeze(1);  // [B, 1, S]
-      auto index = torch::arange(seq, in.attention_mask.options().dtype(torch::kLong));
-      auto off_diagonal = index.unsqueeze(1).ne(index.unsqueeze(0)).unsqueeze(0);  // [1, S, S]
-      auto masked = torch::logical_and(padding_key, off_diagonal);             // [B, S, S]
-      mask = masked.unsqueeze(1).to(dtype) * (dtype == torch::kHalf ? -65500.0 : -1e30);
-    }
     // Segments are relative: only whether two tokens' token types differ matters.
     torch::Tensor other_segment;
     if (in.token_type_ids.defined()) {
       other_segment = in.token_type_ids.unsqueeze(2).ne(in.token_type_ids.unsqueeze(1)).unsqueeze(1);  // [B, 1, S, S]
     }
 
-    for (const auto& layer : *layers_) h = layer->as<Layer>()->forward(h, positions, other_segment, mask);
+    const auto hidden = hidden_keys(in, seq);  // [B, S, S] bool, or undefined
+    torch::Tensor mask_h, mask_g;
+    if (hidden.defined()) {
+      // HF's non_tgt_mask: the content stream always sees its own position.
+      auto index = torch::arange(seq, torch::TensorOptions(torch::kLong).device(h.device()));
+      auto off_diagonal = index.unsqueeze(1).ne(index.unsqueeze(0)).unsqueeze(0);  // [1, S, S]
+      mask_h = additive(torch::logical_and(hidden, off_diagonal), dtype);
+      mask_g = additive(hidden, dtype);
+    }
 
+    for (const auto& item : *layers_) {
+      auto& layer = *item->as<Layer>();
+      if (g.defined()) {
+        auto [new_h, new_g] = layer.rel_attn->forward(h, g, positions, other_segment, mask_h, mask_g, in.target_mapping);
+        g = layer.ff(new_g);
+        h = layer.ff(new_h);
+      } else {
+        h = layer.ff(layer.rel_attn->forward(h, positions, other_segment, mask_h));
+      }
+    }
+    return g.defined() ? g : h;
+  }
+
+  torch::nn::Embedding word_embedding{nullptr};
+  torch::nn::Dropout dropout{nullptr};
+
+ private:
+  // HF's data mask: key j is hidden from query i when j is padding (attention_mask 0) or when
+  // the permutation puts j at or after i (perm_mask 1). Undefined: nothing is hidden.
+  static torch::Tensor hidden_keys(const ModelInputs& in, int64_t seq) {
+    torch::Tensor hidden;
+    if (in.attention_mask.defined()) hidden = in.attention_mask.lt(1).unsqueeze(1).expand({-1, seq, -1});
+    if (in.perm_mask.defined()) {
+      const auto permuted = in.perm_mask.gt(0);
+      hidden = hidden.defined() ? torch::logical_or(hidden, permuted) : permuted;
+    }
+    return hidden;
+  }
+
+  // HF adds -1e30 where a key is hidden (-65500 in fp16).
+  static torch::Tensor additive(const torch::Tensor& hidden, torch::ScalarType dtype) {
+    return hidden.unsqueeze(1).to(dtype) * (dtype == torch::kHalf ? -65500.0 : -1e30);
+  }
+
+  int64_t d_model_;
+  double dropout_p_;
+  torch::Tensor mask_emb_;
+  torch::nn::ModuleList layers_{nullptr};
+};
+TORCH_MODULE(Transformer);
+
+class ForSequenceClassification : public SequenceClassifier {
+ public:
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
+    const int64_t d = c.hidden_size;
+    transformer_ = register_module("transformer", Transformer(c));
+    auto sequence_summary = add_group(*this, "sequence_summary");
+    summary_ = sequence_summary->register_module("summary", layers::linear(d, d));
+    summary_dropout_ = sequence_summary->register_module("last_dropout", torch::nn::Dropout(c.classifier_dropout));
+    logits_proj_ = register_module("logits_proj", layers::linear(d, num_labels));
+
+    layers::init_weights(*this, c.initializer_range);
+    transformer_->init_weights(c.initializer_range);
+  }
+
+  torch::Tensor forward(const ModelInputs& in) override {
+    const auto h = transformer_->forward(in);
     // Sequence summary on the last token: dropout -> summary -> tanh -> dropout -> logits_proj.
     // (HF drops out every position's output; only the last one is read.)
-    auto last = dropout_(h.select(1, seq - 1));
+    auto last = transformer_->dropout(h.select(1, h.size(1) - 1));
     return logits_proj_(summary_dropout_(torch::tanh(summary_(last))));
   }
 
  private:
-  int64_t d_model_;
-  double dropout_p_;
-  torch::nn::Embedding word_embedding_{nullptr};
-  torch::Tensor mask_emb_;
-  torch::nn::ModuleList layers_{nullptr};
-  torch::nn::Dropout dropout_{nullptr}, summary_dropout_{nullptr};
+  Transformer transformer_{nullptr};
+  torch::nn::Dropout summary_dropout_{nullptr};
   layers::Linear summary_{nullptr}, logits_proj_{nullptr};
+};
+
+// HF's XLNetLMHeadModel: the query stream's output at each target, scored against the word
+// embeddings (lm_loss.weight is tied to them) plus lm_loss.bias. inputs.scored_positions, if
+// given, picks the [B * M] rows to score, as the masked-LM heads do.
+class LMHeadModel : public MaskedLanguageModel {
+ public:
+  explicit LMHeadModel(const ModelConfig& c) {
+    transformer_ = register_module("transformer", Transformer(c));
+    lm_bias_ = add_group(*this, "lm_loss")->register_parameter("bias", torch::zeros({c.vocab_size}));
+    layers::init_weights(*this, c.initializer_range);
+    transformer_->init_weights(c.initializer_range);
+  }
+
+  MaskedLmOutputs forward(const ModelInputs& in) override {
+    auto hidden = transformer_->dropout(transformer_->forward(in));
+    const auto rows = in.scored_positions.defined()
+                          ? hidden.reshape({-1, hidden.size(-1)}).index_select(0, in.scored_positions)
+                          : hidden;
+    return {torch::linear(rows, transformer_->word_embedding->weight, lm_bias_), hidden};
+  }
+
+ private:
+  Transformer transformer_{nullptr};
+  torch::Tensor lm_bias_;
 };
 
 }  // namespace
@@ -234,5 +347,7 @@ class ForSequenceClassification : public SequenceClassifier {
 std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels) {
   return std::make_shared<ForSequenceClassification>(c, num_labels);
 }
+
+std::shared_ptr<MaskedLanguageModel> make_permutation_lm(const ModelConfig& c) { return std::make_shared<LMHeadModel>(c); }
 
 }  // namespace tbench::xlnet

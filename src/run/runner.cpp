@@ -225,13 +225,20 @@ ModelConfig teacher_config_for(const RunSpec& spec) {
   }
 }
 
-// What each task asks of its models: a masked-LM head (not XLNet's permutation LM), and a teacher
-// that scores the same vocabulary and, for the cosine loss, has hidden states of the same width.
+// What each task asks of its models: a masked-LM head (not XLNet's permutation LM) or XLNet's, and
+// a teacher that scores the same vocabulary and, for the cosine loss, has hidden states of the same width.
 void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const ModelConfig* teacher) {
   if (spec.task == Task::classification) return;
+  if (spec.task == Task::plm) {
+    if (model.arch != Architecture::xlnet) {
+      fail_field(spec, "task", "plm is XLNet's permutation LM, but " + model.name + " is " + to_string(model.arch) +
+                                   ", which pre-trains with masked LM (task mlm)");
+    }
+    return;
+  }
   if (model.arch == Architecture::xlnet) {
     fail_field(spec, "task", std::string(to_string(spec.task)) + " needs a masked-LM head, but " + model.name +
-                                 " is XLNet, which pre-trains with permutation LM (XLNetLMHeadModel), not masked LM");
+                                 " is XLNet, which pre-trains with permutation LM (task plm), not masked LM");
   }
   if (!teacher) return;
   if (teacher->arch == Architecture::xlnet) {
@@ -280,7 +287,9 @@ TrainerConfig trainer_config(const RunSpec& spec) {
   c.precision = spec.precision;
   c.timed_warmup_steps = spec.timing.warmup_steps;
   c.profile_steps = spec.timing.profile_steps;
-  if (spec.task != Task::classification) c.pseudo_perplexity_fraction = spec.mlm.pseudo_perplexity_fraction;
+  if (spec.task == Task::mlm || spec.task == Task::distillation) {
+    c.pseudo_perplexity_fraction = spec.mlm.pseudo_perplexity_fraction;
+  }
   return c;
 }
 
@@ -325,7 +334,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   plan.cost.train_flops_per_sample =
       run_train_flops_per_sample(plan.model, teacher, spec.num_labels, spec.data.seq_len, spec.task);
-  if (spec.task != Task::classification && spec.mlm.sparse_prediction) {
+  if ((spec.task == Task::mlm || spec.task == Task::distillation) && spec.mlm.sparse_prediction) {
     // The head at the expected share of positions, mlm.probability of them (a little above the
     // true share, which leaves out padding and special tokens); each step records its own count.
     plan.cost.train_flops_per_sample -= (1.0 - spec.mlm.probability) * static_cast<double>(spec.data.seq_len) *
@@ -429,7 +438,7 @@ RunModels build_models(const RunPlan& plan, const torch::Device& device) {
     models.objective = classification_objective(*models.classifier, spec.precision, device);
     return models;
   }
-  models.masked_lm = build_masked_lm(plan.model);
+  models.masked_lm = spec.task == Task::plm ? build_permutation_lm(plan.model) : build_masked_lm(plan.model);
   if (spec.task == Task::distillation) models.teacher = build_teacher(plan, *models.masked_lm);
   if (!spec.model.weights.empty()) load_weights(spec, *models.masked_lm, spec.model.weights, "model.weights");
   models.masked_lm->to(device);

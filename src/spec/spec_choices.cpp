@@ -18,7 +18,8 @@ const ChoiceNames<DeviceKind>& choice_names(DeviceKind) {
 
 const ChoiceNames<Task>& choice_names(Task) {
   static const ChoiceNames<Task> names = {
-      {Task::classification, "classification"}, {Task::mlm, "mlm"}, {Task::distillation, "distillation"}};
+      {Task::classification, "classification"}, {Task::mlm, "mlm"}, {Task::distillation, "distillation"},
+      {Task::plm, "plm"}};
   return names;
 }
 

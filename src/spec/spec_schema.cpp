@@ -73,7 +73,7 @@ struct Field {
 
 // Sections are objects; everything else is a leaf field.
 const std::vector<std::string>& sections() {
-  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "mlm", "distillation",
+  static const std::vector<std::string> s = {"model", "data", "data.lengths", "data.tokenizer", "mlm", "plm", "distillation",
                                              "train", "timing", "cpu", "cuda", "dist", "sweep"};
   return s;
 }
@@ -83,7 +83,8 @@ const std::vector<Field>& fields() {
       {"name", Kind::string, nullptr, -1e300, {}, "run name (default: the spec file's stem)", set(&RunSpec::name)},
       {"task", Kind::choice, "classification", -1e300, choice_list<Task>(),
        "classification: fine-tune a sequence classifier; mlm: masked-LM training (*ForMaskedLM) on masked "
-       "text; distillation: a masked-LM student learns from a frozen teacher (DistilBERT's recipe)",
+       "text; distillation: a masked-LM student learns from a frozen teacher (DistilBERT's recipe); plm: XLNet's "
+       "permutation-LM pre-training (XLNetLMHeadModel)",
        set(&RunSpec::task)},
       {"model.name", Kind::nullable_string, nullptr, -1e300, {},
        "a shipped model (`tbench models`), e.g. distilbert-base-uncased", set(&RunSpec::model, &ModelRef::name)},
@@ -199,6 +200,14 @@ const std::vector<Field>& fields() {
        "and gradients as every position, as HF computes it, with fewer FLOPs; distillation needs "
        "restrict_ce_to_mask)",
        set(&RunSpec::mlm, &MlmSpec::sparse_prediction)},
+      {"plm.probability", Kind::number, 1.0 / 6.0, 0, {},
+       "plm: a masked span's share of the context drawn around it (HF's plm_probability)",
+       set(&RunSpec::plm, &PlmSpec::probability)},
+      {"plm.max_span_length", Kind::integer, 5, 1, {}, "plm: longest span of consecutive targets",
+       set(&RunSpec::plm, &PlmSpec::max_span_length)},
+      {"plm.mask_token_id", Kind::nullable_integer, nullptr, 0, {},
+       "plm: the token that replaces each target (default: the tokenizer's <mask>; without one, XLNet's 6)",
+       set(&RunSpec::plm, &PlmSpec::mask_token_id)},
       {"distillation.teacher", Kind::nullable_string, nullptr, -1e300, {},
        "distillation: the teacher, a shipped model name or an HF config.json (BERT or RoBERTa)",
        set(&RunSpec::distillation, &DistillationSpec::teacher, &ModelRef::name)},
@@ -507,24 +516,40 @@ void check_length_distribution(const Validator& v, const DataSpec& d) {
   }
 }
 
+// HF's permutation collator needs an even length (the factorisation order permutes the two halves
+// alike, so no token sees its own target through the other half); dynamic padding rounds a batch
+// up to even, so only the longest length must be.
+void check_plm(const Validator& v, const RunSpec& spec) {
+  const PlmSpec& p = spec.plm;
+  if (p.probability <= 0 || p.probability > 1) v.fail("plm.probability", "must be in (0, 1], got " + json_text(json(p.probability)));
+  if (spec.data.seq_len % 2 != 0) {
+    v.fail("data.seq_len", "must be even with task plm (XLNet's permutation mask splits each sequence in halves), got " +
+                               std::to_string(spec.data.seq_len));
+  }
+}
+
 // Which data each task trains on, and the sections that only one task reads.
 void check_task(const Validator& v, const RunSpec& spec, const json& given) {
-  const bool masked_lm = spec.task != Task::classification;
+  const bool pretraining = spec.task != Task::classification;
+  const bool masked_lm = spec.task == Task::mlm || spec.task == Task::distillation;
   const DataSource source = spec.data.source;
-  if (masked_lm && source != DataSource::synthetic && source != DataSource::corpus) {
+  if (pretraining && source != DataSource::synthetic && source != DataSource::corpus) {
     v.fail("data.source", std::string("task ") + to_string(spec.task) + " trains on plain text: use corpus (a .txt "
                           "file or a folder of them) or synthetic, not '" + to_string(source) + "'");
   }
-  if (!masked_lm && source == DataSource::corpus) {
-    v.fail("data.source", "corpus is unlabelled text, for task mlm or distillation; a classifier needs text or tokenized "
-                          "data with labels");
+  if (!pretraining && source == DataSource::corpus) {
+    v.fail("data.source", "corpus is unlabelled text, for task mlm, distillation or plm; a classifier needs text or "
+                          "tokenized data with labels");
   }
-  if (!masked_lm && given.contains("mlm")) v.fail("mlm", "only used with task mlm or distillation (task is classification)");
+  const std::string task_is = std::string("(task is ") + to_string(spec.task) + ")";
+  if (!masked_lm && given.contains("mlm")) v.fail("mlm", "only used with task mlm or distillation " + task_is);
+  if (spec.task != Task::plm && given.contains("plm")) v.fail("plm", "only used with task plm " + task_is);
   // A distillation section under a classification task is a forgotten `task: distillation`; under
   // mlm it is ignored, so a sweep can take a spec across both masked-LM tasks.
   if (!masked_lm && given.contains("distillation")) {
     v.fail("distillation", "only used with task distillation (task is classification: set task: distillation)");
   }
+  if (spec.task == Task::plm) check_plm(v, spec);
   if (masked_lm) {
     const MlmSpec& m = spec.mlm;
     if (m.probability <= 0 || m.probability > 1) v.fail("mlm.probability", "must be in (0, 1], got " + json_text(json(m.probability)));
@@ -566,6 +591,10 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
   if (masked_lm && spec.train.cuda_graph) {
     v.fail("train.cuda_graph", std::string("is not supported with task ") + to_string(spec.task) +
                                    " (the masked positions differ per batch: selecting them has a data-dependent shape)");
+  }
+  if (spec.task == Task::plm && spec.train.cuda_graph) {
+    v.fail("train.cuda_graph", "is not supported with task plm (the captured step has no input buffers for the "
+                               "permutation mask and target mapping)");
   }
 }
 
@@ -609,6 +638,7 @@ RunSpec assign_fields(const json& root) {
   }
   if (root["model"]["config"].is_string()) spec.model.name = model_name_from_config_path(spec.model.config);
   if (root["mlm"]["mask_token_id"].is_null()) spec.mlm.mask_token_id = -1;
+  if (root["plm"]["mask_token_id"].is_null()) spec.plm.mask_token_id = -1;
   // distillation.teacher names a shipped model or, like `model:`, an HF config.json.
   const std::string teacher = spec.distillation.teacher.name;
   if (names_a_config_file(teacher)) {

@@ -148,9 +148,12 @@ SamplerOptions Trainer::sampler_options() const {
 }
 
 ModelInputs Trainer::on_device(const ModelInputs& host, bool non_blocking) const {
-  ModelInputs inputs{host.input_ids.to(device_, non_blocking), host.attention_mask.to(device_, non_blocking),
-                     host.token_type_ids.to(device_, non_blocking), host.has_padding};
-  if (host.scored_positions.defined()) inputs.scored_positions = host.scored_positions.to(device_, non_blocking);
+  // The optional inputs (a task's own, or none at all for permutation LM's mask) stay undefined.
+  const auto moved = [&](const torch::Tensor& t) { return t.defined() ? t.to(device_, non_blocking) : t; };
+  ModelInputs inputs{moved(host.input_ids), moved(host.attention_mask), moved(host.token_type_ids), host.has_padding};
+  inputs.scored_positions = moved(host.scored_positions);
+  inputs.perm_mask = moved(host.perm_mask);
+  inputs.target_mapping = moved(host.target_mapping);
   return inputs;
 }
 

@@ -1,5 +1,5 @@
-// End-to-end: the three tasks (classification, mlm, distillation) through the built binary, their
-// result files against the schema, corpora, and the specs each task refuses.
+// End-to-end: the four tasks (classification, mlm, distillation, plm) through the built binary,
+// their result files against the schema, corpora, and the specs each task refuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -67,6 +67,37 @@ TEST(TasksCli, MaskedLmRunWritesAResultThatMatchesTheSchema) {
     EXPECT_GE(epoch["eval"]["pseudo_perplexity"].get<double>(), 1.0);
     EXPECT_EQ(epoch["eval"]["pseudo_perplexity_tokens"], 4 * 16);
   }
+}
+
+// XLNet's permutation LM on a packed corpus: spans drawn per block, perplexity on held-out blocks,
+// and the head's parameters in the result.
+TEST(TasksCli, PermutationLmTrainsXlnetOnACorpus) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("books"));
+  std::string text;
+  for (int line = 0; line < 300; ++line) text += "the quick brown fox jumps over the lazy dog " + std::to_string(line % 7) + "\n";
+  dir.write("books/a.txt", text);
+  const std::string out = dir.file("plm.json");
+  auto spec = testing::tiny_spec(out);
+  spec["task"] = "plm";
+  spec["model"] = "tiny-xlnet";
+  spec["data"] = {{"source", "corpus"}, {"path", dir.file("books")}, {"seq_len", 32}, {"eval_fraction", 0.2},
+                  {"tokenizer", {{"path", std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/sentencepiece"}}}};
+  spec["plm"] = {{"max_span_length", 3}, {"mask_token_id", 4}};
+  spec["train"]["epochs"] = 2;
+  const auto r = run_tbench("run -q " + dir.write("spec.json", spec.dump()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = testing::read_json(out);
+  expect_schema(result);
+  EXPECT_EQ(result["model"]["task"], "plm");
+  EXPECT_EQ(result["data"]["masking"], nullptr);
+  EXPECT_EQ(result["data"]["permutation"]["max_span_length"], 3);
+  EXPECT_EQ(result["data"]["permutation"]["mask_token_id"], 4);
+  EXPECT_NEAR(result["data"]["permutation"]["probability"].get<double>(), 1.0 / 6.0, 1e-12);
+  EXPECT_EQ(result["summary"]["status"], "completed");
+  expect_perplexity_per_epoch(result);
+  EXPECT_EQ(result["model"]["params"].get<int64_t>(), result["model"]["base_params"].get<int64_t>() + 1000)
+      << "the head adds only lm_loss.bias: its weight is the word embedding";
 }
 
 TEST(TasksCli, DistillationRunRecordsItsTermsAndTheTeacher) {
@@ -265,6 +296,16 @@ INSTANTIATE_TEST_SUITE_P(
                     {"task=distillation", "model=tiny-distilbert", "distillation.teacher=tiny-bert",
                      "mlm.sparse_prediction=true"},
                     "mlm.sparse_prediction", "restrict_ce_to_mask"},
+        BadTaskSpec{"PermutationLmIsXlnets", {"task=plm", "model=tiny-bert"}, "task", "masked LM (task mlm)"},
+        BadTaskSpec{"PermutationLmNeedsAnEvenLength", {"task=plm", "model=tiny-xlnet", "data.seq_len=15"},
+                    "data.seq_len", "must be even"},
+        BadTaskSpec{"PlmSectionWithClassification", {"plm.max_span_length=3"}, "plm", "only used with task plm"},
+        BadTaskSpec{"MlmSectionWithPlm", {"task=plm", "model=tiny-xlnet", "mlm.probability=0.2"}, "mlm",
+                    "only used with task mlm or distillation"},
+        BadTaskSpec{"PlmProbabilityAboveOne", {"task=plm", "model=tiny-xlnet", "plm.probability=2"}, "plm.probability",
+                    "(0, 1]"},
+        BadTaskSpec{"PlmMaskOutsideTheVocabulary", {"task=plm", "model=tiny-xlnet", "plm.mask_token_id=5000"},
+                    "plm.mask_token_id", "is not an id"},
         BadTaskSpec{"UnknownTask", {"task=pretraining"}, "task", "not one of"}),
     [](const ::testing::TestParamInfo<BadTaskSpec>& info) { return info.param.name; });
 

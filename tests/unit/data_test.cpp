@@ -196,7 +196,7 @@ TEST_F(DataFiles, TokenizedJsonlIsCheckedAgainstTheVocabulary) {
 
 TEST(Collate, PadsToMaxLengthOrTheLongestOnTheRightSide) {
   const auto s = samples_of_lengths({3, 5, 2});
-  CollateOptions o{8, Padding::max_length, 0, 0, false, {}};
+  CollateOptions o{8, Padding::max_length, 0, 0, false, {}, {}};
   const Batch fixed = collate(s, {0, 1, 2}, o);
   EXPECT_EQ(fixed.inputs.input_ids.sizes(), (torch::IntArrayRef{3, 8}));
   EXPECT_EQ(fixed.tokens, 24);
@@ -220,7 +220,7 @@ TEST(Collate, PadsToMaxLengthOrTheLongestOnTheRightSide) {
 // mask out without reading it back from the device.
 TEST(Collate, MarksBatchesWithoutPadding) {
   const auto s = samples_of_lengths({4, 4, 2});
-  CollateOptions o{4, Padding::max_length, 0, 0, false, {}};
+  CollateOptions o{4, Padding::max_length, 0, 0, false, {}, {}};
   EXPECT_FALSE(collate(s, {0, 1}, o).inputs.has_padding);
   EXPECT_TRUE(collate(s, {0, 2}, o).inputs.has_padding);
   o.padding = Padding::longest;
@@ -327,7 +327,7 @@ TEST(BatchLoader, PrefetchedBatchesEqualDirectCollationInOrder) {
   std::vector<int64_t> lengths;
   for (int64_t i = 0; i < 40; ++i) lengths.push_back(2 + i % 9);
   const auto s = samples_of_lengths(lengths);
-  const CollateOptions c{12, Padding::longest, 0, 0, false, {}};
+  const CollateOptions c{12, Padding::longest, 0, 0, false, {}, {}};
   SamplerOptions o;
   o.batch_size = 4;
   o.accum_steps = 2;
@@ -352,12 +352,12 @@ TEST(BatchLoader, AStartedEpochReplacesWhatWasQueued) {
   const auto s = samples_of_lengths(std::vector<int64_t>(16, 3));
   SamplerOptions o;
   o.batch_size = 4;
-  BatchLoader loader(s, {3, Padding::max_length, 0, 0, false, {}}, 2, false);
+  BatchLoader loader(s, {3, Padding::max_length, 0, 0, false, {}, {}}, 2, false);
   loader.start_epoch(plan_epoch(s, o, 1));
   loader.next();  // the rest of epoch 1 stays queued, then is dropped
   const auto second = plan_epoch(s, o, 2);
   loader.start_epoch(second);
-  EXPECT_TRUE(torch::equal(loader.next().labels, collate(s, second[0][0], {3, Padding::max_length, 0, 0, false, {}}).labels));
+  EXPECT_TRUE(torch::equal(loader.next().labels, collate(s, second[0][0], {3, Padding::max_length, 0, 0, false, {}, {}}).labels));
 }
 
 // --- token cache --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "support/cli.hpp"
+#include "support/permutation_checks.hpp"
 #include "tbench/data/data.hpp"
 #include "tbench/env/torch_features.hpp"
 #include "tbench/models/classifier.hpp"
@@ -154,6 +155,78 @@ TEST_P(HfMaskedLmParity, ScoresLossAndGradientsMatchHf) {
     loss.backward();
     expect_gradients_match(ref, *model);
   }
+}
+
+// Any nested list of numbers as a tensor of its shape.
+torch::Tensor nested_tensor(const nlohmann::json& values, torch::ScalarType type) {
+  std::vector<int64_t> shape;
+  for (const nlohmann::json* level = &values; level->is_array(); level = &level->front()) {
+    shape.push_back(static_cast<int64_t>(level->size()));
+    if (level->empty()) break;
+  }
+  std::vector<double> flat;
+  const auto collect = [&](const auto& self, const nlohmann::json& node) -> void {
+    if (!node.is_array()) {
+      flat.push_back(node.get<double>());
+      return;
+    }
+    for (const auto& child : node) self(self, child);
+  };
+  collect(collect, values);
+  return torch::tensor(flat, torch::kDouble).view(shape).to(type);
+}
+
+// XLNet's permutation LM (XLNetLMHeadModel): the query stream, the tied head and the loss, on the
+// batch HF's own collator made and on the general two-stream input (padding, segments, a target
+// mapping that picks four positions).
+TEST(HfPermutationLmParity, ScoresLossAndGradientsMatchHf) {
+  const std::string dir = parity_fixture_dir("tiny-xlnet-plm");
+  ASSERT_TRUE(std::filesystem::exists(dir + "/reference.json")) << kMissingFixture << dir;
+  const auto ref = testing::read_json(dir + "/reference.json");
+  ASSERT_EQ(ref["cases"].size(), 2u);
+  auto model = build_permutation_lm(read_model_config(dir + "/config.json"));
+  const auto report = load_hf_weights(*model, dir);
+  EXPECT_TRUE(report.initialised.empty()) << "HF's checkpoint should hold every parameter";
+  model->eval();
+  for (const auto& c : ref["cases"]) {
+    SCOPED_TRACE(c["case"].get<std::string>());
+    ModelInputs inputs;
+    inputs.input_ids = long_tensor(c["input_ids"]);
+    if (c.contains("attention_mask")) inputs.attention_mask = long_tensor(c["attention_mask"]);
+    if (c.contains("token_type_ids")) inputs.token_type_ids = long_tensor(c["token_type_ids"]);
+    inputs.perm_mask = nested_tensor(c["perm_mask"], torch::kFloat);
+    inputs.target_mapping = nested_tensor(c["target_mapping"], torch::kFloat);
+    const auto labels = long_tensor(c["labels"]);
+    model->zero_grad();
+    const auto logits = model->forward(inputs).logits;
+    ASSERT_EQ(logits.size(1), inputs.target_mapping.size(1));
+    const auto picked = logits.index({labels.ne(kIgnoreLabel)});
+    const auto expected = float_tensor(c["logits_at_labels"]).view_as(picked);
+    EXPECT_TRUE(torch::allclose(picked, expected, kLogitRtol, kLogitAtol)) << picked << "\nHF:\n" << expected;
+    EXPECT_NEAR(logits.norm().item<double>(), c["logits_norm"].get<double>(), kLogitRtol * c["logits_norm"].get<double>());
+    const auto loss = masked_cross_entropy(logits.view({-1, logits.size(-1)}), labels.view({-1}));
+    expect_loss_matches(loss, c);
+    loss.backward();
+    expect_gradients_match(c, *model);
+  }
+}
+
+// HF's collator output obeys the rules tbench's collator is tested against (data_test.cpp).
+TEST(HfPermutationLmParity, HfsCollatorFollowsTheRulesTbenchsDoes) {
+  const std::string dir = parity_fixture_dir("tiny-xlnet-plm");
+  ASSERT_TRUE(std::filesystem::exists(dir + "/reference.json")) << kMissingFixture << dir;
+  const auto ref = testing::read_json(dir + "/reference.json");
+  const auto& collated = ref["cases"][0];
+  testing::PermutationBatch batch;
+  batch.original_ids = long_tensor(ref["cases"][1]["input_ids"]);  // the general case's ids are the collator's input
+  batch.input_ids = long_tensor(collated["input_ids"]);
+  batch.labels = long_tensor(collated["labels"]);
+  batch.perm_mask = nested_tensor(collated["perm_mask"], torch::kFloat);
+  batch.target_mapping = nested_tensor(collated["target_mapping"], torch::kFloat);
+  batch.mask_token_id = 6;
+  batch.functional_ids = {0, 1, 2, 3, 4, 5, 6};  // the fixture's special ids (scripts/hf_reference.py)
+  testing::expect_valid_permutation_batch(batch);
+  EXPECT_GT(batch.labels.ne(kIgnoreLabel).sum().item<int64_t>(), 0) << "the fixture should hold targets";
 }
 
 INSTANTIATE_TEST_SUITE_P(Parity, HfMaskedLmParity, ::testing::Values("tiny-bert", "tiny-distilbert", "tiny-roberta"));

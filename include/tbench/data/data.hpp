@@ -125,6 +125,34 @@ struct MaskingOptions {
 // `indices`: the batch's sample indices, row by row.
 void apply_masking(Batch& batch, const std::vector<int64_t>& indices, const MaskingOptions& options, int64_t epoch);
 
+// --- permutation-LM corruption (XLNet) ------------------------------------------------------------
+
+// HF's DataCollatorForPermutationLanguageModeling. Along each row, spans of 1..max_span_length
+// tokens (uniform) are drawn, each at a uniform place inside a context of
+// floor(span / probability) tokens, context after context; their real, non-special tokens are the
+// targets, replaced by the mask token, with their original ids as labels. A factorisation order
+// permutes the first half of the positions and the second half alike (the length must be even);
+// a target hides from every position that comes no later in that order, and the other real
+// tokens come first, seeing no target. The batch then holds input_ids, labels, inputs.perm_mask,
+// and target_mapping = the identity (every position predicted, non-targets labelled
+// kIgnoreLabel), and, as HF's collator, no attention mask or token types. Draws are seeded per
+// sample and epoch, as apply_masking's.
+struct PermutationOptions {
+  bool enabled = false;
+  double probability = 1.0 / 6.0;
+  int64_t max_span_length = 5;
+  int64_t mask_token_id = 0;
+  std::vector<int64_t> special_ids;  // never targets: <pad>, <cls>, <sep>, <mask>, ...
+  int64_t seed = 0;
+
+  bool never_masks(int64_t token) const {
+    return std::find(special_ids.begin(), special_ids.end(), token) != special_ids.end();
+  }
+};
+
+void apply_permutation_masking(Batch& batch, const std::vector<int64_t>& indices, const PermutationOptions& options,
+                               int64_t epoch);
+
 // --- batches ------------------------------------------------------------------------------------
 
 struct CollateOptions {
@@ -134,6 +162,7 @@ struct CollateOptions {
   int64_t pad_type_id = 0;  // XLNet: 3
   bool pad_left = false;    // XLNet pads on the left
   MaskingOptions masking;   // masked-LM tasks: applied after padding
+  PermutationOptions permutation;  // task plm: applied after padding, which it rounds up to an even length
 };
 
 // Whether any batch collated from `samples` can hold padding: max_length pads every sample

@@ -1,6 +1,6 @@
 #pragma once
-// One factory per architecture file and task (src/models/<arch>.cpp); build_classifier and
-// build_masked_lm pick among them.
+// One factory per architecture file and task (src/models/<arch>.cpp); build_classifier,
+// build_masked_lm and build_permutation_lm pick among them.
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/masked_lm.hpp"
 
@@ -17,5 +17,8 @@ namespace distilbert {
 std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels);
 std::shared_ptr<MaskedLanguageModel> make_masked_lm(const ModelConfig& c);
 }  // namespace distilbert
-namespace xlnet { std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels); }
+namespace xlnet {
+std::shared_ptr<SequenceClassifier> make_classifier(const ModelConfig& c, int64_t num_labels);
+std::shared_ptr<MaskedLanguageModel> make_permutation_lm(const ModelConfig& c);  // XLNetLMHeadModel
+}  // namespace xlnet
 }  // namespace tbench

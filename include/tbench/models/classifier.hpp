@@ -20,6 +20,12 @@ struct ModelInputs {
   // scores the loss reads, the masked ones; the head scores only these, in this order, and returns
   // [N, vocab_size]. Undefined: every position, [B, S, vocab_size], as HF does.
   torch::Tensor scored_positions{};
+  // XLNet's permutation LM (task plm), as HF's DataCollatorForPermutationLanguageModeling makes
+  // them: perm_mask [B, S, S] float, 1 where query i may not see key j under the sampled
+  // factorisation order; target_mapping [B, M, S] float, row m one-hot at the m-th target's
+  // position. Undefined for every other task.
+  torch::Tensor perm_mask{};
+  torch::Tensor target_mapping{};
 };
 
 class SequenceClassifier : public torch::nn::Module {

@@ -13,8 +13,8 @@
 namespace tbench {
 
 struct MaskedLmOutputs {
-  torch::Tensor logits;  // [B, S, vocab_size], every position (as HF computes them)
-  torch::Tensor hidden;  // [B, S, H]: the last layer's hidden states, before the head
+  torch::Tensor logits;  // [B, S, vocab_size], every position (as HF computes them); XLNet: [B, M, V]
+  torch::Tensor hidden;  // [B, S, H]: the last layer's hidden states, before the head (XLNet: [B, M, H])
 };
 
 class MaskedLanguageModel : public torch::nn::Module {
@@ -25,5 +25,10 @@ class MaskedLanguageModel : public torch::nn::Module {
 // Builds the *ForMaskedLM model for `config` with HF's random initialisation (seed torch first).
 // BERT, DistilBERT and RoBERTa; XLNet pre-trains with permutation LM, not MLM (the spec refuses it).
 std::shared_ptr<MaskedLanguageModel> build_masked_lm(const ModelConfig& config);
+
+// XLNet's XLNetLMHeadModel, which scores tokens the same way: given inputs.perm_mask and
+// inputs.target_mapping ([B, M, S]), logits [B, M, V] for the M targets (the query stream's),
+// against the tied word embeddings. Only XLNet (task plm).
+std::shared_ptr<MaskedLanguageModel> build_permutation_lm(const ModelConfig& config);
 
 }  // namespace tbench

@@ -18,8 +18,9 @@ struct ModelCost {
   double train_flops_per_sample = 0;
 };
 
-// `task` picks the head: classification, or the masked-LM head for mlm and distillation (the
-// student; a distillation teacher's forward is added by the caller, see teacher_forward_flops).
+// `task` picks the head: classification, the masked-LM head for mlm and distillation (the
+// student; a distillation teacher's forward is added by the caller, see teacher_forward_flops), or
+// for plm XLNet's query stream and LM head on every position.
 ModelCost model_cost(const ModelConfig& config, int64_t num_labels, int64_t seq_len, Task task = Task::classification);
 
 // Training FLOPs per sample of a run: the trained model's forward and backward, plus a

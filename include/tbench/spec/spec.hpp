@@ -19,7 +19,7 @@ namespace tbench {
 
 enum class Precision { fp32, fp16, bf16 };
 enum class DeviceKind { cpu, cuda };
-enum class Task { classification, mlm, distillation };  // what the run trains; see RunSpec::task
+enum class Task { classification, mlm, distillation, plm };  // what the run trains; see RunSpec::task
 enum class DataSource { synthetic, tokenized, text, corpus };
 enum class TextFormat { automatic, csv, tsv, jsonl };
 enum class LengthDistributionKind { fixed, uniform, normal, lognormal, histogram };
@@ -189,6 +189,15 @@ struct MlmSpec {
   bool sparse_prediction = false;
 };
 
+// XLNet's permutation LM, as HF's DataCollatorForPermutationLanguageModeling draws it (task plm):
+// spans of up to max_span_length tokens, one per span_length / probability tokens of context, are
+// the targets, and a random factorisation order decides which tokens each position may see.
+struct PlmSpec {
+  double probability = 1.0 / 6.0;  // HF's plm_probability: the span's share of its context
+  int64_t max_span_length = 5;
+  int64_t mask_token_id = -1;      // -1: the tokenizer's <mask>, or for data without one XLNet's (6)
+};
+
 // DistilBERT's distillation (HF's examples/research_projects/distillation): the student learns from
 // a frozen teacher's softened outputs, the masked-LM labels and the teacher's last hidden states.
 struct DistillationSpec {
@@ -211,12 +220,13 @@ std::string locate_field(const std::string& label, const std::map<std::string, s
 struct RunSpec {
   std::string name;
   // classification: *ForSequenceClassification; mlm: *ForMaskedLM on masked text; distillation:
-  // a *ForMaskedLM student trained against a frozen teacher.
+  // a *ForMaskedLM student trained against a frozen teacher; plm: XLNet's permutation LM.
   Task task = Task::classification;
   ModelRef model;
   int64_t num_labels = 2;
   DataSpec data;
   MlmSpec mlm;
+  PlmSpec plm;
   DistillationSpec distillation;
   TrainSpec train;
   Precision precision = Precision::fp32;
