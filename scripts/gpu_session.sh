@@ -14,9 +14,9 @@
 #   test      ctest: the GPU tests first, one at a time (one of them fills the GPU until it runs out
 #             of memory), then the rest 8 at a time (the HF parity tests against the committed
 #             fixtures, on this machine's torch); the logs and the skipped tests' names
-#   runs      a short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM and
-#             distillation tasks; NCCL at world size 1 against the same spec without it, and 2 ranks
-#             on the one GPU (if NCCL allows it); and
+#   runs      a short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM,
+#             distillation and permutation-LM tasks; NCCL at world size 1 against the same spec
+#             without it, and 2 ranks on the one GPU (if NCCL allows it); and
 #             configs/distilbert_fp16.json capped at 300 steps
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
@@ -85,6 +85,8 @@ stage_runs() {
     --set data.eval_fraction=0.05 --set mlm.pseudo_perplexity_fraction=0.05
   run_one distillation-fp16 "${short[@]}" --set model=distilbert-base-uncased --set task=distillation \
     --set distillation.teacher=bert-base-uncased --set precision=fp16
+  run_one plm-xlnet-base-cased-fp16 "${short[@]}" --set model=xlnet-base-cased --set task=plm --set precision=fp16 \
+    --set data.eval_fraction=0.05
   # NCCL at world size 1 against the same spec without a launcher: the overhead of the process group.
   run_one nccl-off "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16
   RUN_ENV="RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000))" \

@@ -95,13 +95,11 @@ int models_command() {
     json row = {{"name", name}, {"arch", to_string(c.arch)}, {"layers", c.num_layers},
                 {"hidden", c.hidden_size}, {"heads", c.num_heads}, {"vocab", c.vocab_size},
                 {"base_params", cost.base_params}, {"classifier_params", cost.classifier_params},
-                {"train_flops_per_sample", cost.train_flops_per_sample}, {"seq_len", g_options.seq_len},
-                {"masked_lm_params", nullptr}, {"masked_lm_train_flops_per_sample", nullptr}};
-    if (c.arch != Architecture::xlnet) {  // XLNet pre-trains with permutation LM
-      const ModelCost mlm = model_cost(c, 2, g_options.seq_len, Task::mlm);
-      row["masked_lm_params"] = mlm.classifier_params;
-      row["masked_lm_train_flops_per_sample"] = mlm.train_flops_per_sample;
-    }
+                {"train_flops_per_sample", cost.train_flops_per_sample}, {"seq_len", g_options.seq_len}};
+    // The pre-training head: *ForMaskedLM, or XLNet's permutation LM (XLNetLMHeadModel).
+    const ModelCost lm = model_cost(c, 2, g_options.seq_len, c.arch == Architecture::xlnet ? Task::plm : Task::mlm);
+    row["masked_lm_params"] = lm.classifier_params;
+    row["masked_lm_train_flops_per_sample"] = lm.train_flops_per_sample;
     rows.push_back(row);
   }
   if (g_options.as_json) {
@@ -111,16 +109,16 @@ int models_command() {
   std::printf("%-36s %-10s %6s %6s %13s %13s %14s %13s %10s\n", "model", "arch", "layers", "hidden", "base params",
               "classifier", "GFLOP/sample", "masked LM", "MLM GFLOP");
   for (const auto& r : rows) {
-    const bool mlm = !r["masked_lm_params"].is_null();
     std::printf("%-36s %-10s %6lld %6lld %13s %13s %14.1f %13s %10s\n", r["name"].get<std::string>().c_str(),
                 r["arch"].get<std::string>().c_str(), static_cast<long long>(r["layers"].get<int64_t>()),
                 static_cast<long long>(r["hidden"].get<int64_t>()), with_thousands(r["base_params"]).c_str(),
                 with_thousands(r["classifier_params"]).c_str(), r["train_flops_per_sample"].get<double>() / 1e9,
-                mlm ? with_thousands(r["masked_lm_params"]).c_str() : "-",
-                mlm ? format_fixed(r["masked_lm_train_flops_per_sample"].get<double>() / 1e9, 1).c_str() : "-");
+                with_thousands(r["masked_lm_params"]).c_str(),
+                format_fixed(r["masked_lm_train_flops_per_sample"].get<double>() / 1e9, 1).c_str());
   }
   std::printf("(training FLOPs per sample at seq_len %lld, forward + backward; classifier: 2-label head; masked LM:\n"
-              " *ForMaskedLM, the vocabulary projected at every position; XLNet pre-trains with permutation LM)\n",
+              " *ForMaskedLM, the vocabulary projected at every position; for XLNet its permutation LM, the query\n"
+              " stream and the head at every position)\n",
               static_cast<long long>(g_options.seq_len));
   return 0;
 }
