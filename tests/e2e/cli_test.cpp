@@ -254,7 +254,9 @@ TEST_F(Cli, ModelsListsShippedModelsWithCounts) {
   const auto j = nlohmann::json::parse(run_tbench("models --json").out);
   EXPECT_GE(j.size(), 9u);
   for (const auto& row : j) {  // XLNet's pre-training head is its permutation LM: lm_loss.bias on the base
-    if (row["name"] == "tiny-xlnet") EXPECT_EQ(row["masked_lm_params"], row["base_params"].get<int64_t>() + 1000);
+    if (row["name"] == "tiny-xlnet") {
+      EXPECT_EQ(row["masked_lm_params"], row["base_params"].get<int64_t>() + 1000);
+    }
   }
 }
 
