@@ -16,6 +16,7 @@ class CurrentStreamEvent final : public StreamEvent {
   }
 
   void synchronize() override { event_.synchronize(); }
+  bool done() override { return event_.query(); }
 
   double seconds_since(StreamEvent& earlier) override {
     event_.synchronize();

@@ -1,6 +1,21 @@
 #include "tbench/data/data.hpp"
 
 namespace tbench {
+namespace {
+
+bool broadcast_over_batch(const torch::Tensor& t) { return t.dim() > 0 && t.size(0) > 1 && t.stride(0) == 0; }
+
+}  // namespace
+
+torch::Tensor pinned(const torch::Tensor& t) {
+  if (broadcast_over_batch(t)) return t.narrow(0, 0, 1).pin_memory().expand(t.sizes());
+  return t.pin_memory();
+}
+
+torch::Tensor moved_to(const torch::Tensor& t, const torch::Device& device, bool non_blocking) {
+  if (broadcast_over_batch(t)) return t.narrow(0, 0, 1).to(device, non_blocking).expand(t.sizes());
+  return t.to(device, non_blocking);
+}
 
 BatchLoader::BatchLoader(const TokenizedSamples& samples, CollateOptions collate, int64_t prefetch, bool pin_memory)
     : samples_(samples), collate_(collate), prefetch_(static_cast<std::size_t>(std::max<int64_t>(0, prefetch))),
@@ -23,7 +38,7 @@ Batch BatchLoader::make(const std::vector<int64_t>& indices, int64_t epoch) cons
     // Page-locked host memory lets the host-to-device copy run asynchronously (non_blocking).
     for (auto* t : {&batch.inputs.input_ids, &batch.inputs.attention_mask, &batch.inputs.token_type_ids,
                     &batch.inputs.scored_positions, &batch.inputs.perm_mask, &batch.inputs.target_mapping, &batch.labels}) {
-      if (t->defined()) *t = t->pin_memory();  // the optional ones: only the tasks that use them
+      if (t->defined()) *t = pinned(*t);  // the optional ones: only the tasks that use them
     }
   }
   return batch;

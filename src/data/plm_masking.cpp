@@ -1,5 +1,6 @@
 // XLNet's permutation-LM targets and factorisation order, as HF's
 // DataCollatorForPermutationLanguageModeling draws them, seeded per sample (see data.hpp).
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
@@ -15,7 +16,10 @@ std::vector<bool> draw_target_spans(SampleRandom& random, int64_t width, const P
   std::vector<bool> target(static_cast<std::size_t>(width), false);
   for (int64_t done = 0; done < width;) {
     const int64_t span = 1 + random.below(o.max_span_length);
-    const auto context = static_cast<int64_t>(static_cast<double>(span) / o.probability);  // Python's int(): floor
+    // Python's int(): the floor. A context past the row's end ends the row either way (and a tiny
+    // probability must not overflow).
+    const auto context = static_cast<int64_t>(std::min(static_cast<double>(span) / o.probability,
+                                                       static_cast<double>(width + span)));
     const int64_t start = done + random.below(context - span + 1);
     for (int64_t t = start; t < std::min(start + span, width); ++t) target[static_cast<std::size_t>(t)] = true;
     done += context;
@@ -46,11 +50,12 @@ void apply_permutation_masking(Batch& batch, const std::vector<int64_t>& indices
   const int64_t rows = ids.size(0), width = ids.size(1);
   if (width % 2 != 0) throw std::logic_error("permutation LM: an odd padded length " + std::to_string(width));
   auto labels = torch::full({rows, width}, kIgnoreLabel, torch::kLong);
-  auto perm_mask = torch::zeros({rows, width, width}, torch::kFloat);
+  // Bool, not HF's float: the model reads perm_mask > 0, and a quarter of the bytes travel to the device.
+  auto perm_mask = torch::zeros({rows, width, width}, torch::kBool);
   int64_t* id = ids.data_ptr<int64_t>();
   const int64_t* real = batch.inputs.attention_mask.data_ptr<int64_t>();
   int64_t* label = labels.data_ptr<int64_t>();
-  float* hidden = perm_mask.data_ptr<float>();
+  bool* hidden = perm_mask.data_ptr<bool>();
   for (int64_t row = 0; row < rows; ++row) {
     SampleRandom random(o.seed, epoch, indices[static_cast<std::size_t>(row)]);
     const std::vector<bool> span = draw_target_spans(random, width, o);
@@ -69,17 +74,18 @@ void apply_permutation_masking(Batch& batch, const std::vector<int64_t>& indices
       }
     }
     // Query i may not see key j when j is a target that comes no earlier in the order than i.
-    float* row_mask = hidden + row * width * width;
+    bool* row_mask = hidden + row * width * width;
     for (int64_t i = 0; i < width; ++i) {
       for (int64_t j = 0; j < width; ++j) {
         const bool hides = target[static_cast<std::size_t>(j)] &&
                            order[static_cast<std::size_t>(i)] <= order[static_cast<std::size_t>(j)];
-        row_mask[i * width + j] = hides ? 1.0f : 0.0f;
+        row_mask[i * width + j] = hides;
       }
     }
   }
   batch.labels = labels;
   batch.inputs.perm_mask = perm_mask;
+  // One identity for the whole batch (an expanded view): it travels to the device once.
   batch.inputs.target_mapping = torch::eye(width, torch::kFloat).expand({rows, width, width});
   // HF's collator hands the model no attention mask and no token types: padding stays visible.
   batch.inputs.attention_mask = torch::Tensor();

@@ -121,6 +121,7 @@ struct Loaded {
   json corpus = nullptr;
   PaddingConvention padding;
   std::optional<SpecialTokenIds> special;  // the tokenizer's, when the data has one
+  std::vector<int64_t> other_special_ids;  // and its <s>, </s>, <eod>, <eop> (HF's all_special_ids beyond those)
 };
 
 // The run's tokenizer, checked against the model; `loaded` records which it is.
@@ -135,6 +136,9 @@ std::unique_ptr<Tokenizer> load_run_tokenizer(const RunSpec& spec, const ModelCo
   check_tokenizer_fits_model(spec, model, *tokenizer);
   loaded.padding = {tokenizer->pads_left(), tokenizer->pad_token_type_id()};
   loaded.special = tokenizer->special_tokens();
+  for (const char* token : {"<s>", "</s>", "<eod>", "<eop>"}) {  // HF's all_special_ids beyond the five
+    if (const auto id = tokenizer->token_to_id(token)) loaded.other_special_ids.push_back(*id);
+  }
   loaded.tokenizer = {{"kind", to_string(options.kind)},
                       {"vocab", options.vocab_file},
                       {"merges", options.merges_file.empty() ? json(nullptr) : json(options.merges_file)},
@@ -345,12 +349,17 @@ struct MaskTokens {
   std::vector<int64_t> special_ids;  // sorted, unique, the mask token included
 };
 
-MaskTokens mask_tokens_for(const RunSpec& spec, const ModelConfig& model, const std::optional<SpecialTokenIds>& special,
+MaskTokens mask_tokens_for(const RunSpec& spec, const ModelConfig& model, const Loaded& loaded,
                            const std::string& field, int64_t given) {
+  const std::optional<SpecialTokenIds>& special = loaded.special;
   MaskTokens m;
   // HF's all_special_ids: [CLS] [SEP] [PAD] [UNK] [MASK] (RoBERTa's <s> </s> <pad> <unk> <mask>).
   m.special_ids = {model.pad_token_id};
-  if (special) m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
+  if (special) {
+    m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
+    m.special_ids.insert(m.special_ids.end(), loaded.other_special_ids.begin(), loaded.other_special_ids.end());
+    if (special->mask >= 0) m.special_ids.push_back(special->mask);
+  }
   if (given >= 0) {
     m.mask_token_id = given;
   } else if (special && special->mask >= 0) {
@@ -374,7 +383,7 @@ MaskTokens mask_tokens_for(const RunSpec& spec, const ModelConfig& model, const 
 }
 
 // The masked-LM corruption for a run (task mlm, distillation).
-MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const std::optional<SpecialTokenIds>& special) {
+MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const Loaded& loaded) {
   MaskingOptions m;
   if (spec.task != Task::mlm && spec.task != Task::distillation) return m;
   m.enabled = true;
@@ -384,22 +393,21 @@ MaskingOptions masking_for(const RunSpec& spec, const ModelConfig& model, const 
   m.vocab_size = model.vocab_size;
   m.seed = spec.data.seed;
   m.list_scored_positions = spec.mlm.sparse_prediction;
-  const MaskTokens tokens = mask_tokens_for(spec, model, special, "mlm.mask_token_id", spec.mlm.mask_token_id);
+  const MaskTokens tokens = mask_tokens_for(spec, model, loaded, "mlm.mask_token_id", spec.mlm.mask_token_id);
   m.mask_token_id = tokens.mask_token_id;
   m.special_ids = tokens.special_ids;
   return m;
 }
 
 // XLNet's permutation-LM corruption for a run (task plm).
-PermutationOptions permutation_for(const RunSpec& spec, const ModelConfig& model,
-                                   const std::optional<SpecialTokenIds>& special) {
+PermutationOptions permutation_for(const RunSpec& spec, const ModelConfig& model, const Loaded& loaded) {
   PermutationOptions p;
   if (spec.task != Task::plm) return p;
   p.enabled = true;
   p.probability = spec.plm.probability;
   p.max_span_length = spec.plm.max_span_length;
   p.seed = spec.data.seed;
-  const MaskTokens tokens = mask_tokens_for(spec, model, special, "plm.mask_token_id", spec.plm.mask_token_id);
+  const MaskTokens tokens = mask_tokens_for(spec, model, loaded, "plm.mask_token_id", spec.plm.mask_token_id);
   p.mask_token_id = tokens.mask_token_id;
   p.special_ids = tokens.special_ids;
   return p;
@@ -428,8 +436,7 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
   split_eval(spec, std::move(loaded.samples), out);
 
   out.collate = {spec.data.seq_len, spec.data.padding, model.pad_token_id, loaded.padding.pad_token_type_id,
-                 loaded.padding.pads_left, masking_for(spec, model, loaded.special),
-                 permutation_for(spec, model, loaded.special)};
+                 loaded.padding.pads_left, masking_for(spec, model, loaded), permutation_for(spec, model, loaded)};
   out.description = {{"source", to_string(spec.data.source)},
                      {"path", spec.data.path.empty() ? json(nullptr) : json(spec.data.path)},
                      {"samples", total},

@@ -7,7 +7,9 @@
 // on CPU the host waits; on a GPU only the stream does, so the host queues the next step while
 // the all-reduces run, as DDP's reducer lets it.
 #include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -66,11 +68,13 @@ class BucketedGradientSync final : public GradientSync {
   int rank() const override { return comm_.rank(); }
   int world_size() const override { return comm_.world_size(); }
   bool stop_agreed() override { return stop_requests_.agreed(); }
+  void finish_reductions() override { stop_requests_.read_all(); }
 
   void before_backward(bool last_micro_step, bool stop) override {
     std::lock_guard<std::mutex> lock(mutex_);
     reset_buckets();
     local_stop_ = stop;
+    last_micro_step_ = last_micro_step;
     reducing_.store(last_micro_step || every_micro_step_);
   }
 
@@ -90,7 +94,8 @@ class BucketedGradientSync final : public GradientSync {
     comm_.wait_all();
     const double waited = seconds_since(start);
     take_mean_gradients();
-    stop_requests_.add(stop_request_sum().clone());
+    // One request a step, the last micro-step's: a request never goes from true back to false.
+    if (last_micro_step_) stop_requests_.add(stop_request_sum().clone());
     return [waited] { return waited; };
   }
 
@@ -110,12 +115,30 @@ class BucketedGradientSync final : public GradientSync {
     comm_.wait_all();
     std::shared_ptr<cuda::StreamEvent> reduced = cuda::record_stream_event(device);
     take_mean_gradients();
-    const auto request = stop_request_sum();
-    auto host = torch::empty({1}, request.options().device(torch::kCPU).pinned_memory(true));
-    host.copy_(request, /*non_blocking=*/true);
-    std::shared_ptr<cuda::StreamEvent> copied = cuda::record_stream_event(device);
-    stop_requests_.add(host, [copied] { copied->synchronize(); });
+    if (last_micro_step_) {
+      const auto request = stop_request_sum();
+      auto host = torch::empty({1}, request.options().device(torch::kCPU).pinned_memory(true));
+      host.copy_(request, /*non_blocking=*/true);
+      std::shared_ptr<cuda::StreamEvent> copied = cuda::record_stream_event(device);
+      stop_requests_.add(host, [this, copied] { await_reduction(*copied); });
+    }
     return [backward_done, reduced] { return reduced->seconds_since(*backward_done); };
+  }
+
+  // The host's only wait on the all-reduces, with dist.timeout_s as its deadline, so a peer that
+  // died or hangs ends this rank with CommFailure (exit 4, a failed result) rather than leaving it
+  // to NCCL's watchdog (whose own timeout is later: see Communicator::connect).
+  void await_reduction(cuda::StreamEvent& reduced) const {
+    const auto deadline = std::chrono::steady_clock::now() + comm_.timeout();
+    while (!reduced.done()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw CommFailure("rank " + std::to_string(comm_.rank()) +
+                          ": lost contact with the other ranks during a gradient all-reduce: it did not finish within "
+                          "dist.timeout_s = " + std::to_string(comm_.timeout().count() / 1000) +
+                          " s (a peer failed, was killed or hangs; see its log)");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
   }
 #endif
 
@@ -250,6 +273,7 @@ class BucketedGradientSync final : public GradientSync {
   mutable std::mutex mutex_;
   std::atomic<bool> reducing_{false};
   bool local_stop_ = false;
+  bool last_micro_step_ = false;  // the optimizer step follows this backward
   std::size_t next_ = 0;  // the next bucket to start: buckets start in index order on every rank
   std::exception_ptr hook_error_;
   SyncStats stats_;
@@ -285,8 +309,12 @@ void StopRequests::add(torch::Tensor sum, std::function<void()> arrived) {
   unread_.push_back(Request{std::move(sum), std::move(arrived)});
 }
 
-bool StopRequests::agreed() {
-  while (unread_.size() > lag_) {
+bool StopRequests::agreed() { return read_down_to(lag_); }
+
+bool StopRequests::read_all() { return read_down_to(0); }
+
+bool StopRequests::read_down_to(std::size_t unread) {
+  while (unread_.size() > unread) {
     Request request = std::move(unread_.front());
     unread_.pop_front();
     if (request.arrived) request.arrived();

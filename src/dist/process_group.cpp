@@ -233,7 +233,10 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
 #if TBENCH_WITH_NCCL
       c10::cuda::set_device(static_cast<c10::DeviceIndex>(device.index()));
       auto options = c10d::ProcessGroupNCCL::Options::create();
-      options->timeout = timeout;
+      // The host awaits the gradients with dist.timeout_s (BucketedGradientSync) and so ends a
+      // lost run with CommFailure and a failed result; the watchdog, which may kill the process,
+      // is only the backstop.
+      options->timeout = timeout + std::chrono::minutes(1);
       impl->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
           c10::make_intrusive<c10d::PrefixStore>("nccl", impl->store), env.rank, env.world_size, options);
 #endif

@@ -547,7 +547,7 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
   // A distillation section under a classification task is a forgotten `task: distillation`; under
   // mlm it is ignored, so a sweep can take a spec across both masked-LM tasks.
   if (!masked_lm && given.contains("distillation")) {
-    v.fail("distillation", "only used with task distillation (task is classification: set task: distillation)");
+    v.fail("distillation", "only used with task distillation " + task_is + ": set task: distillation");
   }
   if (spec.task == Task::plm) check_plm(v, spec);
   if (masked_lm) {

@@ -149,7 +149,7 @@ SamplerOptions Trainer::sampler_options() const {
 
 ModelInputs Trainer::on_device(const ModelInputs& host, bool non_blocking) const {
   // The optional inputs (a task's own, or none at all for permutation LM's mask) stay undefined.
-  const auto moved = [&](const torch::Tensor& t) { return t.defined() ? t.to(device_, non_blocking) : t; };
+  const auto moved = [&](const torch::Tensor& t) { return t.defined() ? moved_to(t, device_, non_blocking) : t; };
   ModelInputs inputs{moved(host.input_ids), moved(host.attention_mask), moved(host.token_type_ids), host.has_padding};
   inputs.scored_positions = moved(host.scored_positions);
   inputs.perm_mask = moved(host.perm_mask);
@@ -340,10 +340,13 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   if (profiling_) {  // a stop or a failure ended the run inside the window
     fail_on_exception(run.outcome, [] { return std::string("profiling"); }, [&] { stop_profile(run, totals.record); });
   }
-  // The epoch ends when its last step has run on the device: one wait, here. A device error
-  // surfacing only now fails the run unless an earlier one already did.
-  fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch); },
-                    [&] { report(pending.take_finished(/*wait_for_all=*/true), observers, totals, run); });
+  // The epoch ends when its last step has run on the device: one wait, here (data-parallel: its
+  // all-reduces first, with their timeout). A device error surfacing only now fails the run
+  // unless an earlier one already did.
+  fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch); }, [&] {
+    if (sync_) sync_->finish_reductions();
+    report(pending.take_finished(/*wait_for_all=*/true), observers, totals, run);
+  });
   EpochRecord record = finish_epoch_record(totals, seconds_since(epoch_start), run.outcome);
   if (gpu_monitor_) record.gpu = gpu_monitor_->stop();
   return record;

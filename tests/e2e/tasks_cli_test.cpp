@@ -93,6 +93,8 @@ TEST(TasksCli, PermutationLmTrainsXlnetOnACorpus) {
   EXPECT_EQ(result["data"]["masking"], nullptr);
   EXPECT_EQ(result["data"]["permutation"]["max_span_length"], 3);
   EXPECT_EQ(result["data"]["permutation"]["mask_token_id"], 4);
+  // XLNet's special tokens, HF's all_special_ids: <unk> <s> </s> <cls> <sep> <pad> <mask> <eod> <eop>.
+  EXPECT_EQ(result["data"]["permutation"]["never_masked"], json({0, 1, 2, 3, 4, 5, 6, 7, 8}));
   EXPECT_NEAR(result["data"]["permutation"]["probability"].get<double>(), 1.0 / 6.0, 1e-12);
   EXPECT_EQ(result["summary"]["status"], "completed");
   expect_perplexity_per_epoch(result);

@@ -13,7 +13,7 @@ void expect_valid_permutation_batch(const PermutationBatch& b) {
   EXPECT_TRUE(torch::equal(b.target_mapping.contiguous(), torch::eye(width).expand({rows, width, width})))
       << "every position is predicted, in place";
   const auto original = b.original_ids.contiguous(), ids = b.input_ids.contiguous(), labels = b.labels.contiguous();
-  const auto hides = b.perm_mask.contiguous();
+  const auto hides = b.perm_mask.to(torch::kFloat).contiguous();  // HF's is float, tbench's bool
   const auto functional = [&](int64_t token) {
     return std::find(b.functional_ids.begin(), b.functional_ids.end(), token) != b.functional_ids.end();
   };

@@ -193,6 +193,12 @@ TEST(StopRequests, ALagLeavesTheNewestUnreadAndWaitsForTheOthersToArrive) {
   requests.add(torch::zeros({1}), [&] { arrived.push_back(3); });
   EXPECT_TRUE(requests.agreed());
   EXPECT_EQ(arrived, (std::vector<int>{1, 2}));
+  // The epoch's end reads the newest too.
+  StopRequests at_the_end(1);
+  at_the_end.add(torch::ones({1}), [&] { arrived.push_back(4); });
+  EXPECT_FALSE(at_the_end.agreed());
+  EXPECT_TRUE(at_the_end.read_all());
+  EXPECT_EQ(arrived.back(), 4);
 }
 
 TEST(Data, ShardsTakeEveryWorldSizethSample) {

@@ -105,6 +105,18 @@ TEST(PermutationMasking, DrawsDependOnTheSampleAndEpochNotTheBatch) {
   EXPECT_FALSE(torch::equal(alone.inputs.perm_mask, next_epoch.inputs.perm_mask));
 }
 
+// The identity target_mapping is one matrix expanded over the batch, and stays one when moved.
+TEST(PermutationMasking, TheTargetMappingTravelsOnce) {
+  const TokenizedSamples samples = xlnet_samples(8);
+  const Batch b = collate(samples, {0, 1, 2, 3}, permutation_collate(36, Padding::max_length), 1);
+  EXPECT_EQ(b.inputs.target_mapping.stride(0), 0);
+  EXPECT_EQ(b.inputs.perm_mask.scalar_type(), torch::kBool);
+  const auto moved = moved_to(b.inputs.target_mapping, torch::kCPU, false);
+  EXPECT_EQ(moved.stride(0), 0);
+  EXPECT_TRUE(torch::equal(moved, torch::eye(36).expand({4, 36, 36})));
+  EXPECT_TRUE(torch::equal(moved_to(b.labels, torch::kCPU, false), b.labels));
+}
+
 ModelConfig tiny_xlnet() { return shipped_model_config("tiny-xlnet"); }
 
 // XLNetLMHeadModel's names: the transformer's and lm_loss.bias; lm_loss.weight is the word

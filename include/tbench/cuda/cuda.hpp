@@ -33,6 +33,8 @@ class StreamEvent {
   virtual ~StreamEvent() = default;
   // Blocks the host until the stream has run everything queued before the event.
   virtual void synchronize() = 0;
+  // Whether the stream has passed the event (no wait).
+  virtual bool done() = 0;
   // Device seconds from `earlier` to this event; waits for this one to pass.
   virtual double seconds_since(StreamEvent& earlier) = 0;
 };

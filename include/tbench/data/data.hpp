@@ -201,6 +201,12 @@ std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch);
 // Data parallelism: rank `rank` of `world_size` takes order[rank], order[rank + world_size], ...
 std::vector<int64_t> shard_order(const std::vector<int64_t>& order, int rank, int world_size);
 
+// Host-to-device moves of a batch's tensors. A tensor broadcast over the batch (an expanded view,
+// stride 0 along dim 0, such as permutation LM's identity target_mapping) is copied as one slice
+// and expanded again, not materialised B times.
+torch::Tensor pinned(const torch::Tensor& t);  // in page-locked memory, for non_blocking copies
+torch::Tensor moved_to(const torch::Tensor& t, const torch::Device& device, bool non_blocking);
+
 // Collates the batches of an epoch on a background thread, at most `prefetch` ahead of the
 // trainer, pinning them when the device is CUDA so the copy can be non-blocking. prefetch 0:
 // collated on the caller's thread when asked for.

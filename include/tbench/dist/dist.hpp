@@ -100,8 +100,8 @@ class Communicator {
   void allreduce_async(const torch::Tensor& flat);
   // Every all-reduce started since the last call is done once this returns, in stream order.
   // Gloo: the host waits for them and a failed one, or one past the timeout, throws CommFailure.
-  // NCCL: the device's current stream waits for them and the host goes on, as DDP's does; NCCL's
-  // watchdog ends a collective that outlives the timeout.
+  // NCCL: the device's current stream waits for them and the host goes on, as DDP's does; the
+  // gradient sync awaits them later with the timeout (NCCL's watchdog only after a minute more).
   void wait_all();
 
   // The rendezvous store, for small messages: every rank's timings at the end.
@@ -135,8 +135,11 @@ class StopRequests {
   void add(torch::Tensor sum, std::function<void()> arrived = {});
   // Reads every request but the newest `lag`; true from the first non-zero one on.
   bool agreed();
+  // Reads them all (the epoch's end: the device is awaited anyway).
+  bool read_all();
 
  private:
+  bool read_down_to(std::size_t unread);
   struct Request {
     torch::Tensor sum;
     std::function<void()> arrived;

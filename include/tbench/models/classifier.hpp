@@ -21,9 +21,9 @@ struct ModelInputs {
   // [N, vocab_size]. Undefined: every position, [B, S, vocab_size], as HF does.
   torch::Tensor scored_positions{};
   // XLNet's permutation LM (task plm), as HF's DataCollatorForPermutationLanguageModeling makes
-  // them: perm_mask [B, S, S] float, 1 where query i may not see key j under the sampled
-  // factorisation order; target_mapping [B, M, S] float, row m one-hot at the m-th target's
-  // position. Undefined for every other task.
+  // them: perm_mask [B, S, S], non-zero (1, or true) where query i may not see key j under the
+  // sampled factorisation order; target_mapping [B, M, S] float, row m one-hot at the m-th
+  // target's position (may be one [M, S] expanded over the batch). Undefined for other tasks.
   torch::Tensor perm_mask{};
   torch::Tensor target_mapping{};
 };

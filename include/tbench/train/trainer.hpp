@@ -75,6 +75,9 @@ class GradientSync {
   // On CPU that is the step after the request; on a GPU one reduction later, as the request is
   // read without making the host wait for the step it has just queued.
   virtual bool stop_agreed() = 0;
+  // At the end of an epoch, before its final wait for the device: reads the requests still in
+  // flight, waiting up to dist.timeout_s for their all-reduces. Throws CommFailure.
+  virtual void finish_reductions() = 0;
 };
 
 // A peer rank failed, left or stopped answering: the run cannot go on (exit 4).
