@@ -43,7 +43,8 @@ double padding_efficiency(const TokenizedSamples& samples, const RunSpec& spec, 
         real += static_cast<double>(samples.length(i));
         longest = std::max(longest, samples.length(i));
       }
-      const int64_t width = padding == Padding::max_length ? spec.data.seq_len : longest;
+      int64_t width = padding == Padding::max_length ? spec.data.seq_len : longest;
+      if (spec.task == Task::plm && width % 2 != 0) ++width;  // as collate pads for the permutation's halves
       computed += static_cast<double>(width) * static_cast<double>(micro.size());
     }
   }

@@ -252,5 +252,29 @@ TEST_F(DataCli, DataCommandDescribesTheDataAndWritesAHistogramSyntheticRunsCanUs
   EXPECT_NEAR(result["data"]["lengths"]["mean"].get<double>(), report["lengths"]["mean"].get<double>(), 4.0);
 }
 
+// Permutation LM pads a batch to an even length; `tbench data` counts the same computed tokens as
+// the run then computes.
+TEST_F(DataCli, DataCommandCountsPermutationLmsEvenPadding) {
+  json spec = testing::tiny_spec(dir.file("plm.json"));
+  spec["task"] = "plm";
+  spec["model"] = "tiny-xlnet";
+  spec["data"] = {{"seq_len", 32}, {"num_samples", 64}, {"padding", "longest"},
+                  {"lengths", {{"distribution", "uniform"}, {"min", 5}}}};
+  spec["train"]["epochs"] = 1;
+  const std::string path = write_spec(spec);
+  const auto r = run_tbench("data --json " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double predicted = json::parse(r.out)["padding_efficiency"]["longest"];
+  ASSERT_EQ(run_tbench("run --quiet " + path).exit_code, 0);
+  const json result = testing::read_json(dir.file("plm.json"));
+  double real = 0, computed = 0;
+  for (const auto& it : result["iterations"]) {
+    real += it["real_tokens"].get<double>();
+    computed += it["tokens"].get<double>();
+    EXPECT_EQ(it["tokens"].get<int64_t>() / it["samples"].get<int64_t>() % 2, 0) << it.dump();
+  }
+  EXPECT_NEAR(predicted, real / computed, 1e-12);
+}
+
 }  // namespace
 }  // namespace tbench
