@@ -356,8 +356,8 @@ MaskTokens mask_tokens_for(const RunSpec& spec, const ModelConfig& model, const 
   // HF's all_special_ids: [CLS] [SEP] [PAD] [UNK] [MASK] (RoBERTa's <s> </s> <pad> <unk> <mask>).
   m.special_ids = {model.pad_token_id};
   if (special) {
-    m.special_ids.insert(m.special_ids.end(), {special->cls, special->sep, special->pad, special->unk});
-    m.special_ids.insert(m.special_ids.end(), loaded.other_special_ids.begin(), loaded.other_special_ids.end());
+    for (const int64_t id : {special->cls, special->sep, special->pad, special->unk}) m.special_ids.push_back(id);
+    for (const int64_t id : loaded.other_special_ids) m.special_ids.push_back(id);
     if (special->mask >= 0) m.special_ids.push_back(special->mask);
   }
   if (given >= 0) {

@@ -493,8 +493,9 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   std::optional<IterationStream> stream;
   if (writes_result) stream.emplace(iterations_path_for(plan.output_path));
   auto progress = make_progress(choose_progress_mode(options.quiet || !writes_result));
-  std::vector<TrainObserver*> observers = {progress.get()};
-  if (stream) observers.insert(observers.begin(), &*stream);
+  std::vector<TrainObserver*> observers;  // the stream first: a step is on disk before it is shown
+  if (stream) observers.push_back(&*stream);
+  observers.push_back(progress.get());
   // Rank 0 profiles; the others leave the same steps out of their timing.
   std::unique_ptr<StepProfiler> profiler;
   if (plan.trainer.profile_steps > 0 && writes_result) {
