@@ -28,7 +28,10 @@ struct DataOptions {
 DataOptions g_data;
 
 // Real tokens over computed tokens for one epoch planned the way a run would plan it.
-double padding_efficiency(const TokenizedSamples& samples, const RunSpec& spec, Padding padding, bool bucketed) {
+double padding_efficiency(const PreparedData& data, const RunSpec& spec, Padding padding, bool bucketed) {
+  const TokenizedSamples& samples = data.train;
+  CollateOptions collate = data.collate;
+  collate.padding = padding;
   SamplerOptions o;
   o.batch_size = spec.train.batch_size;
   o.accum_steps = spec.train.grad_accum_steps;
@@ -43,9 +46,7 @@ double padding_efficiency(const TokenizedSamples& samples, const RunSpec& spec, 
         real += static_cast<double>(samples.length(i));
         longest = std::max(longest, samples.length(i));
       }
-      int64_t width = padding == Padding::max_length ? spec.data.seq_len : longest;
-      if (spec.task == Task::plm && width % 2 != 0) ++width;  // as collate pads for the permutation's halves
-      computed += static_cast<double>(width) * static_cast<double>(micro.size());
+      computed += static_cast<double>(padded_width(collate, longest)) * static_cast<double>(micro.size());
     }
   }
   return computed > 0 ? real / computed : 0.0;
@@ -87,9 +88,9 @@ int data_command() {
   json report = data.description;
   report["labels"] = label_counts(data);
   report["batch_size"] = spec.train.batch_size;
-  report["padding_efficiency"] = {{"max_length", padding_efficiency(data.train, spec, Padding::max_length, false)},
-                                  {"longest", padding_efficiency(data.train, spec, Padding::longest, false)},
-                                  {"longest_bucketed", padding_efficiency(data.train, spec, Padding::longest, true)}};
+  report["padding_efficiency"] = {{"max_length", padding_efficiency(data, spec, Padding::max_length, false)},
+                                  {"longest", padding_efficiency(data, spec, Padding::longest, false)},
+                                  {"longest_bucketed", padding_efficiency(data, spec, Padding::longest, true)}};
   if (!g_data.histogram_path.empty()) {
     write_file_atomically(g_data.histogram_path, histogram_text(length_histogram(data), spec));
     report["histogram"] = g_data.histogram_path;

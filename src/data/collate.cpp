@@ -6,6 +6,11 @@
 
 namespace tbench {
 
+int64_t padded_width(const CollateOptions& o, int64_t longest) {
+  const int64_t width = o.padding == Padding::max_length ? o.seq_len : longest;
+  return o.permutation.enabled && width % 2 != 0 ? width + 1 : width;  // the permutation needs two equal halves
+}
+
 Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& o,
               int64_t epoch) {
   int64_t longest = 0, real_tokens = 0;
@@ -14,8 +19,7 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
     real_tokens += samples.length(i);
   }
   const int64_t rows = static_cast<int64_t>(indices.size());
-  int64_t width = o.padding == Padding::max_length ? o.seq_len : longest;
-  if (o.permutation.enabled && width % 2 != 0) ++width;  // the permutation needs two equal halves
+  const int64_t width = padded_width(o, longest);
   // Samples are truncated to seq_len when read; a longer one here would be written past its row.
   if (longest > width) {
     throw std::length_error("collate: a sample of " + std::to_string(longest) + " tokens does not fit the padded length " +

@@ -325,11 +325,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);
   check_device(spec);
   plan.launch = detect_launch();  // torchrun / srun / mpirun, or a single process
-  check_launch(spec, plan.launch);
-  if (spec.train.cuda_graph && plan.launch.distributed()) {
-    fail_field(spec, "train.cuda_graph", "is not supported with data-parallel training (the gradient all-reduce "
-                                         "hooks cannot be captured in a graph)");
-  }
+  check_launch(spec, plan.launch);  // refuses a data-parallel train.cuda_graph too
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len, spec.task);
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   plan.cost.train_flops_per_sample =

@@ -169,6 +169,10 @@ struct CollateOptions {
 // shorter than seq_len, longest pads wherever lengths differ.
 bool batches_can_pad(const TokenizedSamples& samples, const CollateOptions& options);
 
+// The padded length of a batch whose longest sample is `longest`: seq_len with max_length padding,
+// else `longest`, rounded up to even for permutation LM.
+int64_t padded_width(const CollateOptions& options, int64_t longest);
+
 // `epoch` seeds the masking (0 for evaluation: the same masks every epoch).
 Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indices, const CollateOptions& options,
               int64_t epoch = 0);
