@@ -3,21 +3,24 @@
 # ../shared/docs/GPU.md). Prepare here first: `../shared/tools/gpu-deps`, then drop the static ICU
 # archives so `.deps` fits the 64 MiB carry (rm .deps/usr/lib/x86_64-linux-gnu/libicu*.a). A
 # machine goes back after 30 idle seconds and a fresh one starts bare, so every call carries
-# `.deps` and every stage builds build-gpu/ first if it is not there:
-#   run(carry=[".deps"], command="scripts/gpu_session.sh build test")      # call 1
-#   run(carry=[".deps"], command="scripts/gpu_session.sh runs")              # call 2
-#   run(carry=[".deps"], command="scripts/gpu_session.sh perf")              # call 3: the speed issue
-#   run(carry=[".deps"], command="scripts/gpu_session.sh sweep profile")     # call 4
+# `.deps` and every stage builds build-gpu/ first if it is not there. A session's device time
+# (15 minutes as of 2026-11, the machine's start included) holds about two full calls, so the
+# stages go in order of what the issues need most, and a stage stopped at the budget still brings
+# back what it finished:
+#   run(carry=[".deps"], command="scripts/gpu_session.sh build test runs")  # call 1: correctness
+#   run(carry=[".deps"], command="BUDGET_S=<what is left, less 60> scripts/gpu_session.sh perf")
+# and in later sessions, once those are in:
+#   run(carry=[".deps"], command="scripts/gpu_session.sh sweep profile")
 #   on the other kind (nvidia-h200): run(carry=[".deps"], command="scripts/gpu_session.sh rows")
 # Stages:
 #   build     configure and build build-gpu/ against python3's torch, for sm_90, -j16
 #   test      ctest: the GPU tests first, one at a time (one of them fills the GPU until it runs out
 #             of memory), then the rest 8 at a time (the HF parity tests against the committed
 #             fixtures, on this machine's torch); the logs and the skipped tests' names
-#   runs      a short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM,
+#   runs      configs/distilbert_fp16.json capped at 300 steps (first: the issue's headline); a
+#             short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM,
 #             distillation and permutation-LM tasks; NCCL at world size 1 against the same spec
-#             without it, and 2 ranks on the one GPU (if NCCL allows it); and
-#             configs/distilbert_fp16.json capped at 300 steps
+#             without it, and 2 ranks on the one GPU (if NCCL allows it)
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
 #   sweep     each speed switch alone against the defaults, on bert-base-cased bf16 at seq 128 and 512
@@ -74,6 +77,9 @@ run_one() { run_one_in runs "$@"; }
 
 stage_runs() {
   ensure_built || return
+  # The mission's headline run, capped (its result and iterations go to bench/results/gpu/<machine>/).
+  run_one distilbert_fp16-300 configs/distilbert_fp16.json --set train.max_steps=300
+  nvidia-smi > "$out/runs/nvidia-smi.txt" 2>&1
   local short=(--set device=cuda:0 --set data.num_samples=2048 --set train.max_steps=30 --set timing.warmup_steps=5
                --set train.batch_size=32 --set data.seq_len=128)
   for model in distilbert-base-uncased bert-base-cased roberta-base xlnet-base-cased; do
@@ -101,9 +107,6 @@ stage_runs() {
     pids+=($!)
   done
   wait "${pids[@]}"
-  # The mission's headline run, capped (its result and iterations go to bench/results/gpu/<machine>/).
-  run_one distilbert_fp16-300 configs/distilbert_fp16.json --set train.max_steps=300
-  nvidia-smi > "$out/runs/nvidia-smi.txt" 2>&1
   # fp16 (loss-scaled) and bf16 against fp32: do the loss curves agree within noise?
   for model in distilbert-base-uncased bert-base-cased roberta-base xlnet-base-cased; do
     python3 bench/loss_curves.py "$out/runs/$model-fp32.json" "$out/runs/$model-fp16.json" "$out/runs/$model-bf16.json"

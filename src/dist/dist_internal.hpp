@@ -13,6 +13,7 @@ struct SyncStats {
   int64_t allreduces = 0;        // bucket all-reduces started so far
   int64_t parameters = 0;
   bool sync_every_micro_step = false;
+  bool gradient_as_bucket_view = false;
   double bucket_mb = 0;
 };
 

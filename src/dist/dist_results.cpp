@@ -90,6 +90,7 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
   dist.bucket_mb = spec.dist.bucket_mb;
   dist.buckets = stats.buckets;
   dist.sync_every_micro_step = spec.dist.sync_every_micro_step;
+  dist.gradient_as_bucket_view = spec.dist.gradient_as_bucket_view;
   dist.allreduces = stats.allreduces;
   dist.timeout_s = spec.dist.timeout_s;
   return dist;

@@ -6,6 +6,11 @@
 // in the same order. After backward the trainer waits for them all and gets the mean gradients:
 // on CPU the host waits; on a GPU only the stream does, so the host queues the next step while
 // the all-reduces run, as DDP's reducer lets it.
+// With dist.gradient_as_bucket_view (DDP's option of that name) each parameter's .grad becomes a
+// view into its bucket once its first gradient has been copied there: from then on backward
+// accumulates into the bucket, the all-reduce averages it in place and the optimizer reads it
+// there. That saves a gradient-sized buffer per rank and the two copies a step between .grad and
+// the bucket; the arithmetic is the same.
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -46,10 +51,12 @@ class BucketedGradientSync final : public GradientSync {
       : comm_(comm),
         params_(std::move(params)),
         every_micro_step_(spec.sync_every_micro_step),
+        grads_in_buckets_(spec.gradient_as_bucket_view),
         on_cuda_(params_.front().is_cuda()),
         stop_requests_(on_cuda_ ? 1 : 0) {
     stats_.bucket_mb = spec.bucket_mb;
     stats_.sync_every_micro_step = spec.sync_every_micro_step;
+    stats_.gradient_as_bucket_view = spec.gradient_as_bucket_view;
     stats_.parameters = static_cast<int64_t>(params_.size());
     build_buckets(spec.bucket_mb);
     for (std::size_t i = 0; i < params_.size(); ++i) {
@@ -69,6 +76,21 @@ class BucketedGradientSync final : public GradientSync {
   int world_size() const override { return comm_.world_size(); }
   bool stop_agreed() override { return stop_requests_.agreed(); }
   void finish_reductions() override { stop_requests_.read_all(); }
+
+  // Gradients that live in the buckets are zeroed there, one fill a bucket, and stay views. Any
+  // other is dropped, as model.zero_grad(set_to_none) does, and keeps a parameter that gets no
+  // gradient out of the optimizer's step.
+  void zero_gradients(torch::nn::Module& model) override {
+    if (!grads_in_buckets_) {
+      model.zero_grad(/*set_to_none=*/true);
+      return;
+    }
+    torch::NoGradGuard no_grad;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      if (!grad_in_bucket(i)) params_[i].mutable_grad().reset();
+    }
+    for (auto& bucket : buckets_) bucket.flat.zero_();
+  }
 
   void before_backward(bool last_micro_step, bool stop) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -142,18 +164,28 @@ class BucketedGradientSync final : public GradientSync {
   }
 #endif
 
-  // The buckets hold the sums over ranks: each parameter's .grad gets its mean.
+  // The buckets hold the sums over ranks: each parameter's .grad gets its mean (where .grad is a
+  // view into its bucket, the division did that).
   void take_mean_gradients() {
     torch::NoGradGuard no_grad;
     const double world = static_cast<double>(comm_.world_size());
-    for (auto& bucket : buckets_) {
-      bucket.flat.div_(world);
-      for (std::size_t j = 0; j < bucket.members.size(); ++j) {
-        auto& param = params_[bucket.members[j]];
-        if (!param.grad().defined()) continue;  // no gradient on any rank: the same model everywhere
-        param.grad().copy_(bucket.flat.narrow(0, bucket.offsets[j], param.numel()).view_as(param));
-      }
+    for (auto& bucket : buckets_) bucket.flat.div_(world);
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      auto& param = params_[i];
+      // No gradient on any rank: the same model everywhere.
+      if (!param.grad().defined() || grad_in_bucket(i)) continue;
+      param.grad().copy_(bucket_slot(i).view_as(param));
     }
+  }
+
+  // Parameter i's place in its bucket, flat.
+  torch::Tensor bucket_slot(std::size_t i) const {
+    return buckets_[bucket_of_[i]].flat.narrow(0, offset_of_[i], params_[i].numel());
+  }
+
+  bool grad_in_bucket(std::size_t i) const {
+    const auto& grad = params_[i].grad();
+    return grads_in_buckets_ && grad.defined() && grad.data_ptr() == bucket_slot(i).data_ptr();
   }
 
   // The control bucket's last element: the ranks' stop requests, summed and divided by the world.
@@ -166,7 +198,6 @@ class BucketedGradientSync final : public GradientSync {
 
   struct Bucket {
     std::vector<std::size_t> members;  // indices into params_
-    std::vector<int64_t> offsets;      // where each member starts in flat
     torch::Tensor flat;                // the gradients, then their sum over ranks
     std::size_t ready = 0;
     bool control = false;              // the last element carries the stop request
@@ -175,6 +206,7 @@ class BucketedGradientSync final : public GradientSync {
   void build_buckets(double bucket_mb) {
     const double capacity = bucket_mb * 1024.0 * 1024.0;
     bucket_of_.assign(params_.size(), 0);
+    offset_of_.assign(params_.size(), 0);
     std::vector<Bucket> buckets;
     double bytes = 0;
     for (std::size_t k = params_.size(); k-- > 0;) {
@@ -195,7 +227,7 @@ class BucketedGradientSync final : public GradientSync {
     for (auto& b : buckets) {
       int64_t numel = 0;
       for (const auto k : b.members) {
-        b.offsets.push_back(numel);
+        offset_of_[k] = numel;
         numel += params_[k].numel();
       }
       const auto& first = params_[b.members.front()];
@@ -217,18 +249,20 @@ class BucketedGradientSync final : public GradientSync {
     }
   }
 
-  // Under mutex_.
+  // Under mutex_. A gradient not yet in the bucket is copied there (and, with
+  // gradient_as_bucket_view, becomes a view of it: the only copy it ever needs).
   void launch(Bucket& bucket) {
     torch::NoGradGuard no_grad;
-    for (std::size_t j = 0; j < bucket.members.size(); ++j) {
-      const auto& param = params_[bucket.members[j]];
-      auto slice = bucket.flat.narrow(0, bucket.offsets[j], param.numel());
-      const auto& grad = param.grad();
-      if (grad.defined()) {
-        slice.copy_(grad.reshape({-1}));
-      } else {
-        slice.zero_();
+    for (const auto i : bucket.members) {
+      if (grad_in_bucket(i)) continue;
+      auto& param = params_[i];
+      auto slot = bucket_slot(i);
+      if (!param.grad().defined()) {
+        slot.zero_();
+        continue;
       }
+      slot.copy_(param.grad().reshape({-1}));
+      if (grads_in_buckets_) param.mutable_grad() = slot.view_as(param);
     }
     if (bucket.control) bucket.flat.narrow(0, bucket.flat.numel() - 1, 1).fill_(local_stop_ ? 1.0 : 0.0);
     try {
@@ -263,9 +297,11 @@ class BucketedGradientSync final : public GradientSync {
   Communicator& comm_;
   std::vector<torch::Tensor> params_;
   const bool every_micro_step_;
+  const bool grads_in_buckets_;  // dist.gradient_as_bucket_view
   const bool on_cuda_;
   StopRequests stop_requests_;  // read one reduction late on a GPU
-  std::vector<std::size_t> bucket_of_;
+  std::vector<std::size_t> bucket_of_;  // by parameter: its bucket
+  std::vector<int64_t> offset_of_;      // by parameter: where it starts in its bucket
   std::vector<Bucket> buckets_;
   // The accumulator's pointer type: shared_ptr<Node> up to LibTorch 2.13, intrusive_ptr<Node> from 2.14.
   using AccumulatorPtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));
@@ -299,8 +335,9 @@ std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::
   if (trainable.empty()) throw Error(ExitCode::internal, "the model has no trainable parameters");
   auto sync = std::make_unique<BucketedGradientSync>(comm, std::move(trainable), spec);
   const SyncStats s = sync->stats();
-  spdlog::info("weights broadcast from rank 0; {} gradients in {} all-reduce bucket(s) of up to {:.2f} MiB, {}",
+  spdlog::info("weights broadcast from rank 0; {} gradients in {} all-reduce bucket(s) of up to {:.2f} MiB{}, {}",
                s.parameters, s.buckets, static_cast<double>(s.bucket_bytes_max) / 1048576.0,
+               spec.gradient_as_bucket_view ? " (the gradients live there)" : "",
                spec.sync_every_micro_step ? "reduced after every micro-step" : "reduced on the last micro-step");
   return sync;
 }

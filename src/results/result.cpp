@@ -63,6 +63,7 @@ json to_json(const DistSection& d) {
           {"bucket_mb", d.bucket_mb},
           {"buckets", d.buckets},
           {"sync_every_micro_step", d.sync_every_micro_step},
+          {"gradient_as_bucket_view", d.gradient_as_bucket_view},
           {"allreduces", d.allreduces},
           {"timeout_s", d.timeout_s},
           {"ranks", ranks},

@@ -281,6 +281,10 @@ const std::vector<Field>& fields() {
       {"dist.sync_every_micro_step", Kind::boolean, false, -1e300, {},
        "data-parallel only: all-reduce after every accumulation micro-step (default: only the last)",
        set(&RunSpec::dist, &DistSpec::sync_every_micro_step)},
+      {"dist.gradient_as_bucket_view", Kind::boolean, true, -1e300, {},
+       "data-parallel only: each gradient lives in its all-reduce bucket, as DDP's option of that name (no "
+       "gradient copies, one gradient-sized buffer less); false: copied in and out every step",
+       set(&RunSpec::dist, &DistSpec::gradient_as_bucket_view)},
       {"dist.timeout_s", Kind::integer, 300, 1, {},
        "data-parallel only: seconds to wait for a peer (rendezvous, collectives) before failing",
        set(&RunSpec::dist, &DistSpec::timeout_s)},

@@ -224,7 +224,11 @@ StepOutputs Trainer::finish_step(const LossTerms& loss, IterationRecord& record)
   } else if (!record.skipped) {
     optimizer_->step();
   }
-  model_.zero_grad(/*set_to_none=*/true);
+  if (sync_) {
+    sync_->zero_gradients(model_);  // may keep them in its all-reduce buckets
+  } else {
+    model_.zero_grad(/*set_to_none=*/true);
+  }
   if (scaler_->enabled()) scaler_->update(found_inf);
   // Nothing here waits for the device: the loss and the flags are read once the step has run.
   return outputs;

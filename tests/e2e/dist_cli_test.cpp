@@ -194,6 +194,36 @@ TEST_F(DistCli, DelayedSyncEqualsSyncEveryMicroStep) {
   EXPECT_LT(max_abs_diff(delayed, read_floats(dir_->file("one/params"))), 2e-5);
 }
 
+// dist.gradient_as_bucket_view only moves where the gradients live: with accumulation (the second
+// micro-step adds into the bucket) and weight decay, the parameters end bit for bit where copied
+// gradients take them. XLNet's classifier never uses mask_emb: its gradient must stay undefined,
+// not become zeros in the bucket, or AdamW's decay would move it.
+TEST_F(DistCli, GradientsKeptInTheBucketsTrainAsCopiedGradients) {
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("x.json"), 2, /*accum=*/2);
+  spec["model"] = "tiny-xlnet";
+  spec["train"]["weight_decay"] = 0.1;
+  const std::string path = dir.write("spec.json", spec.dump());
+  std::map<std::string, json> results;
+  for (const std::string in_buckets : {"false", "true"}) {
+    const auto runs = run_ranks(dir, {"run", "-q", path, "--set", "dist.gradient_as_bucket_view=" + in_buckets, "--set",
+                                      "output=" + dir.file(in_buckets + ".json"), "--dump-params", dir.file(in_buckets)},
+                                2);
+    ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
+    ASSERT_EQ(runs[1].exit_code, 0) << runs[1].err;
+    results[in_buckets] = testing::read_json(dir.file(in_buckets + ".json"));
+    EXPECT_EQ(results[in_buckets]["dist"]["gradient_as_bucket_view"], in_buckets == "true");
+  }
+  const auto copied = read_floats(dir.file("false.rank0")), in_buckets = read_floats(dir.file("true.rank0"));
+  ASSERT_GT(copied.size(), 10000u);
+  EXPECT_EQ(copied, in_buckets) << "max |diff| " << max_abs_diff(copied, in_buckets);
+  EXPECT_EQ(in_buckets, read_floats(dir.file("true.rank1")));
+  ASSERT_EQ(results["true"]["iterations"].size(), results["false"]["iterations"].size());
+  for (std::size_t i = 0; i < results["true"]["iterations"].size(); ++i) {
+    EXPECT_EQ(results["true"]["iterations"][i]["loss"], results["false"]["iterations"][i]["loss"]) << "step " << i + 1;
+  }
+}
+
 // Distillation data-parallel: masks are drawn per sample, not per rank, and only the student
 // trains, so 2 ranks of batch 4 end where 1 process of batch 8 does. The test trains on the cosine
 // term alone: its mean is over real tokens, the same number on every rank. The KL and masked-LM

@@ -213,6 +213,8 @@ TEST(Spec, DistSectionHasDefaultsAndIsRecorded) {
   const RunSpec spec = resolve_spec(parse_spec_text(R"({"model": "tiny-bert"})", "s.json", false));
   EXPECT_EQ(spec.dist.bucket_mb, 25);
   EXPECT_FALSE(spec.dist.sync_every_micro_step);
+  EXPECT_TRUE(spec.dist.gradient_as_bucket_view);
+  EXPECT_EQ(spec.resolved["dist"]["gradient_as_bucket_view"], true);
   EXPECT_EQ(spec.dist.timeout_s, 300);
   EXPECT_EQ(spec.resolved["dist"]["timeout_s"], 300);
   SpecDocument bad = parse_spec_text(R"({"model": "tiny-bert", "dist": {"timeout_s": 0}})", "s.json", false);

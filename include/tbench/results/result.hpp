@@ -63,6 +63,7 @@ struct DistSection {
   double bucket_mb = 0;
   int64_t buckets = 0, allreduces = 0;
   bool sync_every_micro_step = false;
+  bool gradient_as_bucket_view = false;
   int64_t timeout_s = 0;
   std::vector<RankReport> ranks;  // rank 0 first
   std::vector<int64_t> missing_ranks;

@@ -171,6 +171,7 @@ struct TimingSpec {
 struct DistSpec {
   double bucket_mb = 25;               // gradient all-reduce bucket size in MiB (0: one per parameter)
   bool sync_every_micro_step = false;  // false: reduce only on the last accumulation micro-step
+  bool gradient_as_bucket_view = true; // each .grad a view into its bucket (DDP's option): no copies
   int64_t timeout_s = 300;             // rendezvous, collective and store timeout
 };
 

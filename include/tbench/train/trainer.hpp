@@ -78,6 +78,9 @@ class GradientSync {
   // At the end of an epoch, before its final wait for the device: reads the requests still in
   // flight, waiting up to dist.timeout_s for their all-reduces. Throws CommFailure.
   virtual void finish_reductions() = 0;
+  // After the optimizer step: clears the gradients for the next step, as model.zero_grad(true)
+  // does, except those kept in the all-reduce buckets (dist.gradient_as_bucket_view): zeroed there.
+  virtual void zero_gradients(torch::nn::Module& model) = 0;
 };
 
 // A peer rank failed, left or stopped answering: the run cannot go on (exit 4).
