@@ -26,7 +26,7 @@ EmbeddingsImpl::EmbeddingsImpl(const ModelConfig& c) {
         register_module("token_type_embeddings", torch::nn::Embedding(c.type_vocab_size, h));
   }
   norm = register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
-  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+  dropout = register_module("dropout", layers::Dropout(c.hidden_dropout));
 }
 
 torch::Tensor EmbeddingsImpl::forward(const torch::Tensor& input_ids, const torch::Tensor& token_type_ids,
@@ -56,7 +56,7 @@ LayerImpl::LayerImpl(const ModelConfig& c)
   auto out = add_group(*this, "output");
   output = out->register_module("dense", layers::linear(f, h));
   output_norm = out->register_module("LayerNorm", layers::layer_norm(h, c.layer_norm_eps));
-  dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+  dropout = register_module("dropout", layers::Dropout(c.hidden_dropout));
 }
 
 torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Tensor& bias) {
@@ -67,7 +67,7 @@ torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Ten
 
 torch::Tensor LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
                                       torch::nn::LayerNorm& norm) {
-  return layers::residual_layer_norm(sublayer, residual, norm, dropout->options.p(), is_training(), fused_layer_norm_);
+  return layers::residual_layer_norm(sublayer, residual, norm, dropout->p(), is_training(), fused_layer_norm_);
 }
 
 torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias) {
@@ -106,7 +106,7 @@ class ForSequenceClassification : public SequenceClassifier {
     embeddings_ = bert->register_module("embeddings", Embeddings(c));
     encoder_ = bert->register_module("encoder", Encoder(c));
     pooler_ = add_group(*bert, "pooler")->register_module("dense", layers::linear(c.hidden_size, c.hidden_size));
-    dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
+    dropout_ = register_module("dropout", layers::Dropout(c.classifier_dropout));
     classifier_ = register_module("classifier", layers::linear(c.hidden_size, num_labels));
     layers::init_weights(*this, c.initializer_range);
   }
@@ -122,7 +122,7 @@ class ForSequenceClassification : public SequenceClassifier {
   Embeddings embeddings_{nullptr};
   Encoder encoder_{nullptr};
   layers::Linear pooler_{nullptr}, classifier_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  layers::Dropout dropout_{nullptr};
 };
 
 // HF's BertForMaskedLM: the encoder without its pooler, then BertOnlyMLMHead.

@@ -55,7 +55,7 @@ class TransformerBlockImpl : public torch::nn::Module {
     lin1_ = ffn->register_module("lin1", layers::linear(h, c.intermediate_size));
     lin2_ = ffn->register_module("lin2", layers::linear(c.intermediate_size, h));
     output_layer_norm_ = register_module("output_layer_norm", layers::layer_norm(h, c.layer_norm_eps));
-    dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+    dropout_ = register_module("dropout", layers::Dropout(c.hidden_dropout));
   }
 
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias) {
@@ -66,7 +66,7 @@ class TransformerBlockImpl : public torch::nn::Module {
     auto attended = layers::residual_layer_norm(out_lin_(context), x, sa_layer_norm_, /*dropout_p=*/0.0,
                                                 is_training(), fused_layer_norm_);
     auto ffn = lin2_(layers::activation(activation_, lin1_(attended)));
-    return layers::residual_layer_norm(ffn, attended, output_layer_norm_, dropout_->options.p(), is_training(),
+    return layers::residual_layer_norm(ffn, attended, output_layer_norm_, dropout_->p(), is_training(),
                                        fused_layer_norm_);
   }
 
@@ -80,7 +80,7 @@ class TransformerBlockImpl : public torch::nn::Module {
   layers::Linear q_lin_{nullptr}, k_lin_{nullptr}, v_lin_{nullptr}, out_lin_{nullptr};
   layers::Linear lin1_{nullptr}, lin2_{nullptr};
   torch::nn::LayerNorm sa_layer_norm_{nullptr}, output_layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  layers::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(TransformerBlock);
 
@@ -119,7 +119,7 @@ class ForSequenceClassification : public SequenceClassifier {
     const int64_t h = c.hidden_size;
     pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
     classifier_ = register_module("classifier", layers::linear(h, num_labels));
-    classifier_dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
+    classifier_dropout_ = register_module("dropout", layers::Dropout(c.classifier_dropout));
     body_.fill_positions(c);
     layers::init_weights(*this, c.initializer_range);
   }
@@ -134,7 +134,7 @@ class ForSequenceClassification : public SequenceClassifier {
  private:
   Body body_;
   layers::Linear pre_classifier_{nullptr}, classifier_{nullptr};
-  torch::nn::Dropout classifier_dropout_{nullptr};
+  layers::Dropout classifier_dropout_{nullptr};
 };
 
 // HF's DistilBertForMaskedLM: vocab_transform -> activation -> vocab_layer_norm (eps 1e-12, fixed

@@ -54,7 +54,7 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
 #endif
   auto scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
   auto probs = torch::softmax(bias.defined() ? scores + bias : scores, -1);
-  probs = torch::dropout(probs, p, training);
+  probs = layers::dropout(probs, p, training);
   return torch::matmul(probs, v);
 }
 

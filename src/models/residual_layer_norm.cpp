@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tbench/env/torch_features.hpp"
+#include "tbench/models/dropout.hpp"
 #include "tbench/train/precision.hpp"
 #if TBENCH_WITH_CUDA_KERNELS
 #include "tbench/cuda/kernels.hpp"
@@ -162,7 +163,7 @@ torch::Tensor residual_layer_norm(const torch::Tensor& x, const torch::Tensor& r
   if (fused && fused_residual_norm_applies(x, residual, norm->weight, norm->bias)) {
     return FusedResidualLayerNorm::apply(x, residual, norm->weight, norm->bias, norm->options.eps(), p);
   }
-  return norm(residual + (p > 0 ? torch::dropout(x, p, /*train=*/true) : x));
+  return norm(residual + (p > 0 ? layers::dropout(x, p, /*train=*/true) : x));
 }
 
 }  // namespace tbench::layers

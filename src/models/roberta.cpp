@@ -31,7 +31,7 @@ class ForSequenceClassification : public SequenceClassifier {
     auto head = add_group(*this, "classifier");
     dense_ = head->register_module("dense", layers::linear(c.hidden_size, c.hidden_size));
     out_proj_ = head->register_module("out_proj", layers::linear(c.hidden_size, num_labels));
-    dropout_ = register_module("dropout", torch::nn::Dropout(c.classifier_dropout));
+    dropout_ = register_module("dropout", layers::Dropout(c.classifier_dropout));
     layers::init_weights(*this, c.initializer_range);
   }
 
@@ -47,7 +47,7 @@ class ForSequenceClassification : public SequenceClassifier {
   bert::Embeddings embeddings_{nullptr};
   bert::Encoder encoder_{nullptr};
   layers::Linear dense_{nullptr}, out_proj_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  layers::Dropout dropout_{nullptr};
 };
 
 // HF's RobertaForMaskedLM: RobertaLMHead applies the exact gelu, whatever the config's hidden_act.

@@ -81,7 +81,7 @@ class RelativeAttentionImpl : public torch::nn::Module {
     r_w_bias_ = register_parameter("r_w_bias", torch::empty({heads_, head_dim_}));
     seg_embed_ = register_parameter("seg_embed", torch::empty({2, heads_, head_dim_}));
     layer_norm_ = register_module("layer_norm", layers::layer_norm(d, c.layer_norm_eps));
-    dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+    dropout_ = register_module("dropout", layers::Dropout(c.hidden_dropout));
   }
 
   // HF's _init_weights draws all of these from N(0, std).
@@ -139,7 +139,7 @@ class RelativeAttentionImpl : public torch::nn::Module {
     }
     scores = scores * scale_;
     if (mask.defined()) scores = scores + mask;
-    auto probs = torch::dropout(torch::softmax(scores, -1), dropout_p_, is_training());
+    auto probs = layers::dropout(torch::softmax(scores, -1), dropout_p_, is_training());
     return torch::matmul(probs, keys.v);
   }
 
@@ -155,7 +155,7 @@ class RelativeAttentionImpl : public torch::nn::Module {
   double dropout_p_, scale_;
   torch::Tensor q_, k_, v_, o_, r_, r_r_bias_, r_s_bias_, r_w_bias_, seg_embed_;
   torch::nn::LayerNorm layer_norm_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  layers::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(RelativeAttention);
 
@@ -166,7 +166,7 @@ class FeedForwardImpl : public torch::nn::Module {
     layer_norm_ = register_module("layer_norm", layers::layer_norm(c.hidden_size, c.layer_norm_eps));
     layer_1_ = register_module("layer_1", layers::linear(c.hidden_size, c.intermediate_size));
     layer_2_ = register_module("layer_2", layers::linear(c.intermediate_size, c.hidden_size));
-    dropout_ = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+    dropout_ = register_module("dropout", layers::Dropout(c.hidden_dropout));
   }
 
   torch::Tensor forward(const torch::Tensor& x) {
@@ -178,7 +178,7 @@ class FeedForwardImpl : public torch::nn::Module {
   std::string activation_;
   torch::nn::LayerNorm layer_norm_{nullptr};
   layers::Linear layer_1_{nullptr}, layer_2_{nullptr};
-  torch::nn::Dropout dropout_{nullptr};
+  layers::Dropout dropout_{nullptr};
 };
 TORCH_MODULE(FeedForward);
 
@@ -206,7 +206,7 @@ class TransformerImpl : public torch::nn::Module {
     mask_emb_ = register_parameter("mask_emb", torch::empty({1, 1, c.hidden_size}));
     layers_ = register_module("layer", torch::nn::ModuleList());
     for (int64_t i = 0; i < c.num_layers; ++i) layers_->push_back(Layer(c));
-    dropout = register_module("dropout", torch::nn::Dropout(c.hidden_dropout));
+    dropout = register_module("dropout", layers::Dropout(c.hidden_dropout));
   }
 
   void init_weights(double std) {
@@ -262,7 +262,7 @@ class TransformerImpl : public torch::nn::Module {
   }
 
   torch::nn::Embedding word_embedding{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  layers::Dropout dropout{nullptr};
 
  private:
   // HF's data mask: key j is hidden from query i when j is padding (attention_mask 0) or when
@@ -296,7 +296,7 @@ class ForSequenceClassification : public SequenceClassifier {
     transformer_ = register_module("transformer", Transformer(c));
     auto sequence_summary = add_group(*this, "sequence_summary");
     summary_ = sequence_summary->register_module("summary", layers::linear(d, d));
-    summary_dropout_ = sequence_summary->register_module("last_dropout", torch::nn::Dropout(c.classifier_dropout));
+    summary_dropout_ = sequence_summary->register_module("last_dropout", layers::Dropout(c.classifier_dropout));
     logits_proj_ = register_module("logits_proj", layers::linear(d, num_labels));
 
     layers::init_weights(*this, c.initializer_range);
@@ -313,7 +313,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
  private:
   Transformer transformer_{nullptr};
-  torch::nn::Dropout summary_dropout_{nullptr};
+  layers::Dropout summary_dropout_{nullptr};
   layers::Linear summary_{nullptr}, logits_proj_{nullptr};
 };
 

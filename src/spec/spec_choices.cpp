@@ -78,6 +78,12 @@ const ChoiceNames<CpuAllocatorChoice>& choice_names(CpuAllocatorChoice) {
   return names;
 }
 
+const ChoiceNames<CpuDropoutChoice>& choice_names(CpuDropoutChoice) {
+  static const ChoiceNames<CpuDropoutChoice> names = {{CpuDropoutChoice::fused, "fused"},
+                                                      {CpuDropoutChoice::torch, "torch"}};
+  return names;
+}
+
 std::string DeviceRef::text() const {
   if (!is_cuda()) return "cpu";
   return index < 0 ? "cuda" : "cuda:" + std::to_string(index);

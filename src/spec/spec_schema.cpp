@@ -272,6 +272,10 @@ const std::vector<Field>& fields() {
       {"cpu.allocator", Kind::choice, "caching", -1e300, choice_list<CpuAllocatorChoice>(),
        "CPU tensors: caching keeps freed blocks for reuse (no page faults per step); system is malloc, as PyTorch",
        set(&RunSpec::cpu, &CpuSpec::allocator)},
+      {"cpu.dropout", Kind::choice, "fused", -1e300, choice_list<CpuDropoutChoice>(),
+       "CPU dropout: fused draws each mask in one parallel pass (counter-based, seeded by train.seed) and keeps it "
+       "as bytes for backward; torch is LibTorch's (bernoulli_ noise, serial without MKL). Same distribution",
+       set(&RunSpec::cpu, &CpuSpec::dropout)},
       {"cuda.tf32", Kind::boolean, false, -1e300, {},
        "CUDA only: TF32 tensor cores for fp32 matmuls and convolutions (changes fp32 numerics)",
        set(&RunSpec::cuda, &CudaSpec::tf32)},

@@ -47,6 +47,7 @@ TEST(Spec, DefaultsAreFilledAndRecorded) {
   EXPECT_EQ(spec.device.text(), "cpu");
   EXPECT_EQ(spec.timing.warmup_steps, 5);
   EXPECT_EQ(spec.cpu.allocator, CpuAllocatorChoice::caching);
+  EXPECT_EQ(spec.cpu.dropout, CpuDropoutChoice::fused);
   EXPECT_EQ(spec.resolved["train"]["grad_accum_steps"], 1);
   EXPECT_EQ(spec.resolved["model"]["name"], "tiny-bert");
   EXPECT_TRUE(spec.resolved["model"]["weights"].is_null());
@@ -132,6 +133,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"bad_device", R"({"model": "tiny-bert", "device": "gpu"})", false, {"device", "cpu, cuda or cuda:N"}},
         BadSpec{"bad_cpu_allocator", R"({"model": "tiny-bert", "cpu": {"allocator": "cachng"}})", false,
                 {"cpu.allocator", "caching, system", "did you mean 'caching'"}},
+        BadSpec{"bad_cpu_dropout", R"({"model": "tiny-bert", "cpu": {"dropout": "fast"}})", false,
+                {"cpu.dropout", "fused, torch"}},
         BadSpec{"missing_model", R"({"train": {"epochs": 1}})", false, {"model", "missing"}},
         BadSpec{"model_name_and_config", R"({"model": {"name": "tiny-bert", "config": "x.json"}})", false,
                 {"model", "not both"}},

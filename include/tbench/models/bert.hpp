@@ -17,7 +17,7 @@ class EmbeddingsImpl : public torch::nn::Module {
 
   torch::nn::Embedding word_embeddings{nullptr}, position_embeddings{nullptr}, token_type_embeddings{nullptr};
   torch::nn::LayerNorm norm{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  layers::Dropout dropout{nullptr};
 };
 TORCH_MODULE(Embeddings);
 
@@ -42,7 +42,7 @@ class LayerImpl : public torch::nn::Module {
   torch::nn::LayerNorm attention_norm{nullptr};
   layers::Linear intermediate{nullptr}, output{nullptr};
   torch::nn::LayerNorm output_norm{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  layers::Dropout dropout{nullptr};
 };
 TORCH_MODULE(Layer);
 

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "tbench/models/classifier.hpp"
+#include "tbench/models/dropout.hpp"
 #include "tbench/models/model_config.hpp"
 #include "tbench/spec/spec.hpp"
 

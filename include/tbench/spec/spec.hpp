@@ -28,6 +28,7 @@ enum class AttentionChoice { automatic, eager, sdpa };
 enum class PaddingMaskChoice { automatic, always };  // model.padding_mask
 enum class OptimizerImpl { automatic, loop, foreach, fused };
 enum class CpuAllocatorChoice { caching, system };  // include/tbench/env/cpu_allocator.hpp
+enum class CpuDropoutChoice { fused, torch };        // include/tbench/models/dropout.hpp
 
 template <typename E>
 using ChoiceNames = std::vector<std::pair<E, const char*>>;
@@ -42,6 +43,7 @@ const ChoiceNames<AttentionChoice>& choice_names(AttentionChoice);
 const ChoiceNames<PaddingMaskChoice>& choice_names(PaddingMaskChoice);
 const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl);
 const ChoiceNames<CpuAllocatorChoice>& choice_names(CpuAllocatorChoice);
+const ChoiceNames<CpuDropoutChoice>& choice_names(CpuDropoutChoice);
 
 template <typename E>
 const char* choice_name(E value) {
@@ -156,6 +158,7 @@ inline constexpr int64_t kCudaGraphCaptureStep = 2;
 
 struct CpuSpec {
   CpuAllocatorChoice allocator = CpuAllocatorChoice::caching;  // where LibTorch's CPU tensors come from
+  CpuDropoutChoice dropout = CpuDropoutChoice::fused;          // which kernel draws dropout masks on CPU
 };
 
 struct CudaSpec {
