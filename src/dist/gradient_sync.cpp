@@ -11,6 +11,7 @@
 // accumulates into the bucket, the all-reduce averages it in place and the optimizer reads it
 // there. That saves a gradient-sized buffer per rank and the two copies a step between .grad and
 // the bucket; the arithmetic is the same.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -78,9 +79,9 @@ class BucketedGradientSync final : public GradientSync {
   void finish_reductions() override { stop_requests_.read_all(); }
 
   // Gradients that live in the buckets are zeroed there, one fill a bucket, and stay views. Any
-  // other is dropped, as model.zero_grad(set_to_none) does, and keeps a parameter that gets no
-  // gradient out of the optimizer's step.
+  // other is dropped, as model.zero_grad(set_to_none) does.
   void zero_gradients(torch::nn::Module& model) override {
+    std::fill(got_gradient_.begin(), got_gradient_.end(), 0);
     if (!grads_in_buckets_) {
       model.zero_grad(/*set_to_none=*/true);
       return;
@@ -165,15 +166,21 @@ class BucketedGradientSync final : public GradientSync {
 #endif
 
   // The buckets hold the sums over ranks: each parameter's .grad gets its mean (where .grad is a
-  // view into its bucket, the division did that).
+  // view into its bucket, the division did that). A parameter that got no gradient in this step
+  // (on any rank: the same model everywhere) has none, as with copied gradients, so the optimizer
+  // skips it: a view it kept from an earlier step, zero now, is dropped (it comes back with the
+  // parameter's next gradient).
   void take_mean_gradients() {
     torch::NoGradGuard no_grad;
     const double world = static_cast<double>(comm_.world_size());
     for (auto& bucket : buckets_) bucket.flat.div_(world);
     for (std::size_t i = 0; i < params_.size(); ++i) {
       auto& param = params_[i];
-      // No gradient on any rank: the same model everywhere.
-      if (!param.grad().defined() || grad_in_bucket(i)) continue;
+      if (!param.grad().defined()) continue;
+      if (grad_in_bucket(i)) {
+        if (!got_gradient_[i]) param.mutable_grad().reset();
+        continue;
+      }
       param.grad().copy_(bucket_slot(i).view_as(param));
     }
   }
@@ -207,6 +214,7 @@ class BucketedGradientSync final : public GradientSync {
     const double capacity = bucket_mb * 1024.0 * 1024.0;
     bucket_of_.assign(params_.size(), 0);
     offset_of_.assign(params_.size(), 0);
+    got_gradient_.assign(params_.size(), 0);
     std::vector<Bucket> buckets;
     double bytes = 0;
     for (std::size_t k = params_.size(); k-- > 0;) {
@@ -240,8 +248,9 @@ class BucketedGradientSync final : public GradientSync {
 
   // Autograd's thread (the caller's on CPU, the device thread on CUDA).
   void on_grad_ready(std::size_t index) {
-    if (!reducing_.load()) return;
     std::lock_guard<std::mutex> lock(mutex_);
+    got_gradient_[index] = 1;
+    if (!reducing_.load()) return;
     auto& bucket = buckets_[bucket_of_[index]];
     ++bucket.ready;
     while (next_ < buckets_.size() && buckets_[next_].ready == buckets_[next_].members.size()) {
@@ -262,7 +271,8 @@ class BucketedGradientSync final : public GradientSync {
         continue;
       }
       slot.copy_(param.grad().reshape({-1}));
-      if (grads_in_buckets_) param.mutable_grad() = slot.view_as(param);
+      // A view has the bucket's contiguous layout: a strided parameter keeps copying.
+      if (grads_in_buckets_ && param.is_contiguous()) param.mutable_grad() = slot.view_as(param);
     }
     if (bucket.control) bucket.flat.narrow(0, bucket.flat.numel() - 1, 1).fill_(local_stop_ ? 1.0 : 0.0);
     try {
@@ -302,6 +312,7 @@ class BucketedGradientSync final : public GradientSync {
   StopRequests stop_requests_;  // read one reduction late on a GPU
   std::vector<std::size_t> bucket_of_;  // by parameter: its bucket
   std::vector<int64_t> offset_of_;      // by parameter: where it starts in its bucket
+  std::vector<char> got_gradient_;      // by parameter: backward reached it in this step
   std::vector<Bucket> buckets_;
   // The accumulator's pointer type: shared_ptr<Node> up to LibTorch 2.13, intrusive_ptr<Node> from 2.14.
   using AccumulatorPtr = decltype(torch::autograd::impl::grad_accumulator(std::declval<const torch::Tensor&>()));

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "support/cli.hpp"
+#include "support/ranks.hpp"
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/data/data.hpp"
 #include "tbench/dist/dist.hpp"
@@ -199,6 +200,75 @@ TEST(StopRequests, ALagLeavesTheNewestUnreadAndWaitsForTheOthersToArrive) {
   EXPECT_FALSE(at_the_end.agreed());
   EXPECT_TRUE(at_the_end.read_all());
   EXPECT_EQ(arrived.back(), 4);
+}
+
+// Two parameters; `b` takes part in the loss only when asked, as a parameter some steps leave out.
+struct TwoParameters : torch::nn::Module {
+  TwoParameters() {
+    a = register_parameter("a", torch::randn({64}));
+    b = register_parameter("b", torch::randn({64}));
+  }
+  torch::Tensor loss(const torch::Tensor& x, bool use_b) { return (a * x).sum() + (use_b ? (b * x * x).sum() : 0 * x.sum()); }
+  torch::Tensor a, b;
+};
+
+// The gradient sync of a one-rank Gloo world in this process, and one optimizer step's backward.
+struct OneRankSync {
+  explicit OneRankSync(TwoParameters& model, bool in_buckets) {
+    LaunchEnv env;
+    env.launcher = Launcher::torchrun;
+    env.master_addr = "127.0.0.1";
+    env.master_port = testing::free_tcp_port();
+    comm = Communicator::connect(env, torch::kCPU, std::chrono::seconds(20));
+    DistSpec spec;
+    spec.gradient_as_bucket_view = in_buckets;
+    sync = make_gradient_sync(*comm, model, spec);
+  }
+  void step(TwoParameters& model, const torch::Tensor& x, bool use_b) {
+    sync->before_backward(/*last_micro_step=*/true, /*stop=*/false);
+    model.loss(x, use_b).backward();
+    sync->after_backward();
+  }
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<GradientSync> sync;
+};
+
+// dist.gradient_as_bucket_view: after its first step a gradient stays at one address (its place in
+// the bucket) and is zeroed there between steps; a step that leaves a parameter out leaves it
+// with no gradient, as copied gradients do, so AdamW does not decay it.
+TEST(GradientSync, GradientsLiveInTheBucketsAndAParameterLeftOutHasNone) {
+  if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  TwoParameters model;
+  OneRankSync one(model, /*in_buckets=*/true);
+  const auto x = torch::randn({64});
+  one.step(model, x, true);
+  const void* a_in_bucket = model.a.grad().data_ptr();
+  one.sync->zero_gradients(model);
+  ASSERT_TRUE(model.a.grad().defined());
+  EXPECT_EQ(model.a.grad().abs().sum().item<float>(), 0.0f);
+  one.step(model, x, true);
+  EXPECT_EQ(model.a.grad().data_ptr(), a_in_bucket);  // added into, not replaced
+  EXPECT_TRUE(torch::equal(model.a.grad(), x));      // the mean over one rank
+  EXPECT_TRUE(torch::allclose(model.b.grad(), x * x));
+  one.sync->zero_gradients(model);
+  one.step(model, x, false);
+  EXPECT_TRUE(torch::equal(model.a.grad(), x));
+  EXPECT_FALSE(model.b.grad().defined()) << "a parameter left out of the step kept a zero gradient";
+  one.sync->zero_gradients(model);
+  one.step(model, x, true);  // back in: its gradient returns to the bucket
+  EXPECT_TRUE(torch::allclose(model.b.grad(), x * x));
+  EXPECT_EQ(model.a.grad().data_ptr(), a_in_bucket);
+}
+
+TEST(GradientSync, CopiedGradientsAreDroppedBetweenSteps) {
+  if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  TwoParameters model;
+  OneRankSync one(model, /*in_buckets=*/false);
+  const auto x = torch::randn({64});
+  one.step(model, x, true);
+  EXPECT_TRUE(torch::equal(model.a.grad(), x));
+  one.sync->zero_gradients(model);
+  EXPECT_FALSE(model.a.grad().defined());
 }
 
 TEST(Data, ShardsTakeEveryWorldSizethSample) {
