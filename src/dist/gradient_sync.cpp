@@ -181,18 +181,13 @@ class BucketedGradientSync final : public GradientSync {
         if (!got_gradient_[i]) param.mutable_grad().reset();
         continue;
       }
-      param.grad().copy_(bucket_slot(i).view_as(param));
+      param.grad().copy_(slot_of_[i].view_as(param));
     }
-  }
-
-  // Parameter i's place in its bucket, flat.
-  torch::Tensor bucket_slot(std::size_t i) const {
-    return buckets_[bucket_of_[i]].flat.narrow(0, offset_of_[i], params_[i].numel());
   }
 
   bool grad_in_bucket(std::size_t i) const {
     const auto& grad = params_[i].grad();
-    return grads_in_buckets_ && grad.defined() && grad.data_ptr() == bucket_slot(i).data_ptr();
+    return grads_in_buckets_ && grad.defined() && grad.data_ptr() == slot_of_[i].data_ptr();
   }
 
   // The control bucket's last element: the ranks' stop requests, summed and divided by the world.
@@ -213,7 +208,7 @@ class BucketedGradientSync final : public GradientSync {
   void build_buckets(double bucket_mb) {
     const double capacity = bucket_mb * 1024.0 * 1024.0;
     bucket_of_.assign(params_.size(), 0);
-    offset_of_.assign(params_.size(), 0);
+    slot_of_.assign(params_.size(), torch::Tensor());
     got_gradient_.assign(params_.size(), 0);
     std::vector<Bucket> buckets;
     double bytes = 0;
@@ -234,12 +229,14 @@ class BucketedGradientSync final : public GradientSync {
     buckets.back().control = true;
     for (auto& b : buckets) {
       int64_t numel = 0;
-      for (const auto k : b.members) {
-        offset_of_[k] = numel;
-        numel += params_[k].numel();
-      }
+      for (const auto k : b.members) numel += params_[k].numel();
       const auto& first = params_[b.members.front()];
       b.flat = torch::zeros({numel + (b.control ? 1 : 0)}, first.options().requires_grad(false));
+      int64_t offset = 0;
+      for (const auto k : b.members) {
+        slot_of_[k] = b.flat.narrow(0, offset, params_[k].numel());
+        offset += params_[k].numel();
+      }
       stats_.bucket_bytes_max = std::max<int64_t>(stats_.bucket_bytes_max, b.flat.numel() * b.flat.element_size());
     }
     buckets_ = std::move(buckets);
@@ -265,7 +262,7 @@ class BucketedGradientSync final : public GradientSync {
     for (const auto i : bucket.members) {
       if (grad_in_bucket(i)) continue;
       auto& param = params_[i];
-      auto slot = bucket_slot(i);
+      auto& slot = slot_of_[i];
       if (!param.grad().defined()) {
         slot.zero_();
         continue;
@@ -311,7 +308,7 @@ class BucketedGradientSync final : public GradientSync {
   const bool on_cuda_;
   StopRequests stop_requests_;  // read one reduction late on a GPU
   std::vector<std::size_t> bucket_of_;  // by parameter: its bucket
-  std::vector<int64_t> offset_of_;      // by parameter: where it starts in its bucket
+  std::vector<torch::Tensor> slot_of_;  // by parameter: its place in its bucket, flat
   std::vector<char> got_gradient_;      // by parameter: backward reached it in this step
   std::vector<Bucket> buckets_;
   // The accumulator's pointer type: shared_ptr<Node> up to LibTorch 2.13, intrusive_ptr<Node> from 2.14.

@@ -3,16 +3,16 @@
 
 #include <atomic>
 #include <mutex>
-#include <type_traits>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
+#include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 
 namespace tbench::layers {
 namespace {
 
-std::atomic<CpuDropoutKernel> g_cpu_kernel{CpuDropoutKernel::fused};
+std::atomic<CpuDropoutChoice> g_cpu_kernel{CpuDropoutChoice::fused};
 
 constexpr int64_t kGrain = 32768;  // elements per parallel chunk
 
@@ -24,9 +24,6 @@ inline uint64_t splitmix64(uint64_t key, uint64_t i) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
 }
-
-template <typename T>
-using Accumulate = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // Element j is kept when its 32-bit draw is at least p · 2^32: with probability 1 − p.
 uint32_t drop_threshold(double p) { return static_cast<uint32_t>(p * 4294967296.0); }
@@ -44,7 +41,7 @@ void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& mas
   const uint32_t threshold = drop_threshold(p);
   uint8_t* keep = mask.data_ptr<uint8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "tbench_dropout", [&] {
-    using acc_t = Accumulate<scalar_t>;
+    using acc_t = at::opmath_type<scalar_t>;
     const acc_t scale = static_cast<acc_t>(1.0 / (1.0 - p));
     const scalar_t* in = x.data_ptr<scalar_t>();
     scalar_t* out = y.data_ptr<scalar_t>();
@@ -71,7 +68,7 @@ torch::Tensor backward_kernel(const torch::Tensor& dy_in, const torch::Tensor& m
   const int64_t n = dy.numel();
   const uint8_t* keep = mask.data_ptr<uint8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dy.scalar_type(), "tbench_dropout_backward", [&] {
-    using acc_t = Accumulate<scalar_t>;
+    using acc_t = at::opmath_type<scalar_t>;
     const acc_t scale = static_cast<acc_t>(1.0 / (1.0 - p));
     const scalar_t* in = dy.data_ptr<scalar_t>();
     scalar_t* out = dx.data_ptr<scalar_t>();
@@ -104,9 +101,9 @@ struct FusedDropoutFunction : public torch::autograd::Function<FusedDropoutFunct
 
 }  // namespace
 
-void set_cpu_dropout_kernel(CpuDropoutKernel kernel) { g_cpu_kernel.store(kernel); }
+void set_cpu_dropout_kernel(CpuDropoutChoice kernel) { g_cpu_kernel.store(kernel); }
 
-CpuDropoutKernel cpu_dropout_kernel() { return g_cpu_kernel.load(); }
+CpuDropoutChoice cpu_dropout_kernel() { return g_cpu_kernel.load(); }
 
 torch::Tensor fused_dropout(const torch::Tensor& x, double p, uint64_t key) {
   TORCH_CHECK(x.device().is_cpu(), "fused_dropout: a CPU tensor");
@@ -117,7 +114,7 @@ torch::Tensor fused_dropout(const torch::Tensor& x, double p, uint64_t key) {
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
   // As at::dropout: nothing to do outside training or at p = 0, and p = 1 drops everything.
   if (!training || p == 0 || x.numel() == 0) return x;
-  if (!x.device().is_cpu() || !x.is_floating_point() || p >= 1 || cpu_dropout_kernel() == CpuDropoutKernel::torch) {
+  if (!x.device().is_cpu() || !x.is_floating_point() || p >= 1 || cpu_dropout_kernel() == CpuDropoutChoice::torch) {
     return torch::dropout(x, p, training);
   }
   return fused_dropout(x, p, draw_key());

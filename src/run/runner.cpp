@@ -389,8 +389,7 @@ void set_cpu_allocator(CpuAllocatorChoice choice) {
 torch::Device set_up_process(const RunPlan& plan) {
   torch::set_num_threads(plan.threads);
   set_cpu_allocator(plan.spec.cpu.allocator);
-  layers::set_cpu_dropout_kernel(plan.spec.cpu.dropout == CpuDropoutChoice::torch ? layers::CpuDropoutKernel::torch
-                                                                                   : layers::CpuDropoutKernel::fused);
+  layers::set_cpu_dropout_kernel(plan.spec.cpu.dropout);
   torch::manual_seed(static_cast<uint64_t>(plan.spec.train.seed));
   set_cuda_tf32(plan.spec.cuda.tf32);
   return rank_device(plan.spec, plan.launch);

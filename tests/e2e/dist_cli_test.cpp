@@ -70,6 +70,18 @@ RankRun run_single(const ScratchDir& dir, const std::vector<std::string>& args) 
   return run;
 }
 
+// Two ranks of the spec at `path` with `--set <field>=<value>`: the result goes to <value>.json
+// in `dir`, each rank's parameters to <value>.rank<r>. Fails the test unless both ranks exit 0.
+void run_ranks_with(const ScratchDir& dir, const std::string& path, const std::string& field, const std::string& value,
+                    json& result) {
+  const auto runs = run_ranks(dir, {"run", "-q", path, "--set", field + "=" + value, "--set",
+                                    "output=" + dir.file(value + ".json"), "--dump-params", dir.file(value)},
+                              2);
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
+  ASSERT_EQ(runs[1].exit_code, 0) << runs[1].err;
+  result = testing::read_json(dir.file(value + ".json"));
+}
+
 // tiny-bert without dropout: 32 samples, a global batch of 8 (4 steps per epoch), 2 epochs.
 json dp_spec(const std::string& output, int64_t per_device_batch, int64_t accum = 1) {
   auto spec = testing::tiny_spec(output);
@@ -175,12 +187,7 @@ TEST_F(DistCli, DelayedSyncEqualsSyncEveryMicroStep) {
   const std::string path = dir.write("spec.json", spec.dump());
   std::map<std::string, json> results;
   for (const std::string every : {"false", "true"}) {
-    const auto runs = run_ranks(dir, {"run", "-q", path, "--set", "dist.sync_every_micro_step=" + every, "--set",
-                                      "output=" + dir.file(every + ".json"), "--dump-params", dir.file(every)},
-                                2);
-    ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
-    ASSERT_EQ(runs[1].exit_code, 0) << runs[1].err;
-    results[every] = testing::read_json(dir.file(every + ".json"));
+    ASSERT_NO_FATAL_FAILURE(run_ranks_with(dir, path, "dist.sync_every_micro_step", every, results[every]));
   }
   const auto delayed = read_floats(dir.file("false.rank0")), every = read_floats(dir.file("true.rank0"));
   ASSERT_EQ(delayed.size(), every.size());
@@ -206,12 +213,7 @@ TEST_F(DistCli, GradientsKeptInTheBucketsTrainAsCopiedGradients) {
   const std::string path = dir.write("spec.json", spec.dump());
   std::map<std::string, json> results;
   for (const std::string in_buckets : {"false", "true"}) {
-    const auto runs = run_ranks(dir, {"run", "-q", path, "--set", "dist.gradient_as_bucket_view=" + in_buckets, "--set",
-                                      "output=" + dir.file(in_buckets + ".json"), "--dump-params", dir.file(in_buckets)},
-                                2);
-    ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
-    ASSERT_EQ(runs[1].exit_code, 0) << runs[1].err;
-    results[in_buckets] = testing::read_json(dir.file(in_buckets + ".json"));
+    ASSERT_NO_FATAL_FAILURE(run_ranks_with(dir, path, "dist.gradient_as_bucket_view", in_buckets, results[in_buckets]));
     EXPECT_EQ(results[in_buckets]["dist"]["gradient_as_bucket_view"], in_buckets == "true");
   }
   const auto copied = read_floats(dir.file("false.rank0")), in_buckets = read_floats(dir.file("true.rank0"));

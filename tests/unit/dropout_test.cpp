@@ -11,15 +11,13 @@
 namespace tbench {
 namespace {
 
-using layers::CpuDropoutKernel;
-
 constexpr int64_t kElements = 1 << 20;  // more than one parallel chunk
 
 // Restores the process-wide kernel and thread count a test changes.
 class Dropout : public ::testing::Test {
  protected:
   void TearDown() override {
-    layers::set_cpu_dropout_kernel(CpuDropoutKernel::fused);
+    layers::set_cpu_dropout_kernel(CpuDropoutChoice::fused);
     torch::set_num_threads(threads_);
   }
   int threads_ = torch::get_num_threads();
@@ -104,7 +102,7 @@ TEST_F(Dropout, TakesReducedPrecisionAndStridedInputs) {
 
 TEST_F(Dropout, TheTorchKernelIsLibTorchsOwn) {
   const auto x = torch::randn({4096});
-  layers::set_cpu_dropout_kernel(CpuDropoutKernel::torch);
+  layers::set_cpu_dropout_kernel(CpuDropoutChoice::torch);
   torch::manual_seed(9);
   const auto ours = layers::dropout(x, 0.1, true);
   torch::manual_seed(9);

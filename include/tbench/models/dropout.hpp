@@ -17,13 +17,13 @@
 
 #include <torch/torch.h>
 
+#include "tbench/spec/spec.hpp"
+
 namespace tbench::layers {
 
-enum class CpuDropoutKernel { fused, torch };
-
 // Process-wide, as the spec's cpu.dropout sets it before the models are built.
-void set_cpu_dropout_kernel(CpuDropoutKernel kernel);
-CpuDropoutKernel cpu_dropout_kernel();
+void set_cpu_dropout_kernel(CpuDropoutChoice kernel);
+CpuDropoutChoice cpu_dropout_kernel();
 
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 
