@@ -7,7 +7,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
-#include <ATen/Parallel.h>
+#include "tbench/cpu_parallel.hpp"
 
 namespace tbench::layers {
 namespace {
@@ -46,7 +46,7 @@ void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& mas
     const scalar_t* in = x.data_ptr<scalar_t>();
     scalar_t* out = y.data_ptr<scalar_t>();
     // Pairs of elements, so a chunk never splits one draw's two halves.
-    at::parallel_for(0, (n + 1) / 2, kGrain / 2, [&](int64_t begin, int64_t end) {
+    cpu_parallel_for((n + 1) / 2, kGrain / 2, [&](int64_t begin, int64_t end) {
       for (int64_t pair = begin; pair < end; ++pair) {
         const uint64_t draw = splitmix64(key, static_cast<uint64_t>(pair));
         const int64_t j = 2 * pair;
@@ -72,7 +72,7 @@ torch::Tensor backward_kernel(const torch::Tensor& dy_in, const torch::Tensor& m
     const acc_t scale = static_cast<acc_t>(1.0 / (1.0 - p));
     const scalar_t* in = dy.data_ptr<scalar_t>();
     scalar_t* out = dx.data_ptr<scalar_t>();
-    at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    cpu_parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {
       for (int64_t j = begin; j < end; ++j) {
         out[j] = static_cast<scalar_t>(static_cast<acc_t>(in[j]) * (static_cast<acc_t>(keep[j]) * scale));
       }

@@ -1,9 +1,8 @@
 #include "tbench/models/residual_layer_norm.hpp"
 
-#include <ATen/Parallel.h>
-
 #include <cmath>
 
+#include "tbench/cpu_parallel.hpp"
 #include "tbench/env/torch_features.hpp"
 #include "tbench/models/dropout.hpp"
 #include "tbench/train/precision.hpp"
@@ -60,7 +59,7 @@ void residual_norm_cpu(const torch::Tensor& x, const torch::Tensor& residual, co
   float* rstds = pass.rstd.data_ptr<float>();
   const float* w = weight.data_ptr<float>();
   const float* b = bias.data_ptr<float>();
-  at::parallel_for(0, rows, /*grain_size=*/16, [&](int64_t begin, int64_t end) {
+  cpu_parallel_for(rows, /*grain=*/16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t at = r * cols;
       residual_norm_row_cpu<In>(xs + at, rs + at, keep ? keep + at : nullptr, scale, w, b, eps, cols, sums + at,
