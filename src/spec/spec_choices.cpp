@@ -68,6 +68,7 @@ const ChoiceNames<OptimizerImpl>& choice_names(OptimizerImpl) {
   static const ChoiceNames<OptimizerImpl> names = {{OptimizerImpl::automatic, "auto"},
                                                    {OptimizerImpl::loop, "loop"},
                                                    {OptimizerImpl::foreach, "foreach"},
+                                                   {OptimizerImpl::onepass, "onepass"},
                                                    {OptimizerImpl::fused, "fused"}};
   return names;
 }

@@ -252,8 +252,9 @@ const std::vector<Field>& fields() {
       {"train.dropout", Kind::boolean, true, -1e300, {}, "dropout on, as in HF fine-tuning",
        set(&RunSpec::train, &TrainSpec::dropout)},
       {"train.optimizer_impl", Kind::choice, "auto", -1e300, choice_list<OptimizerImpl>(),
-       "AdamW kernels: loop (per tensor), foreach (multi-tensor), fused (one kernel; CUDA torch>=2.0, CPU "
-       ">=2.4); auto: fused on CUDA where available, else foreach", set(&RunSpec::train, &TrainSpec::optimizer_impl)},
+       "AdamW kernels: loop (per tensor), foreach (multi-tensor), onepass (tbench's one-pass CPU loop), fused "
+       "(ATen's kernel; CUDA torch>=2.0, CPU >=2.4); auto: onepass on CPU, fused on CUDA where available, else "
+       "foreach", set(&RunSpec::train, &TrainSpec::optimizer_impl)},
       {"train.cuda_graph", Kind::boolean, false, -1e300, {},
        "CUDA only: capture the whole train step in a CUDA graph at step 2 and replay it (static shapes: "
        "padding max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2)",
@@ -475,6 +476,9 @@ void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
 // Kernels and switches this build's LibTorch does not have are refused up front, naming the field.
 void check_build_supports(const Validator& v, const RunSpec& spec) {
   const bool on_cuda = spec.device.is_cuda();
+  if (spec.train.optimizer_impl == OptimizerImpl::onepass && on_cuda) {
+    v.fail("train.optimizer_impl", "onepass is tbench's CPU kernel; on a CUDA device use fused, foreach or loop");
+  }
   if (spec.train.optimizer_impl == OptimizerImpl::fused && !features::fused_adamw(on_cuda)) {
     v.fail("train.optimizer_impl", std::string("fused AdamW needs torch >= ") + (on_cuda ? "2.0 with CUDA" : "2.4 on CPU") +
                                        ", but this build has LibTorch " + TORCH_VERSION + " (use foreach or loop)");

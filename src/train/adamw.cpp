@@ -1,5 +1,5 @@
-// AdamW as a per-tensor loop (LibTorch's own), as multi-tensor _foreach_* ops, and as the fused
-// kernel, all with the same arithmetic:
+// AdamW as a per-tensor loop (LibTorch's own), as multi-tensor _foreach_* ops, as tbench's
+// one-pass CPU loop (adamw_cpu_kernel.cpp) and as ATen's fused kernel, all with the same arithmetic:
 //   p *= 1 - lr * wd;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // `t` counts each parameter's own updates, so a skipped fp16 step does not advance it.
@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "adamw_cpu_kernel.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/env/torch_features.hpp"
@@ -122,6 +123,44 @@ class ForeachAdamW : public Optimizer {
   MomentStore moments_;
 };
 
+// tbench's one-pass CPU kernel over all tensors of a group: one read and one write of each
+// element, where the foreach form makes about ten passes. Step counts as in the foreach form.
+class OnePassAdamW : public Optimizer {
+ public:
+  OnePassAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) : groups_(std::move(groups)), settings_(s) {}
+  OptimizerImpl impl() const override { return OptimizerImpl::onepass; }
+  void set_lr(double lr) override { settings_.lr = lr; }
+
+  void step() override {
+    torch::NoGradGuard no_grad;
+    std::vector<AdamWTensors> updates;
+    for (const auto& group : groups_) add_group(group, updates);
+    adamw_cpu_update(updates);
+  }
+
+ private:
+  void add_group(const AdamWGroup& group, std::vector<AdamWTensors>& updates) {
+    StepTensors t = moments_.gather(group);
+    const AdamWSettings& s = settings_;
+    for (std::size_t i = 0; i < t.params.size(); ++i) {
+      const auto n = static_cast<double>(++t.states[i]->steps);
+      AdamWCoefficients c;
+      c.lr = s.lr;
+      c.beta1 = s.beta1;
+      c.beta2 = s.beta2;
+      c.eps = s.eps;
+      c.weight_decay = group.weight_decay;
+      c.bias_correction1 = 1.0 - std::pow(s.beta1, n);
+      c.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(s.beta2, n));
+      updates.push_back({t.params[i], t.grads[i], t.exp_avgs[i], t.exp_avg_sqs[i], c});
+    }
+  }
+
+  std::vector<AdamWGroup> groups_;
+  AdamWSettings settings_;
+  MomentStore moments_;
+};
+
 #if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
 // Compiled with torch >= 2.4 (CPU kernel) or a CUDA torch >= 2.0; LibTorch 1.13 has no _fused_adamw_.
 // One kernel for the whole update of a group. Its step counters are float tensors on the
@@ -204,7 +243,8 @@ class FusedAdamW : public Optimizer {
 
 OptimizerImpl resolve_optimizer_impl(OptimizerImpl requested, bool on_cuda) {
   if (requested != OptimizerImpl::automatic) return requested;
-  return on_cuda && features::fused_adamw(true) ? OptimizerImpl::fused : OptimizerImpl::foreach;
+  if (!on_cuda) return OptimizerImpl::onepass;
+  return features::fused_adamw(true) ? OptimizerImpl::fused : OptimizerImpl::foreach;
 }
 
 void Optimizer::step_unless_inf(const torch::Tensor&) {
@@ -216,6 +256,11 @@ std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup
   switch (resolve_optimizer_impl(impl, device.is_cuda())) {
     case OptimizerImpl::loop: return std::make_unique<LoopAdamW>(std::move(groups), settings);
     case OptimizerImpl::foreach: return std::make_unique<ForeachAdamW>(std::move(groups), settings);
+    case OptimizerImpl::onepass:
+      if (device.is_cuda()) {
+        throw input_error("train.optimizer_impl: onepass is tbench's CPU kernel; on CUDA use fused, foreach or loop");
+      }
+      return std::make_unique<OnePassAdamW>(std::move(groups), settings);
     case OptimizerImpl::fused:
 #if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
       if (features::fused_adamw(device.is_cuda())) {

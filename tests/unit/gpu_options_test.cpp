@@ -72,6 +72,11 @@ TEST(SpeedOptions, KernelsThisBuildLacksAreSpecErrors) {
   if (!sdpa.empty()) {
     EXPECT_NE(sdpa.find("model.attention: sdpa"), std::string::npos) << sdpa;
   }
+  // tbench's one-pass AdamW is a CPU loop.
+  EXPECT_EQ(input_error_of({"train.optimizer_impl=onepass"}), "");
+  const auto onepass_on_cuda = input_error_of({"device=cuda", "train.optimizer_impl=onepass"});
+  EXPECT_NE(onepass_on_cuda.find("train.optimizer_impl: onepass is tbench's CPU kernel"), std::string::npos)
+      << onepass_on_cuda;
   // The fused residual LayerNorm runs anywhere on the CPU; on CUDA only with tbench's kernels.
   EXPECT_EQ(input_error_of({"model.fused_layer_norm=true"}), "");
   const auto fused_norm = input_error_of({"device=cuda", "model.fused_layer_norm=true"});
@@ -84,7 +89,7 @@ TEST(SpeedOptions, KernelsThisBuildLacksAreSpecErrors) {
 // `auto` is recorded in the resolved spec as what it became.
 TEST(SpeedOptions, PrepareRunRecordsWhatAutoResolvedTo) {
   const RunPlan plan = prepare_run(tiny_spec({}));
-  EXPECT_EQ(plan.spec.resolved["train"]["optimizer_impl"], "foreach");  // on CPU
+  EXPECT_EQ(plan.spec.resolved["train"]["optimizer_impl"], "onepass");  // on CPU
   EXPECT_EQ(plan.spec.resolved["model"]["attention"], features::kSdpa ? "sdpa" : "eager");
   EXPECT_EQ(plan.model.attention, features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
 }
@@ -242,6 +247,12 @@ TEST(SpeedOptions, OptimizerImplementationsTrainAlike) {
   ASSERT_EQ(loop.records.iterations.size(), foreach.records.iterations.size());
   for (std::size_t i = 0; i < loop.records.iterations.size(); ++i) {
     EXPECT_NEAR(loop.records.iterations[i].loss, foreach.records.iterations[i].loss, 1e-5) << "step " << i;
+  }
+  const OptimizerRun onepass = train(tiny_spec({"train.optimizer_impl=onepass", "train.weight_decay=0.01", "train.dropout=false"}));
+  ASSERT_EQ(onepass.outcome.status, RunStatus::completed) << onepass.outcome.error;
+  ASSERT_EQ(loop.records.iterations.size(), onepass.records.iterations.size());
+  for (std::size_t i = 0; i < loop.records.iterations.size(); ++i) {
+    EXPECT_NEAR(loop.records.iterations[i].loss, onepass.records.iterations[i].loss, 1e-5) << "onepass, step " << i;
   }
   if (!features::fused_adamw(false)) return;  // the CPU kernel needs torch >= 2.4
   const OptimizerRun fused = train(tiny_spec({"train.optimizer_impl=fused", "train.weight_decay=0.01", "train.dropout=false"}));

@@ -70,6 +70,60 @@ void expect_same_as_libtorch(OptimizerImpl impl) {
 
 TEST(Optimizer, ForeachEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerImpl::foreach); }
 
+TEST(Optimizer, OnePassEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerImpl::onepass); }
+
+// Parameters large enough to be split among threads, in every dtype the loop takes, and ones it
+// leaves to ATen's ops (non-contiguous; a gradient of another dtype): the same update as foreach.
+TEST(Optimizer, OnePassEqualsForeachOnLargeReducedPrecisionAndStridedTensors) {
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(2);
+  torch::manual_seed(5);
+  const std::vector<torch::Tensor> shapes = {
+      torch::randn({300, 1000}),                          // 19 chunks of the loop
+      torch::randn({1000, 70}).t(),                       // non-contiguous: ATen's ops
+      torch::randn({40000}, torch::kDouble),              // double
+      torch::randn({50000}).to(torch::kBFloat16),         // opmath float, stored bf16
+      torch::randn({3})};
+  for (const bool grad_of_other_dtype : {false, true}) {
+    std::vector<torch::Tensor> a, b;
+    for (const auto& t : shapes) {
+      a.push_back(t.clone().set_requires_grad(true));
+      b.push_back(t.clone().set_requires_grad(true));
+    }
+    auto foreach = make_adamw(OptimizerImpl::foreach, {{a, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
+    auto onepass = make_adamw(OptimizerImpl::onepass, {{b, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
+    for (int step = 1; step <= 3; ++step) {
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        auto grad = torch::randn_like(a[i]);
+        a[i].mutable_grad() = grad;
+        b[i].mutable_grad() = grad_of_other_dtype && i == 4 ? grad.to(torch::kDouble) : grad.clone();
+      }
+      if (grad_of_other_dtype) a[4].mutable_grad() = b[4].grad().to(torch::kFloat);
+      foreach->step();
+      onepass->step();
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      // bf16: foreach rounds after every op, the loop once per element; allow about two bf16 ulps.
+      const bool bf16 = a[i].scalar_type() == torch::kBFloat16;
+      EXPECT_TRUE(torch::allclose(a[i].to(torch::kDouble), b[i].to(torch::kDouble), bf16 ? 1.0 / 64 : 0,
+                                  bf16 ? 1e-2 : 1e-6))
+          << "tensor " << i << ": max diff " << (a[i].to(torch::kDouble) - b[i].to(torch::kDouble)).abs().max().item<double>();
+    }
+  }
+  torch::set_num_threads(threads);
+}
+
+TEST(Optimizer, OnePassIsABadInputErrorOnCuda) {
+  const Params p = make_params();
+  try {
+    make_adamw(OptimizerImpl::onepass, {{p.decay, 0.0}}, {1e-3, 0.9, 0.999, 1e-8}, torch::Device(torch::kCUDA, 0));
+    FAIL() << "onepass AdamW was made for a CUDA device";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("train.optimizer_impl"), std::string::npos) << e.what();
+  }
+}
+
 #if TBENCH_HAS_FUSED_ADAMW_CPU
 TEST(Optimizer, FusedEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerImpl::fused); }
 
@@ -105,8 +159,8 @@ TEST(Optimizer, FusedIsABadInputErrorWithoutTheKernel) {
 }
 #endif
 
-TEST(Optimizer, AutoIsForeachOnCpuAndFusedOnCudaWhereAvailable) {
-  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, false), OptimizerImpl::foreach);
+TEST(Optimizer, AutoIsOnePassOnCpuAndFusedOnCudaWhereAvailable) {
+  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, false), OptimizerImpl::onepass);
   EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, true),
             features::fused_adamw(true) ? OptimizerImpl::fused : OptimizerImpl::foreach);
   EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::loop, true), OptimizerImpl::loop);

@@ -204,7 +204,7 @@ TEST(Spec, EveryFieldLandsInItsOwnMember) {
 
 TEST(Spec, ChoicesAreSpelledOnceAndRoundTrip) {
   for (const auto& name : choice_list<Padding>()) EXPECT_EQ(to_string(*parse_choice<Padding>(name)), name);
-  EXPECT_EQ(choice_list<OptimizerImpl>(), (std::vector<std::string>{"auto", "loop", "foreach", "fused"}));
+  EXPECT_EQ(choice_list<OptimizerImpl>(), (std::vector<std::string>{"auto", "loop", "foreach", "onepass", "fused"}));
   EXPECT_FALSE(parse_choice<Precision>("fp8").has_value());
   EXPECT_EQ(parse_device("cuda")->text(), "cuda");
   EXPECT_EQ(parse_device("cuda:3")->index, 3);

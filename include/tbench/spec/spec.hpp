@@ -26,7 +26,7 @@ enum class LengthDistributionKind { fixed, uniform, normal, lognormal, histogram
 enum class Padding { max_length, longest };  // to seq_len, or to the batch's longest sample
 enum class AttentionChoice { automatic, eager, sdpa };
 enum class PaddingMaskChoice { automatic, always };  // model.padding_mask
-enum class OptimizerImpl { automatic, loop, foreach, fused };
+enum class OptimizerImpl { automatic, loop, foreach, onepass, fused };
 enum class CpuAllocatorChoice { caching, system };  // include/tbench/env/cpu_allocator.hpp
 enum class CpuDropoutChoice { fused, torch };        // include/tbench/models/dropout.hpp
 
