@@ -58,10 +58,12 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   return torch::matmul(probs, v);
 }
 
-AttentionKernel resolve_attention(AttentionChoice requested) {
+AttentionKernel resolve_attention(AttentionChoice requested, const AttentionUse& use) {
   switch (requested) {
     case AttentionChoice::eager: return AttentionKernel::eager;
-    case AttentionChoice::automatic: return features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager;
+    case AttentionChoice::automatic:
+      if (!features::kSdpa || (!use.on_cuda && use.fused_cpu_dropout)) return AttentionKernel::eager;
+      return AttentionKernel::sdpa;
     case AttentionChoice::sdpa:
       if (features::kSdpa) return AttentionKernel::sdpa;
       break;

@@ -346,7 +346,11 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
   // `auto` choices are recorded as what this build and device resolved them to.
-  plan.model.attention = layers::resolve_attention(spec.model.attention);
+  layers::AttentionUse attention_use;
+  attention_use.on_cuda = spec.device.is_cuda();
+  attention_use.fused_cpu_dropout =
+      spec.train.dropout && plan.model.attention_dropout > 0 && spec.cpu.dropout == CpuDropoutChoice::fused;
+  plan.model.attention = layers::resolve_attention(spec.model.attention, attention_use);
   plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
   plan.model.mask_every_batch = spec.model.padding_mask == PaddingMaskChoice::always;
   plan.model.fused_qkv = spec.model.fused_qkv;

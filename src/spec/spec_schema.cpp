@@ -98,7 +98,8 @@ const std::vector<Field>& fields() {
        set(&RunSpec::model, &ModelRef::save_weights)},
       {"model.attention", Kind::choice, "auto", -1e300, choice_list<AttentionChoice>(),
        "self-attention kernel (BERT, DistilBERT, RoBERTa): eager matmul + softmax, or sdpa "
-       "(at::scaled_dot_product_attention, torch>=2.0); auto: sdpa where available. XLNet is always eager",
+       "(at::scaled_dot_product_attention, torch>=2.0); auto: sdpa where available, but eager on CPU when "
+       "training with attention dropout and cpu.dropout fused. XLNet is always eager",
        set(&RunSpec::model, &ModelRef::attention)},
       {"model.padding_mask", Kind::choice, "auto", -1e300, choice_list<PaddingMaskChoice>(),
        "the attention's padding mask (BERT, DistilBERT, RoBERTa): auto leaves it out of batches that have no "
@@ -253,8 +254,8 @@ const std::vector<Field>& fields() {
        set(&RunSpec::train, &TrainSpec::dropout)},
       {"train.optimizer_impl", Kind::choice, "auto", -1e300, choice_list<OptimizerImpl>(),
        "AdamW kernels: loop (per tensor), foreach (multi-tensor), onepass (tbench's one-pass CPU loop), fused "
-       "(ATen's kernel; CUDA torch>=2.0, CPU >=2.4); auto: onepass on CPU, fused on CUDA where available, else "
-       "foreach", set(&RunSpec::train, &TrainSpec::optimizer_impl)},
+       "(ATen's kernel; CUDA torch>=2.0, CPU >=2.4); auto: fused where available, else onepass on CPU and "
+       "foreach on CUDA", set(&RunSpec::train, &TrainSpec::optimizer_impl)},
       {"train.cuda_graph", Kind::boolean, false, -1e300, {},
        "CUDA only: capture the whole train step in a CUDA graph at step 2 and replay it (static shapes: "
        "padding max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2)",

@@ -89,9 +89,15 @@ TEST(SpeedOptions, KernelsThisBuildLacksAreSpecErrors) {
 // `auto` is recorded in the resolved spec as what it became.
 TEST(SpeedOptions, PrepareRunRecordsWhatAutoResolvedTo) {
   const RunPlan plan = prepare_run(tiny_spec({}));
-  EXPECT_EQ(plan.spec.resolved["train"]["optimizer_impl"], "onepass");  // on CPU
-  EXPECT_EQ(plan.spec.resolved["model"]["attention"], features::kSdpa ? "sdpa" : "eager");
-  EXPECT_EQ(plan.model.attention, features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
+  EXPECT_EQ(plan.spec.resolved["train"]["optimizer_impl"], features::fused_adamw(false) ? "fused" : "onepass");
+  // Dropout on (HF's default) with the fused CPU kernel: eager attention on CPU.
+  EXPECT_EQ(plan.spec.resolved["model"]["attention"], "eager");
+  EXPECT_EQ(plan.model.attention, AttentionKernel::eager);
+  for (const char* off : {"train.dropout=false", "cpu.dropout=torch"}) {
+    const RunPlan other = prepare_run(tiny_spec({off}));
+    EXPECT_EQ(other.spec.resolved["model"]["attention"], features::kSdpa ? "sdpa" : "eager") << off;
+    EXPECT_EQ(other.model.attention, features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager) << off;
+  }
 }
 
 TEST(SpeedOptions, PaddingMaskAndFusedQkvReachTheModelsAndTheTeacher) {
@@ -165,8 +171,15 @@ TEST(Attention, MaskFreeBatchesAndTheFusedProjectionComputeTheSameModel) {
   }
 }
 
-TEST(Attention, AutoIsEagerWithoutSdpa) {
-  EXPECT_EQ(layers::resolve_attention(AttentionChoice::automatic), features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
+TEST(Attention, AutoIsEagerWithoutSdpaAndForFusedDropoutOnCpu) {
+  const AttentionKernel sdpa_if_built = features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager;
+  EXPECT_EQ(layers::resolve_attention(AttentionChoice::automatic), sdpa_if_built);
+  layers::AttentionUse cpu_training;
+  cpu_training.fused_cpu_dropout = true;
+  EXPECT_EQ(layers::resolve_attention(AttentionChoice::automatic, cpu_training), AttentionKernel::eager);
+  layers::AttentionUse cuda_training = cpu_training;
+  cuda_training.on_cuda = true;  // SDPA's CUDA kernels fuse their dropout
+  EXPECT_EQ(layers::resolve_attention(AttentionChoice::automatic, cuda_training), sdpa_if_built);
   EXPECT_EQ(layers::resolve_attention(AttentionChoice::eager), AttentionKernel::eager);
   if (!features::kSdpa) {
     EXPECT_THROW(layers::resolve_attention(AttentionChoice::sdpa), std::invalid_argument);

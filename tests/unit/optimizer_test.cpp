@@ -159,8 +159,9 @@ TEST(Optimizer, FusedIsABadInputErrorWithoutTheKernel) {
 }
 #endif
 
-TEST(Optimizer, AutoIsOnePassOnCpuAndFusedOnCudaWhereAvailable) {
-  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, false), OptimizerImpl::onepass);
+TEST(Optimizer, AutoIsAtensFusedWhereAvailableElseOnePassOnCpuAndForeachOnCuda) {
+  EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, false),
+            features::fused_adamw(false) ? OptimizerImpl::fused : OptimizerImpl::onepass);
   EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::automatic, true),
             features::fused_adamw(true) ? OptimizerImpl::fused : OptimizerImpl::foreach);
   EXPECT_EQ(resolve_optimizer_impl(OptimizerImpl::loop, true), OptimizerImpl::loop);

@@ -40,9 +40,19 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
                         const torch::Tensor& bias, double dropout_p, bool training,
                         AttentionKernel kernel = AttentionKernel::eager);
 
-// The spec's model.attention in this build: auto is sdpa where the
-// torch version has it. "sdpa" without it is refused by the spec before this is called.
-AttentionKernel resolve_attention(AttentionChoice requested);
+// What `auto` needs to know of the run.
+struct AttentionUse {
+  bool on_cuda = false;
+  // Training with attention dropout drawn by tbench's fused CPU kernel (cpu.dropout: fused).
+  bool fused_cpu_dropout = false;
+};
+
+// The spec's model.attention in this build: auto is sdpa where the torch version has it, except
+// on CPU when the attention probabilities are dropped out in training: SDPA's CPU path draws
+// that dropout with LibTorch's element-by-element generator, and eager attention with tbench's
+// fused kernel measured 1.03-1.09x faster (LibTorch 2.14; level without dropout).
+// "sdpa" without it is refused by the spec before this is called.
+AttentionKernel resolve_attention(AttentionChoice requested, const AttentionUse& use = {});
 
 // HF's _init_weights: Linear and Embedding weights ~ N(0, std), biases 0, the padding row of an
 // embedding 0, LayerNorm weight 1 and bias 0.

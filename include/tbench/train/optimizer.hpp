@@ -13,8 +13,9 @@
 
 namespace tbench {
 
-// What `auto` means on this device in this build: fused on CUDA where the kernel exists, else
-// foreach. Returns `requested` unchanged otherwise (an unavailable fused is the caller's error).
+// What `auto` means on this device in this build: ATen's fused kernel where it exists (CUDA torch
+// >= 2.0, CPU torch >= 2.4), else tbench's one-pass loop on CPU and foreach on CUDA. Returns
+// `requested` unchanged otherwise (an unavailable fused is the caller's error).
 OptimizerImpl resolve_optimizer_impl(OptimizerImpl requested, bool on_cuda);
 
 // Parameters sharing one weight decay (HF's decay / no-decay split).
