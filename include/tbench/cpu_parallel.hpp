@@ -17,6 +17,9 @@ namespace tbench {
 // Calls body(begin, end) on disjoint ranges that cover [0, n) exactly once, each range (but the
 // last) a multiple of `grain` elements long, on up to at::get_num_threads() threads. Returns when
 // all are done; an exception from a body is rethrown on the caller's thread.
+// `body` runs concurrently on several threads (so it must not mutate shared state unguarded), and
+// on LibTorch's worker threads, which do not inherit the caller's grad mode or autocast state:
+// bodies work on raw data, not through autograd.
 void cpu_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t begin, int64_t end)>& body);
 
 }  // namespace tbench

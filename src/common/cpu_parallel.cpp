@@ -22,8 +22,10 @@ void cpu_parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t
   const char* first = static_cast<const char*>(handles.data_ptr());
   auto iter = at::TensorIteratorConfig().add_output(handles).check_all_same_dtype(false).resize_outputs(false).build();
   iter.for_each(
-      [&](char** data, const int64_t* /*strides*/, int64_t size0, int64_t size1) {
-        const int64_t chunk = data[0] - first, count = size0 * size1;  // a 1-D tensor: size1 is 1
+      [&](char** data, const int64_t* strides, int64_t size0, int64_t size1) {
+        // A 1-D byte tensor: TensorIterator hands each thread one run of consecutive bytes.
+        TORCH_INTERNAL_ASSERT(size1 == 1 && strides[0] == 1, "cpu_parallel_for: unexpected iteration shape");
+        const int64_t chunk = data[0] - first, count = size0;
         body(chunk * grain, std::min(n, (chunk + count) * grain));
       },
       /*grain_size=*/1);

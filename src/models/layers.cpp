@@ -58,11 +58,13 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
   return torch::matmul(probs, v);
 }
 
+bool auto_attention_prefers_eager(const AttentionUse& use) { return !use.on_cuda && use.fused_cpu_dropout; }
+
 AttentionKernel resolve_attention(AttentionChoice requested, const AttentionUse& use) {
   switch (requested) {
     case AttentionChoice::eager: return AttentionKernel::eager;
     case AttentionChoice::automatic:
-      if (!features::kSdpa || (!use.on_cuda && use.fused_cpu_dropout)) return AttentionKernel::eager;
+      if (!features::kSdpa || auto_attention_prefers_eager(use)) return AttentionKernel::eager;
       return AttentionKernel::sdpa;
     case AttentionChoice::sdpa:
       if (features::kSdpa) return AttentionKernel::sdpa;

@@ -317,6 +317,14 @@ void check_profile_window(const RunSpec& spec, const StepPlan& steps) {
 
 }  // namespace
 
+layers::AttentionUse attention_use_of(const RunSpec& spec, const ModelConfig& model) {
+  layers::AttentionUse use;
+  use.on_cuda = spec.device.is_cuda();
+  use.fused_cpu_dropout = spec.train.dropout && model.attention_dropout > 0 &&
+                          spec.cpu.dropout == CpuDropoutChoice::fused && spec.precision == Precision::fp32;
+  return use;
+}
+
 RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
@@ -346,17 +354,16 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
   // `auto` choices are recorded as what this build and device resolved them to.
-  layers::AttentionUse attention_use;
-  attention_use.on_cuda = spec.device.is_cuda();
-  attention_use.fused_cpu_dropout =
-      spec.train.dropout && plan.model.attention_dropout > 0 && spec.cpu.dropout == CpuDropoutChoice::fused;
+  const layers::AttentionUse attention_use = attention_use_of(spec, plan.model);
   plan.model.attention = layers::resolve_attention(spec.model.attention, attention_use);
   plan.spec.resolved["model"]["attention"] = to_string(plan.model.attention);
   plan.model.mask_every_batch = spec.model.padding_mask == PaddingMaskChoice::always;
   plan.model.fused_qkv = spec.model.fused_qkv;
   plan.model.fused_layer_norm = spec.model.fused_layer_norm;
-  if (plan.teacher) {  // the teacher's attention runs as the student's
-    plan.teacher->attention = plan.model.attention;
+  if (plan.teacher) {  // the teacher's attention runs as the student's, but `auto` knows it never drops out
+    layers::AttentionUse frozen = attention_use;
+    frozen.fused_cpu_dropout = false;
+    plan.teacher->attention = layers::resolve_attention(spec.model.attention, frozen);
     plan.teacher->mask_every_batch = plan.model.mask_every_batch;
     plan.teacher->fused_qkv = plan.model.fused_qkv;
     plan.teacher->fused_layer_norm = plan.model.fused_layer_norm;

@@ -13,6 +13,7 @@
 #include "tbench/models/model_config.hpp"
 #include "tbench/spec/spec.hpp"
 #include "tbench/spec/suggest.hpp"
+#include "tbench/train/optimizer.hpp"
 #include "tbench/env/torch_features.hpp"
 #include "tbench/json_text.hpp"
 
@@ -459,7 +460,7 @@ void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
     v.fail("train.cuda_graph", std::string("needs a CUDA build of torch >= 2.2 (graph capture with a device-side "
                                            "learning rate); this build has LibTorch ") + TORCH_VERSION);
   }
-  if (spec.train.optimizer_impl == OptimizerImpl::loop || spec.train.optimizer_impl == OptimizerImpl::foreach) {
+  if (spec.train.optimizer_impl != OptimizerImpl::fused && spec.train.optimizer_impl != OptimizerImpl::automatic) {
     v.fail("train.optimizer_impl", std::string("'") + to_string(spec.train.optimizer_impl) +
                                        "' cannot be captured with train.cuda_graph (use fused or auto)");
   }
@@ -477,13 +478,8 @@ void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
 // Kernels and switches this build's LibTorch does not have are refused up front, naming the field.
 void check_build_supports(const Validator& v, const RunSpec& spec) {
   const bool on_cuda = spec.device.is_cuda();
-  if (spec.train.optimizer_impl == OptimizerImpl::onepass && on_cuda) {
-    v.fail("train.optimizer_impl", "onepass is tbench's CPU kernel; on a CUDA device use fused, foreach or loop");
-  }
-  if (spec.train.optimizer_impl == OptimizerImpl::fused && !features::fused_adamw(on_cuda)) {
-    v.fail("train.optimizer_impl", std::string("fused AdamW needs torch >= ") + (on_cuda ? "2.0 with CUDA" : "2.4 on CPU") +
-                                       ", but this build has LibTorch " + TORCH_VERSION + " (use foreach or loop)");
-  }
+  const std::string optimizer_reason = optimizer_unavailable_reason(spec.train.optimizer_impl, on_cuda);
+  if (!optimizer_reason.empty()) v.fail("train.optimizer_impl", optimizer_reason);
   if (spec.model.fused_layer_norm && on_cuda && !features::kCudaKernels) {
     v.fail("model.fused_layer_norm", "on a CUDA device needs tbench's CUDA kernels, and this build has none (it "
                                      "was configured without nvcc); use false");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "adamw_cpu_kernel.hpp"
 #include "tbench/errors.hpp"
@@ -127,7 +128,17 @@ class ForeachAdamW : public Optimizer {
 // element, where the foreach form makes about ten passes. Step counts as in the foreach form.
 class OnePassAdamW : public Optimizer {
  public:
-  OnePassAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) : groups_(std::move(groups)), settings_(s) {}
+  OnePassAdamW(std::vector<AdamWGroup> groups, const AdamWSettings& s) : groups_(std::move(groups)), settings_(s) {
+    // Threads update pieces of different parameters at once: a parameter listed twice would race.
+    std::unordered_set<const c10::TensorImpl*> seen;
+    for (const auto& group : groups_) {
+      for (const auto& p : group.params) {
+        if (!seen.insert(p.unsafeGetTensorImpl()).second) {
+          throw std::invalid_argument("onepass AdamW: a parameter is listed twice in its groups");
+        }
+      }
+    }
+  }
   OptimizerImpl impl() const override { return OptimizerImpl::onepass; }
   void set_lr(double lr) override { settings_.lr = lr; }
 
@@ -250,6 +261,17 @@ OptimizerImpl resolve_optimizer_impl(OptimizerImpl requested, bool on_cuda) {
   return on_cuda ? OptimizerImpl::foreach : OptimizerImpl::onepass;
 }
 
+std::string optimizer_unavailable_reason(OptimizerImpl impl, bool on_cuda) {
+  if (impl == OptimizerImpl::onepass && on_cuda) {
+    return "onepass is tbench's CPU kernel; on a CUDA device use fused, foreach or loop";
+  }
+  if (impl == OptimizerImpl::fused && !features::fused_adamw(on_cuda)) {
+    return std::string("fused AdamW needs torch >= ") + (on_cuda ? "2.0 with CUDA" : "2.4 on CPU") +
+           ", but this build has LibTorch " + TORCH_VERSION + (on_cuda ? " (use foreach or loop)" : " (use onepass)");
+  }
+  return "";
+}
+
 void Optimizer::step_unless_inf(const torch::Tensor&) {
   throw std::logic_error(std::string("the ") + to_string(impl()) + " AdamW cannot skip a step on the device");
 }
@@ -260,9 +282,7 @@ std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup
     case OptimizerImpl::loop: return std::make_unique<LoopAdamW>(std::move(groups), settings);
     case OptimizerImpl::foreach: return std::make_unique<ForeachAdamW>(std::move(groups), settings);
     case OptimizerImpl::onepass:
-      if (device.is_cuda()) {
-        throw input_error("train.optimizer_impl: onepass is tbench's CPU kernel; on CUDA use fused, foreach or loop");
-      }
+      if (device.is_cuda()) throw input_error("train.optimizer_impl: " + optimizer_unavailable_reason(impl, true));
       return std::make_unique<OnePassAdamW>(std::move(groups), settings);
     case OptimizerImpl::fused:
 #if TBENCH_HAS_FUSED_ADAMW_CUDA || TBENCH_HAS_FUSED_ADAMW_CPU
@@ -270,9 +290,7 @@ std::unique_ptr<Optimizer> make_adamw(OptimizerImpl impl, std::vector<AdamWGroup
         return std::make_unique<FusedAdamW>(std::move(groups), settings, device, capturable && device.is_cuda());
       }
 #endif
-      throw input_error(std::string("train.optimizer_impl: fused AdamW needs torch >= ") +
-                        (device.is_cuda() ? "2.0 with CUDA" : "2.4 on CPU") + "; this build has LibTorch " +
-                        TORCH_VERSION + " (use foreach or loop)");
+      throw input_error("train.optimizer_impl: " + optimizer_unavailable_reason(OptimizerImpl::fused, device.is_cuda()));
     case OptimizerImpl::automatic: break;
   }
   throw std::logic_error("unresolved optimizer implementation");

@@ -9,6 +9,8 @@
 #include <ATen/OpMathType.h>
 #include <ATen/record_function.h>
 
+#include <torch/csrc/autograd/variable.h>
+
 #include "tbench/cpu_parallel.hpp"
 
 namespace tbench {
@@ -32,7 +34,8 @@ struct Coefficients {
         step_size(static_cast<acc_t>(c.lr / c.bias_correction1)) {}
 };
 
-// Elements [begin, end) of one parameter, in the order the foreach form rounds:
+// Elements [begin, end) of one parameter, with the foreach form's formula and order (rounded to the
+// storage type once per element, where foreach rounds bf16 and half after every op):
 //   p *= 1 - lr·wd;  m = β1·m + (1-β1)·g;  v = β2·v + (1-β2)·g²;
 //   p -= lr/(1-β1^t) · m / (sqrt(v)/sqrt(1-β2^t) + eps)
 template <typename scalar_t>
@@ -89,12 +92,14 @@ struct Piece {
 
 void adamw_cpu_update(const std::vector<AdamWTensors>& updates) {
   RECORD_FUNCTION("tbench::adamw_onepass", std::vector<c10::IValue>());  // the profile's "optimizer" share
+  std::vector<const AdamWTensors*> in_loop;
   std::vector<Piece> pieces;
   for (const auto& t : updates) {
     if (!one_pass_applies(t)) {
       update_with_aten_ops(t);
       continue;
     }
+    in_loop.push_back(&t);
     const int64_t n = t.param.numel();
     for (int64_t begin = 0; begin < n; begin += kChunk) pieces.push_back({&t, begin, std::min(n, begin + kChunk)});
   }
@@ -106,6 +111,10 @@ void adamw_cpu_update(const std::vector<AdamWTensors>& updates) {
       update_piece(*piece.tensors, piece.begin, piece.end);
     }
   });
+  // Written through raw pointers: tell autograd these tensors changed, as an in-place op would.
+  for (const AdamWTensors* t : in_loop) {
+    for (const auto* tensor : {&t->param, &t->exp_avg, &t->exp_avg_sq}) torch::autograd::impl::bump_version(*tensor);
+  }
 }
 
 }  // namespace tbench

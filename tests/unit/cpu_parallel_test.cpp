@@ -58,6 +58,9 @@ TEST_F(CpuParallel, CoversTheRangeOnceInWholeGrains) {
       for (int64_t i = begin; i < end; ++i) seen[static_cast<std::size_t>(i)] += 1;
     }
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(seen[static_cast<std::size_t>(i)], 1) << "n = " << n << ", i = " << i;
+    if (n > 10) {
+      EXPECT_GE(calls.ranges.size(), 2u) << "n = " << n << " ran as one range";
+    }
   }
 }
 

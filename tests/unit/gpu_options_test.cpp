@@ -117,6 +117,9 @@ TEST(SpeedOptions, PaddingMaskAndFusedQkvReachTheModelsAndTheTeacher) {
                                                  "model.padding_mask=always", "model.fused_qkv=true",
                                                  "model.fused_layer_norm=true"}));
   ASSERT_TRUE(distill.teacher.has_value());
+  // auto: the frozen teacher never drops out, so it keeps SDPA where the student takes eager.
+  EXPECT_EQ(distill.model.attention, AttentionKernel::eager);
+  EXPECT_EQ(distill.teacher->attention, features::kSdpa ? AttentionKernel::sdpa : AttentionKernel::eager);
   EXPECT_TRUE(distill.teacher->mask_every_batch);
   EXPECT_TRUE(distill.teacher->fused_qkv);
   EXPECT_TRUE(distill.teacher->fused_layer_norm);
@@ -169,6 +172,22 @@ TEST(Attention, MaskFreeBatchesAndTheFusedProjectionComputeTheSameModel) {
       }
     }
   }
+}
+
+// Which runs auto takes eager for where SDPA exists: CPU, fp32, training with attention dropout
+// by the fused kernel. Checked on every build, SDPA or not.
+TEST(Attention, AutoPrefersEagerOnlyForFusedCpuDropoutInFp32Training) {
+  const RunSpec defaults = tiny_spec({});
+  const ModelConfig model = model_config_for(defaults);
+  ASSERT_GT(model.attention_dropout, 0);
+  EXPECT_TRUE(layers::auto_attention_prefers_eager(attention_use_of(defaults, model)));
+  for (const char* other : {"train.dropout=false", "cpu.dropout=torch", "precision=bf16"}) {
+    const RunSpec spec = tiny_spec({other});
+    EXPECT_FALSE(layers::auto_attention_prefers_eager(attention_use_of(spec, model))) << other;
+  }
+  layers::AttentionUse on_cuda = attention_use_of(defaults, model);
+  on_cuda.on_cuda = true;
+  EXPECT_FALSE(layers::auto_attention_prefers_eager(on_cuda));
 }
 
 TEST(Attention, AutoIsEagerWithoutSdpaAndForFusedDropoutOnCpu) {

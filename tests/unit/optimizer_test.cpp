@@ -74,24 +74,29 @@ TEST(Optimizer, OnePassEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerI
 
 // Parameters large enough to be split among threads, in every dtype the loop takes, and ones it
 // leaves to ATen's ops (non-contiguous; a gradient of another dtype): the same update as foreach.
-TEST(Optimizer, OnePassEqualsForeachOnLargeReducedPrecisionAndStridedTensors) {
+// Parameters large enough to be split among threads, in double and bf16, and ones the one-pass
+// loop leaves to ATen's ops (non-contiguous; a gradient of another dtype): the same update as
+// foreach, from `impl`.
+void expect_same_as_foreach_on_large_tensors(OptimizerImpl impl, bool with_grad_of_other_dtype) {
   const int threads = torch::get_num_threads();
   torch::set_num_threads(2);
   torch::manual_seed(5);
   const std::vector<torch::Tensor> shapes = {
       torch::randn({300, 1000}),                          // 19 chunks of the loop
-      torch::randn({1000, 70}).t(),                       // non-contiguous: ATen's ops
+      torch::randn({1000, 70}).t(),                       // non-contiguous
       torch::randn({40000}, torch::kDouble),              // double
       torch::randn({50000}).to(torch::kBFloat16),         // opmath float, stored bf16
       torch::randn({3})};
-  for (const bool grad_of_other_dtype : {false, true}) {
+  std::vector<bool> grad_cases = {false};
+  if (with_grad_of_other_dtype) grad_cases.push_back(true);
+  for (const bool grad_of_other_dtype : grad_cases) {
     std::vector<torch::Tensor> a, b;
     for (const auto& t : shapes) {
       a.push_back(t.clone().set_requires_grad(true));
       b.push_back(t.clone().set_requires_grad(true));
     }
     auto foreach = make_adamw(OptimizerImpl::foreach, {{a, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
-    auto onepass = make_adamw(OptimizerImpl::onepass, {{b, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
+    auto tested = make_adamw(impl, {{b, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
     for (int step = 1; step <= 3; ++step) {
       for (std::size_t i = 0; i < a.size(); ++i) {
         auto grad = torch::randn_like(a[i]);
@@ -100,17 +105,61 @@ TEST(Optimizer, OnePassEqualsForeachOnLargeReducedPrecisionAndStridedTensors) {
       }
       if (grad_of_other_dtype) a[4].mutable_grad() = b[4].grad().to(torch::kFloat);
       foreach->step();
-      onepass->step();
+      tested->step();
     }
     for (std::size_t i = 0; i < a.size(); ++i) {
       // bf16: foreach rounds after every op, the loop once per element; allow about two bf16 ulps.
       const bool bf16 = a[i].scalar_type() == torch::kBFloat16;
       EXPECT_TRUE(torch::allclose(a[i].to(torch::kDouble), b[i].to(torch::kDouble), bf16 ? 1.0 / 64 : 0,
                                   bf16 ? 1e-2 : 1e-6))
-          << "tensor " << i << ": max diff " << (a[i].to(torch::kDouble) - b[i].to(torch::kDouble)).abs().max().item<double>();
+          << to_string(impl) << " tensor " << i << ": max diff "
+          << (a[i].to(torch::kDouble) - b[i].to(torch::kDouble)).abs().max().item<double>();
     }
   }
   torch::set_num_threads(threads);
+}
+
+TEST(Optimizer, OnePassEqualsForeachOnLargeReducedPrecisionAndStridedTensors) {
+  expect_same_as_foreach_on_large_tensors(OptimizerImpl::onepass, /*with_grad_of_other_dtype=*/true);
+}
+
+// fp16 parameters (moments in fp16, arithmetic in float): the update of float parameters, to
+// fp16's precision. Gradients of at least 0.5, so the second moment stays clear of fp16's
+// subnormals (where any fp16 AdamW divides by eps alone).
+TEST(Optimizer, OnePassUpdatesHalfParametersInFloatArithmetic) {
+  torch::manual_seed(6);
+  const auto start = torch::randn({70000});
+  auto reference = start.clone().set_requires_grad(true);
+  auto half = start.to(torch::kHalf).set_requires_grad(true);
+  auto foreach = make_adamw(OptimizerImpl::foreach, {{{reference}, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
+  auto onepass = make_adamw(OptimizerImpl::onepass, {{{half}, 0.01}}, {1e-2, 0.9, 0.999, 1e-8}, torch::kCPU);
+  for (int step = 1; step <= 3; ++step) {
+    const auto grad = torch::rand({70000}).add_(0.5);
+    reference.mutable_grad() = grad;
+    half.mutable_grad() = grad.to(torch::kHalf);
+    foreach->step();
+    onepass->step();
+  }
+  EXPECT_TRUE(torch::allclose(half.to(torch::kFloat), reference.detach(), 1.0 / 512, 1e-3))
+      << "max diff " << (half.to(torch::kFloat) - reference.detach()).abs().max().item<double>();
+  EXPECT_FALSE(torch::allclose(half.to(torch::kFloat), start.to(torch::kHalf).to(torch::kFloat)));
+}
+
+// The loop writes through raw pointers; autograd still learns that the parameters changed.
+TEST(Optimizer, OnePassBumpsTheParametersVersion) {
+  const Params p = make_params();
+  auto onepass = adamw(OptimizerImpl::onepass, p, 1e-2);
+  const auto before = p.decay[0]._version();
+  for (const auto& t : p.all()) t.mutable_grad() = torch::ones_like(t);
+  onepass->step();
+  EXPECT_GT(p.decay[0]._version(), before);
+}
+
+TEST(Optimizer, OnePassRefusesAParameterListedTwice) {
+  const Params p = make_params();
+  EXPECT_THROW(make_adamw(OptimizerImpl::onepass, {{p.decay, 0.01}, {{p.decay[0]}, 0.0}}, {1e-3, 0.9, 0.999, 1e-8},
+                          torch::kCPU),
+               std::invalid_argument);
 }
 
 TEST(Optimizer, OnePassIsABadInputErrorOnCuda) {
@@ -126,6 +175,11 @@ TEST(Optimizer, OnePassIsABadInputErrorOnCuda) {
 
 #if TBENCH_HAS_FUSED_ADAMW_CPU
 TEST(Optimizer, FusedEqualsLibTorchAdamW) { expect_same_as_libtorch(OptimizerImpl::fused); }
+
+// ATen's CPU kernel is `auto` on torch >= 2.4: the same tensors the one-pass loop is checked on.
+TEST(Optimizer, FusedEqualsForeachOnLargeReducedPrecisionAndStridedTensors) {
+  expect_same_as_foreach_on_large_tensors(OptimizerImpl::fused, /*with_grad_of_other_dtype=*/false);
+}
 
 // The fused kernel skips on the device: found_inf = 1 leaves weights, moments and step counts.
 TEST(Optimizer, FusedSkipsWhereFoundInfIsSet) {

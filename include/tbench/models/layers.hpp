@@ -43,15 +43,20 @@ torch::Tensor attention(const torch::Tensor& q, const torch::Tensor& k, const to
 // What `auto` needs to know of the run.
 struct AttentionUse {
   bool on_cuda = false;
-  // Training with attention dropout drawn by tbench's fused CPU kernel (cpu.dropout: fused).
+  // An fp32 model that trains with attention dropout drawn by tbench's fused CPU kernel
+  // (cpu.dropout: fused); false for a frozen teacher, which never drops out.
   bool fused_cpu_dropout = false;
 };
 
-// The spec's model.attention in this build: auto is sdpa where the torch version has it, except
-// on CPU when the attention probabilities are dropped out in training: SDPA's CPU path draws
-// that dropout with LibTorch's element-by-element generator, and eager attention with tbench's
-// fused kernel measured 1.03-1.09x faster (LibTorch 2.14; level without dropout).
-// "sdpa" without it is refused by the spec before this is called.
+// Whether `auto` takes eager attention even where SDPA exists: on CPU when the attention
+// probabilities are dropped out in fp32 training. SDPA's CPU path draws that dropout with
+// LibTorch's element-by-element generator; eager attention with tbench's fused kernel measured
+// 1.03-1.09x faster (LibTorch 2.14), while without dropout SDPA was level or up to 1.09x faster.
+// bf16 on CPU was not measured, so it keeps SDPA.
+bool auto_attention_prefers_eager(const AttentionUse& use);
+
+// The spec's model.attention in this build: auto is sdpa where the torch version has it, unless
+// auto_attention_prefers_eager. "sdpa" without it is refused by the spec before this is called.
 AttentionKernel resolve_attention(AttentionChoice requested, const AttentionUse& use = {});
 
 // HF's _init_weights: Linear and Embedding weights ~ N(0, std), biases 0, the padding row of an

@@ -10,6 +10,7 @@
 #include "tbench/dist/dist.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/models/model_config.hpp"
+#include "tbench/models/layers.hpp"
 #include "tbench/models/model_cost.hpp"
 #include "tbench/spec/spec.hpp"
 #include "tbench/train/trainer.hpp"
@@ -48,5 +49,9 @@ ModelConfig model_config_for(const RunSpec& spec);
 
 // What the training loop takes from a spec.
 TrainerConfig trainer_config(const RunSpec& spec);
+
+// What model.attention's `auto` weighs for the model that trains (a distillation teacher, frozen,
+// takes it with fused_cpu_dropout false).
+layers::AttentionUse attention_use_of(const RunSpec& spec, const ModelConfig& model);
 
 }  // namespace tbench

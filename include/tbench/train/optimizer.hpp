@@ -46,6 +46,10 @@ class Optimizer {
   virtual bool skips_on_device() const { return false; }
 };
 
+// Why `impl` cannot run on this device in this build ("" where it can), worded for after
+// "train.optimizer_impl: ": the spec's check and make_adamw say the same.
+std::string optimizer_unavailable_reason(OptimizerImpl impl, bool on_cuda);
+
 // Throws a bad-input Error for `fused` where this build has no fused kernel for the device.
 // `capturable` (train.cuda_graph; fused on CUDA, torch >= 2.2): the learning rate lives in a
 // device tensor that set_lr() fills, so a replayed CUDA graph follows the schedule.
