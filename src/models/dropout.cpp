@@ -7,6 +7,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Dispatch.h>
 #include <ATen/OpMathType.h>
+
 #include "tbench/cpu_parallel.hpp"
 
 namespace tbench::layers {

@@ -42,7 +42,7 @@ class LoopAdamW : public Optimizer {
 // (never by a detached alias: each detach() is a new TensorImpl, so its state would start afresh).
 struct MomentState {
   torch::Tensor exp_avg, exp_avg_sq;
-  int64_t steps = 0;          // foreach: the update count, on the host
+  int64_t steps = 0;          // foreach and onepass: the update count, on the host
   torch::Tensor step_count;   // fused: the update count as a 0-dim float tensor on the device
 };
 
@@ -81,6 +81,13 @@ class MomentStore {
   std::unordered_map<const c10::TensorImpl*, MomentState> states_;
 };
 
+// Counts one more update of a parameter (foreach and onepass: on the host) and returns the bias
+// corrections it then takes.
+BiasCorrections advance_step(MomentState& state, const AdamWSettings& s) {
+  const auto t = static_cast<double>(++state.steps);
+  return {1.0 - std::pow(s.beta1, t), std::sqrt(1.0 - std::pow(s.beta2, t))};
+}
+
 // One launch per op over all tensors of a group (the kernels PyTorch's foreach=True uses). The
 // bias corrections differ per parameter only if some parameter missed a step, so they are passed
 // as per-tensor scalar lists.
@@ -104,10 +111,9 @@ class ForeachAdamW : public Optimizer {
 
     std::vector<at::Scalar> neg_step_sizes, bias2_sqrts;
     for (MomentState* state : t.states) {
-      state->steps += 1;
-      const auto n = static_cast<double>(state->steps);
-      neg_step_sizes.emplace_back(-s.lr / (1.0 - std::pow(s.beta1, n)));
-      bias2_sqrts.emplace_back(std::sqrt(1.0 - std::pow(s.beta2, n)));
+      const BiasCorrections bias = advance_step(*state, s);
+      neg_step_sizes.emplace_back(-s.lr / bias.first);
+      bias2_sqrts.emplace_back(bias.second_sqrt);
     }
     at::_foreach_mul_(t.exp_avgs, s.beta1);
     at::_foreach_add_(t.exp_avgs, t.grads, 1.0 - s.beta1);
@@ -152,17 +158,8 @@ class OnePassAdamW : public Optimizer {
  private:
   void add_group(const AdamWGroup& group, std::vector<AdamWTensors>& updates) {
     StepTensors t = moments_.gather(group);
-    const AdamWSettings& s = settings_;
     for (std::size_t i = 0; i < t.params.size(); ++i) {
-      const auto n = static_cast<double>(++t.states[i]->steps);
-      AdamWCoefficients c;
-      c.lr = s.lr;
-      c.beta1 = s.beta1;
-      c.beta2 = s.beta2;
-      c.eps = s.eps;
-      c.weight_decay = group.weight_decay;
-      c.bias_correction1 = 1.0 - std::pow(s.beta1, n);
-      c.bias_correction2_sqrt = std::sqrt(1.0 - std::pow(s.beta2, n));
+      const AdamWCoefficients c{settings_, group.weight_decay, advance_step(*t.states[i], settings_)};
       updates.push_back({t.params[i], t.grads[i], t.exp_avgs[i], t.exp_avg_sqs[i], c});
     }
   }

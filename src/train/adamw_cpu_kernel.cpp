@@ -24,14 +24,14 @@ struct Coefficients {
   acc_t decay, beta1, one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size;
 
   explicit Coefficients(const AdamWCoefficients& c)
-      : decay(static_cast<acc_t>(1.0 - c.lr * c.weight_decay)),
-        beta1(static_cast<acc_t>(c.beta1)),
-        one_minus_beta1(static_cast<acc_t>(1.0 - c.beta1)),
-        beta2(static_cast<acc_t>(c.beta2)),
-        one_minus_beta2(static_cast<acc_t>(1.0 - c.beta2)),
-        bias_correction2_sqrt(static_cast<acc_t>(c.bias_correction2_sqrt)),
-        eps(static_cast<acc_t>(c.eps)),
-        step_size(static_cast<acc_t>(c.lr / c.bias_correction1)) {}
+      : decay(static_cast<acc_t>(1.0 - c.settings.lr * c.weight_decay)),
+        beta1(static_cast<acc_t>(c.settings.beta1)),
+        one_minus_beta1(static_cast<acc_t>(1.0 - c.settings.beta1)),
+        beta2(static_cast<acc_t>(c.settings.beta2)),
+        one_minus_beta2(static_cast<acc_t>(1.0 - c.settings.beta2)),
+        bias_correction2_sqrt(static_cast<acc_t>(c.bias.second_sqrt)),
+        eps(static_cast<acc_t>(c.settings.eps)),
+        step_size(static_cast<acc_t>(c.settings.lr / c.bias.first)) {}
 };
 
 // Elements [begin, end) of one parameter, with the foreach form's formula and order (rounded to the
@@ -73,13 +73,15 @@ bool one_pass_applies(const AdamWTensors& t) {
 
 // ATen's ops, same formula and order, for the tensors the loop does not take.
 void update_with_aten_ops(const AdamWTensors& t) {
-  const AdamWCoefficients& c = t.coefficients;
+  const AdamWSettings& s = t.coefficients.settings;
+  const BiasCorrections& bias = t.coefficients.bias;
+  const double weight_decay = t.coefficients.weight_decay;
   const auto grad = t.grad.to(t.param.scalar_type());  // ATen's addcmul_ takes no mixed dtypes
-  if (c.weight_decay != 0) t.param.mul_(1.0 - c.lr * c.weight_decay);
-  t.exp_avg.mul_(c.beta1).add_(grad, 1.0 - c.beta1);
-  t.exp_avg_sq.mul_(c.beta2).addcmul_(grad, grad, 1.0 - c.beta2);
-  const auto denom = t.exp_avg_sq.sqrt().div_(c.bias_correction2_sqrt).add_(c.eps);
-  t.param.addcdiv_(t.exp_avg, denom, -c.lr / c.bias_correction1);
+  if (weight_decay != 0) t.param.mul_(1.0 - s.lr * weight_decay);
+  t.exp_avg.mul_(s.beta1).add_(grad, 1.0 - s.beta1);
+  t.exp_avg_sq.mul_(s.beta2).addcmul_(grad, grad, 1.0 - s.beta2);
+  const auto denom = t.exp_avg_sq.sqrt().div_(bias.second_sqrt).add_(s.eps);
+  t.param.addcdiv_(t.exp_avg, denom, -s.lr / bias.first);
 }
 
 // A piece of one parameter: the unit the threads share.

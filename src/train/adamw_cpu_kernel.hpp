@@ -8,13 +8,21 @@
 
 #include <torch/torch.h>
 
+#include "tbench/train/optimizer.hpp"
+
 namespace tbench {
 
-// The per-parameter scalars of one update: its own step count decides the bias corrections.
+// A parameter's bias corrections after its t-th update (adamw.cpp counts t per parameter).
+struct BiasCorrections {
+  double first = 1;        // 1 - beta1^t
+  double second_sqrt = 1;  // sqrt(1 - beta2^t)
+};
+
+// The per-parameter scalars of one update.
 struct AdamWCoefficients {
-  double lr = 0, beta1 = 0, beta2 = 0, eps = 0, weight_decay = 0;
-  double bias_correction1 = 1;       // 1 - beta1^t
-  double bias_correction2_sqrt = 1;  // sqrt(1 - beta2^t)
+  AdamWSettings settings;
+  double weight_decay = 0;
+  BiasCorrections bias;
 };
 
 // One parameter's update, as adamw.cpp's formula, in the parameter's opmath type.
