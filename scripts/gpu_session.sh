@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
 # The GPU machine's work, in as few `run` calls as the 10-minute limit allows (see
-# ../shared/docs/GPU.md). Prepare here first: `../shared/tools/gpu-deps`, then drop the static ICU
-# archives so `.deps` fits the 64 MiB carry (rm .deps/usr/lib/x86_64-linux-gnu/libicu*.a). A
-# machine goes back after 30 idle seconds and a fresh one starts bare, so every call carries
-# `.deps` and every stage builds build-gpu/ first if it is not there. A session's device time
-# (15 minutes as of 2026-11, the machine's start included) holds about two full calls, so the
-# stages go in order of what the issues need most, and a stage stopped at the budget still brings
-# back what it finished:
-#   run(carry=[".deps"], command="scripts/gpu_session.sh build test runs")  # call 1: correctness
-#   run(carry=[".deps"], command="BUDGET_S=<what is left, less 60> scripts/gpu_session.sh perf")
-# and in later sessions, once those are in:
-#   run(carry=[".deps"], command="scripts/gpu_session.sh sweep profile")
-#   on the other kind (nvidia-h200): run(carry=[".deps"], command="scripts/gpu_session.sh rows")
+# ../shared/docs/GPU.md). Prepare here first, once a session:
+#   GPU_DEPS_EXTRA="libicu-dev libicu72" ../shared/tools/gpu-deps
+#   rm .deps/usr/lib/x86_64-linux-gnu/libicu*.a && tar -cJf .deps.tar.xz .deps
+# The working tree (about 20 MB) and `.deps` (53 MB) together pass the 64 MiB a call carries, so the
+# calls carry `.deps.tar.xz` (12 MB; git-ignored) and this script unpacks it where `.deps` is
+# missing. A machine goes back after 30 idle seconds and a fresh one starts bare, so every stage
+# builds build-gpu/ first if it is not there (2 minutes at -j16 on the H200). A session's device
+# time (15 minutes as of 2026-11, each machine's start included, about 30 s) holds about one full
+# call and a short one, so the stages go in order of what the issues need most, and a stage
+# stopped at the budget still brings back what it finished:
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build runs test perf")
+# (the first session, 2026-11-26, did that: bench/results/gpu/NVIDIA-H200/) and in later sessions:
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test nccl sweep")
+#   run(carry=[".deps.tar.xz"], command="scripts/gpu_session.sh perf profile")
+#   on the other kind (nvidia-h100-x1): run(carry=[".deps.tar.xz"], command="scripts/gpu_session.sh rows")
 # Stages:
 #   build     configure and build build-gpu/ against python3's torch, for sm_90, -j16
 #   test      ctest: the GPU tests first, one at a time (one of them fills the GPU until it runs out
 #             of memory), then the rest 8 at a time (the HF parity tests against the committed
 #             fixtures, on this machine's torch); the logs and the skipped tests' names
 #   runs      configs/distilbert_fp16.json capped at 300 steps (first: the issue's headline); a
-#             short run of each architecture in fp32/fp16/bf16 on cuda:0; the masked-LM,
-#             distillation and permutation-LM tasks; NCCL at world size 1 against the same spec
-#             without it, and 2 ranks on the one GPU (if NCCL allows it)
+#             short run of each architecture in fp32/fp16/bf16 on cuda:0, and bert-base in TF32; the
+#             masked-LM, distillation and permutation-LM tasks; loss curves against fp32
+#   nccl      NCCL at world size 1 (a group of one) against the same spec without a launcher, two
+#             alternated rounds and `tbench compare`; 2 ranks on the one GPU (NCCL refuses them)
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
 #   sweep     each speed switch alone against the defaults, on bert-base-cased bf16 at seq 128 and 512
@@ -36,6 +40,9 @@ cd "$root"
 out="${OUT:?set OUT (the run tool does)}"
 build=build-gpu
 tbench="$build/tbench"
+if [[ ! -d .deps/usr && -f .deps.tar.xz ]]; then
+  python3 -c "import tarfile; tarfile.open('.deps.tar.xz').extractall()"  # no xz(1) is promised there
+fi
 export LD_LIBRARY_PATH="$root/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 # nvcc builds tbench's own kernels (model.fused_layer_norm); the toolkit may be off the PATH.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
@@ -93,24 +100,39 @@ stage_runs() {
     --set distillation.teacher=bert-base-uncased --set precision=fp16
   run_one plm-xlnet-base-cased-fp16 "${short[@]}" --set model=xlnet-base-cased --set task=plm --set precision=fp16 \
     --set data.eval_fraction=0.05
-  # NCCL at world size 1 against the same spec without a launcher: the overhead of the process group.
-  run_one nccl-off "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16
-  RUN_ENV="RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000))" \
-    run_one nccl-world-1 "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16
-  # Two ranks sharing the one GPU (both LOCAL_RANK 0): NCCL may refuse it ("Duplicate GPU
-  # detected"); their logs say whether it did, and that tbench ended with a clear error if so.
+  # TF32 tensor cores for fp32 (cuda.tf32): its loss curve joins the fp32/fp16/bf16 comparison below.
+  run_one bert-base-cased-tf32 "${short[@]}" --set model=bert-base-cased --set precision=fp32 --set cuda.tf32=true
+  # fp16 (loss-scaled) and bf16 against fp32: do the loss curves agree within noise?
+  for model in distilbert-base-uncased bert-base-cased roberta-base xlnet-base-cased; do
+    python3 bench/loss_curves.py "$out/runs/$model-fp32.json" "$out/runs/$model-fp16.json" "$out/runs/$model-bf16.json" \
+      $([[ -f $out/runs/$model-tf32.json ]] && echo "$out/runs/$model-tf32.json")
+  done > "$out/runs/loss_curves.md" 2>&1
+}
+
+# NCCL at world size 1 against the same spec without a launcher: the overhead of the process group
+# (a launcher's one process joins a group of one only where dist.group_at_world_size_1 asks). Then
+# two ranks sharing the one GPU (both LOCAL_RANK 0): NCCL refuses it ("Duplicate GPU detected", seen
+# on the H200 2026-11-26), and both ranks must end with that error, exit 4, not hang.
+stage_nccl() {
+  ensure_built || return
+  local short=(--set device=cuda:0 --set data.num_samples=4096 --set train.max_steps=60 --set timing.warmup_steps=10
+               --set train.batch_size=32 --set data.seq_len=128 --set model=distilbert-base-uncased --set precision=bf16)
+  local round
+  for round in 1 2; do  # alternated, so a drifting host shows in the pair, not as the group's cost
+    run_one_in nccl "nccl-off-$round" "${short[@]}"
+    RUN_ENV="RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000))" \
+      run_one_in nccl "nccl-world-1-$round" "${short[@]}" --set dist.group_at_world_size_1=true
+  done
   local port=$((30500 + RANDOM % 1000)) rank pids=()
   for rank in 0 1; do
     RUN_ENV="RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
-      run_one "nccl-2-ranks-1-gpu-rank$rank" "${short[@]}" --set model=distilbert-base-uncased --set precision=bf16 \
-      --set dist.timeout_s=60 &
+      run_one_in nccl "nccl-2-ranks-1-gpu-rank$rank" "${short[@]}" --set dist.timeout_s=60 &
     pids+=($!)
   done
   wait "${pids[@]}"
-  # fp16 (loss-scaled) and bf16 against fp32: do the loss curves agree within noise?
-  for model in distilbert-base-uncased bert-base-cased roberta-base xlnet-base-cased; do
-    python3 bench/loss_curves.py "$out/runs/$model-fp32.json" "$out/runs/$model-fp16.json" "$out/runs/$model-bf16.json"
-  done > "$out/runs/loss_curves.md" 2>&1
+  for round in 1 2; do
+    "$tbench" compare "$out/nccl/nccl-off-$round.json" "$out/nccl/nccl-world-1-$round.json"
+  done > "$out/nccl/compare.txt" 2>&1
 }
 
 machine_name() { python3 -c "import torch; print(torch.cuda.get_device_name(0))" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-'; }

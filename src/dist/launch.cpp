@@ -210,6 +210,16 @@ std::vector<std::string> available_backends() {
   return backends;
 }
 
+LaunchEnv group_as_the_spec_asks(LaunchEnv env, const RunSpec& spec) {
+  if (!spec.dist.group_at_world_size_1 || env.launcher == Launcher::none || env.world_size != 1) return env;
+  if (env.master_addr.empty() && !env.agent_store) {
+    throw input_error(spec.where("dist.group_at_world_size_1") + "a process group of one needs its store's address, "
+                      "but MASTER_ADDR is not set; export MASTER_ADDR=127.0.0.1");
+  }
+  env.group_alone = true;
+  return env;
+}
+
 void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   if (!env.distributed()) return;
   const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) + " processes";

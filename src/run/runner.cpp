@@ -333,7 +333,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   check_model_fits(spec, plan.model);
   check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);
   check_device(spec);
-  plan.launch = detect_launch();  // torchrun / srun / mpirun, or a single process
+  plan.launch = group_as_the_spec_asks(detect_launch(), spec);  // torchrun / srun / mpirun, or a single process
   check_launch(spec, plan.launch);  // refuses a data-parallel train.cuda_graph too
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len, spec.task);
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;

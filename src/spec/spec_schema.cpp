@@ -295,6 +295,11 @@ const std::vector<Field>& fields() {
       {"dist.timeout_s", Kind::integer, 300, 1, {},
        "data-parallel only: seconds to wait for a peer (rendezvous, collectives) before failing",
        set(&RunSpec::dist, &DistSpec::timeout_s)},
+      {"dist.group_at_world_size_1", Kind::boolean, false, -1e300, {},
+       "a launcher's single process (WORLD_SIZE=1) still joins a process group of one and all-reduces its "
+       "gradients through the backend, as DDP does: the backend's overhead against the same spec without a "
+       "launcher (default: such a launch runs the single-process path)",
+       set(&RunSpec::dist, &DistSpec::group_at_world_size_1)},
       {"output", Kind::string, "results/{name}-{timestamp}.json", -1e300, {},
        "result path; placeholders {name} {model} {precision} {device} {host} {timestamp}", set(&RunSpec::output)},
       {"sweep.grid", Kind::grid, nlohmann::json::object(), -1e300, {},

@@ -181,6 +181,31 @@ TEST_F(DistCli, MatchesOneProcessOnTheSameGlobalBatch) {
   for (const auto& it : single["iterations"]) EXPECT_EQ(it["comm_wait_seconds"], 0.0);
 }
 
+// One process under torchrun joins a group of one where the spec asks: it all-reduces through Gloo
+// and trains exactly as the single process does (the mean over one rank is the rank's gradient).
+// Without the field the same launch runs the single-process path and writes no dist section.
+TEST_F(DistCli, WorldSizeOneJoinsAGroupOfOneWhereTheSpecAsks) {
+  ScratchDir dir;
+  const std::string path = dir.write("spec.json", dp_spec(dir.file("x.json"), 8).dump());
+  for (const std::string asks : {"true", "false"}) {
+    const auto runs = run_ranks(dir, {"run", "-q", path, "--set", "dist.group_at_world_size_1=" + asks, "--set",
+                                      "output=" + dir.file(asks + ".json"), "--dump-params", dir.file(asks)},
+                                1);
+    ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
+  }
+  const json group = testing::read_json(dir.file("true.json")), alone = testing::read_json(dir.file("false.json"));
+  ASSERT_TRUE(group.contains("dist")) << group.dump();
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), group);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(group["dist"]["world_size"], 1);
+  EXPECT_EQ(group["dist"]["backend"], "gloo");
+  EXPECT_EQ(group["dist"]["allreduces"], 8 * group["dist"]["buckets"].get<int>());
+  EXPECT_FALSE(alone.contains("dist"));
+  const auto one = read_floats(dir_->file("one/params"));
+  EXPECT_LT(max_abs_diff(read_floats(dir.file("true.rank0")), one), 2e-5);
+  EXPECT_EQ(read_floats(dir.file("false")), one) << "the single-process path, bit for bit";
+}
+
 TEST_F(DistCli, DelayedSyncEqualsSyncEveryMicroStep) {
   ScratchDir dir;
   const auto spec = dp_spec(dir.file("x.json"), 2, /*accum=*/2);

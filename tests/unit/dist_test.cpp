@@ -2,6 +2,7 @@
 // scaling report on hand-made results.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "support/cli.hpp"
@@ -134,13 +135,30 @@ TEST(Launch, ThreadsAreSharedAmongTheProcessesOfANode) {
   EXPECT_EQ(threads_per_process(LaunchEnv{}, 16), 16);
 }
 
+// A CPU launch needs Gloo: accepted where this build has it (Debian's libgloo-dev), refused with
+// the reason where it does not (pip's torch ships no Gloo headers, so the GPU build has NCCL alone).
+void expect_cpu_launch_accepted_where_gloo_is_built(const RunSpec& spec, const LaunchEnv& env) {
+  const auto backends = available_backends();
+  if (std::find(backends.begin(), backends.end(), "gloo") != backends.end()) {
+    EXPECT_NO_THROW(check_launch(spec, env));
+    return;
+  }
+  try {
+    check_launch(spec, env);
+    ADD_FAILURE() << "a CPU launch without Gloo in the build must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("needs the gloo backend"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Launch, ChecksAgainstTheSpec) {
   SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert", "data": {"num_samples": 24},
                                          "train": {"batch_size": 8}})",
                                      "s.json", false);
   const RunSpec spec = resolve_spec(doc);
   const LaunchEnv four = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
-  EXPECT_NO_THROW(check_launch(spec, four));
+  expect_cpu_launch_accepted_where_gloo_is_built(spec, four);
   try {
     check_samples_fill_a_step(spec, "data.num_samples", 24, 0, four.world_size);
     ADD_FAILURE() << "24 samples cannot make a global batch of 32";
@@ -148,10 +166,36 @@ TEST(Launch, ChecksAgainstTheSpec) {
     EXPECT_NE(std::string(e.what()).find("data.num_samples"), std::string::npos) << e.what();
   }
   const LaunchEnv two = launch_from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
-  EXPECT_NO_THROW(check_launch(spec, two));
+  expect_cpu_launch_accepted_where_gloo_is_built(spec, two);
   EXPECT_EQ(rank_device(spec, two), torch::Device(torch::kCPU));
   EXPECT_EQ(plan_steps(trainer_config(spec), 24, 2).steps_per_epoch, 1);
   EXPECT_EQ(plan_steps(trainer_config(spec), 24, 1).steps_per_epoch, 3);
+}
+
+// torchrun --nproc-per-node=1 runs the single-process path, unless the spec asks for a group of one
+// (dist.group_at_world_size_1: the backend's overhead, measured). Without a launcher there is no group.
+TEST(Launch, AGroupOfOneOnlyWhereTheSpecAsks) {
+  SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert", "dist": {"group_at_world_size_1": true}})", "s.json",
+                                     false);
+  const RunSpec asks = resolve_spec(doc);
+  RunSpec does_not = asks;
+  does_not.dist.group_at_world_size_1 = false;
+  const LaunchEnv one = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "1"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  EXPECT_FALSE(one.distributed());
+  EXPECT_FALSE(group_as_the_spec_asks(one, does_not).distributed());
+  EXPECT_TRUE(group_as_the_spec_asks(one, asks).distributed());
+  EXPECT_EQ(group_as_the_spec_asks(one, asks).world_size, 1);
+  EXPECT_FALSE(group_as_the_spec_asks(launch_from({}), asks).distributed());
+  const LaunchEnv two = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  EXPECT_FALSE(group_as_the_spec_asks(two, asks).group_alone) << "two processes are a group anyway";
+  try {
+    group_as_the_spec_asks(launch_from({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), asks);
+    ADD_FAILURE() << "a group of one without MASTER_ADDR must be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("dist.group_at_world_size_1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("MASTER_ADDR"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Launch, RefusesACapturedStepDataParallel) {

@@ -38,9 +38,12 @@ struct LaunchEnv {
   // it as a client, under the key prefix PyTorch uses ("/worker/attempt_<restart count>").
   bool agent_store = false;
   std::string store_prefix;
+  // A launcher's one process that joins a group of one all the same (dist.group_at_world_size_1).
+  bool group_alone = false;
   // Several processes: the process group, the sharded data and the gradient sync are used.
-  // A launcher that starts one process (torchrun --nproc-per-node=1) runs the single-process path.
-  bool distributed() const { return world_size > 1; }
+  // A launcher that starts one process (torchrun --nproc-per-node=1) runs the single-process path
+  // unless the spec asks it to join a group of one.
+  bool distributed() const { return world_size > 1 || group_alone; }
 };
 
 // Reads an environment variable; empty means unset.
@@ -66,6 +69,10 @@ int threads_per_process(const LaunchEnv& env, int physical_cores);
 // this build, and cuda:LOCAL_RANK exists. (That the data fills a global step is checked once the
 // data is read: check_samples_fill_a_step in prepare_run.)
 void check_launch(const RunSpec& spec, const LaunchEnv& env);
+
+// The launch as the spec takes it: a launcher's one process joins a group of one where
+// dist.group_at_world_size_1 asks (it needs MASTER_ADDR then, as any group does).
+LaunchEnv group_as_the_spec_asks(LaunchEnv env, const RunSpec& spec);
 
 // The device this rank trains on: the spec's, except that data-parallel CUDA runs use
 // cuda:LOCAL_RANK (one GPU per process).
