@@ -85,7 +85,9 @@ prepare_root() {
 configure_and_build() {
   in_root bash -euc '
     build=$1
-    [ -f "$build/CMakeCache.txt" ] || cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_WERROR=ON >&2
+    # Configured every time (seconds with a cache): its status lines (the LibTorch version, the
+    # backends) go into the log, and scripts/check-cuda-build records them.
+    cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_WERROR=ON >&2
     cmake --build "$build" -j"$(nproc)" >&2
   ' _ "$build_dir"
 }
