@@ -222,7 +222,8 @@ LaunchEnv group_as_the_spec_asks(LaunchEnv env, const RunSpec& spec) {
 
 void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   if (!env.distributed()) return;
-  const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) + " processes";
+  const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) +
+                          (env.world_size == 1 ? " process" : " processes");
   if (spec.train.cuda_graph) {
     throw input_error(spec.where("train.cuda_graph") + "a " + who +
                       " cannot capture its step: the gradient all-reduces start from autograd hooks on the "

@@ -188,6 +188,14 @@ TEST(Launch, AGroupOfOneOnlyWhereTheSpecAsks) {
   EXPECT_FALSE(group_as_the_spec_asks(launch_from({}), asks).distributed());
   const LaunchEnv two = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
   EXPECT_FALSE(group_as_the_spec_asks(two, asks).group_alone) << "two processes are a group anyway";
+  RunSpec captured = asks;
+  captured.train.cuda_graph = true;  // a group of one all-reduces from autograd hooks too
+  try {
+    check_launch(captured, group_as_the_spec_asks(one, asks));
+    ADD_FAILURE() << "a group of one cannot capture its step either";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("torchrun launch of 1 process cannot capture"), std::string::npos) << e.what();
+  }
   try {
     group_as_the_spec_asks(launch_from({{"RANK", "0"}, {"WORLD_SIZE", "1"}}), asks);
     ADD_FAILURE() << "a group of one without MASTER_ADDR must be refused";
