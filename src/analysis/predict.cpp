@@ -129,6 +129,8 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
                                p.source_parts->memory * source_bandwidth / target_bandwidth, p.source_parts->held};
     p.predicted_step_seconds = p.target_parts->total();
     p.bound = largest_part(*p.target_parts);
+    p.overlapped_step_seconds =
+        std::max(p.source_step_seconds, p.target_parts->compute + p.target_parts->memory);
   }
   p.naive_step_seconds = p.source_step_seconds * source_peak / target_peak;
   const double steps = static_cast<double>(r.steps_per_epoch);
@@ -144,6 +146,9 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
     p.error_pct = percent_error(p.predicted_epoch_seconds, *p.actual_epoch_seconds);
     p.naive_error_pct = percent_error(p.naive_epoch_seconds, *p.actual_epoch_seconds);
     p.roofline_error_pct = percent_error(steps * p.roofline_step_seconds, *p.actual_epoch_seconds);
+    if (p.overlapped_step_seconds) {
+      p.overlapped_error_pct = percent_error(steps * *p.overlapped_step_seconds, *p.actual_epoch_seconds);
+    }
   }
   return p;
 }

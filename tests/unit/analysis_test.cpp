@@ -362,6 +362,9 @@ TEST_F(Analysis, PredictTargetScalesTheProfiledKernelsByTheirOwnRatios) {
   // The roofline would scale the whole step, idle time included.
   EXPECT_NEAR(p.roofline_step_seconds, 0.1, 1e-12);
   EXPECT_NEAR(p.predicted_epoch_seconds, 10 * 0.175, 1e-12);
+  // If the host's 0.4 s of launching bounds the step, faster kernels do not shorten it.
+  ASSERT_TRUE(p.overlapped_step_seconds);
+  EXPECT_NEAR(*p.overlapped_step_seconds, 0.4, 1e-12);
 
   // Scored against a run on the target: the errors of all three.
   const ResultFile actual = load_result(write("actual.json", make_result("m", "h2", 0.2, 1, 10)));
@@ -369,6 +372,28 @@ TEST_F(Analysis, PredictTargetScalesTheProfiledKernelsByTheirOwnRatios) {
   EXPECT_NEAR(*scored.error_pct, -12.5, 1e-9);
   EXPECT_NEAR(*scored.roofline_error_pct, -50, 1e-9);
   EXPECT_NEAR(*scored.naive_error_pct, -50, 1e-9);
+  EXPECT_NEAR(*scored.overlapped_error_pct, 100, 1e-9);
+}
+
+// Slower kernels on the target: the additive prediction adds them to the idle time, the overlapped
+// one lets them fill it first, and only their excess over the measured step lengthens it.
+TEST_F(Analysis, PredictTargetOverlapsSlowerKernelsWithTheHostsIdleTimeAsTheOtherHypothesis) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  source["profile"] = device_profile(9, 10, 400, 200);  // per step: 0.2 s compute, 0.1 s memory, 0.1 s idle
+  DeviceSpec slower_memory;
+  slower_memory.name = "The same FLOPs, a quarter of the bandwidth";
+  slower_memory.fp32_tflops = 0.1;
+  slower_memory.memory_gbps = 250;
+  const TargetPrediction p = predict_target(load_result(write("profiled.json", source)), slower_memory, nullptr);
+  EXPECT_NEAR(p.predicted_step_seconds, 0.2 + 0.4 + 0.1, 1e-12);
+  ASSERT_TRUE(p.overlapped_step_seconds);
+  EXPECT_NEAR(*p.overlapped_step_seconds, 0.6, 1e-12);  // max(0.4 measured, 0.2 + 0.4 of kernels)
+  DeviceSpec a_little_slower = slower_memory;
+  a_little_slower.memory_gbps = 800;  // memory kernels 0.125 s: they fit in the idle time
+  const TargetPrediction q = predict_target(load_result(write("profiled.json", source)), a_little_slower, nullptr);
+  EXPECT_NEAR(*q.overlapped_step_seconds, 0.4, 1e-12);
+  EXPECT_NEAR(q.predicted_step_seconds, 0.425, 1e-12);
 }
 
 // Dynamic padding: the profiled steps ran half the timed steps' tokens, so their kernels stand

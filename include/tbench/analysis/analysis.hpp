@@ -152,9 +152,14 @@ struct TargetPrediction {
   double predicted_step_seconds = 0, naive_step_seconds = 0, roofline_step_seconds = 0;
   double predicted_epoch_seconds = 0, naive_epoch_seconds = 0;
   std::optional<StepParts> source_parts, target_parts;  // kernel profile: the measured step, and its prediction
+  // Kernel profile, the other hypothesis for a step the host's launching bounds: the host keeps its
+  // time and the target's kernels fill the device's idle gaps first, so the step is the larger of
+  // the measured step and the target's kernel time (compute + memory). The additive prediction
+  // keeps the idle time beside slower kernels instead. Real runs on both GPUs decide between them.
+  std::optional<double> overlapped_step_seconds;
   // compute or memory; kernel profile also "host" (the held part is the target's largest)
   std::string bound;
-  std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct, roofline_error_pct;
+  std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct, roofline_error_pct, overlapped_error_pct;
 };
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual);
 
