@@ -27,7 +27,8 @@
 #             alternated rounds and `tbench compare`; 2 ranks on the one GPU (NCCL refuses them)
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
-#   sweep     each speed switch alone against the defaults, on bert-base-cased bf16 at seq 128 and 512
+#   sweep     each speed switch alone against the defaults, and the CUDA graph with fused QKV and
+#             LayerNorm together, on bert-base-cased bf16 at seq 128 and 512
 #   profile   3 profiled steps of tbench (timing.profile_steps) and of HF (torch.profiler) on the
 #             same rows: device time by kernel and by kind of work, and both traces
 #   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU)
@@ -159,13 +160,15 @@ stage_sweep() {
   local variants=("defaults:" "padding_mask_always:model.padding_mask=always" "fused_qkv:model.fused_qkv=true"
                   "fused_layer_norm:model.fused_layer_norm=true"
                   "cuda_graph:train.cuda_graph=true" "eager_attention:model.attention=eager"
-                  "foreach_adamw:train.optimizer_impl=foreach" "no_prefetch:data.prefetch=0")
+                  "foreach_adamw:train.optimizer_impl=foreach" "no_prefetch:data.prefetch=0"
+                  "graph_qkv_layer_norm:train.cuda_graph=true model.fused_qkv=true model.fused_layer_norm=true")
   for seq in 128 512; do
     for variant in "${variants[@]}"; do
-      local name=${variant%%:*} set=${variant#*:}
+      local name=${variant%%:*} kv sets=()
+      for kv in ${variant#*:}; do sets+=(--set "$kv"); done  # a variant may set several fields
       run_one_in sweep "bert-base-cased-seq$seq-bf16-$name" --set device=cuda:0 --set model=bert-base-cased \
         --set precision=bf16 --set train.batch_size=32 --set data.seq_len="$seq" --set data.num_samples=2560 \
-        --set train.max_steps=70 --set timing.warmup_steps=10 --set train.warmup_steps=0 ${set:+--set "$set"}
+        --set train.max_steps=70 --set timing.warmup_steps=10 --set train.warmup_steps=0 "${sets[@]}"
     done
   done
   python3 - "$out/sweep" <<'PY'
