@@ -6,9 +6,10 @@
 # The working tree (about 20 MB) and `.deps` (53 MB) together pass the 64 MiB a call carries, so the
 # calls carry `.deps.tar.xz` (12 MB; git-ignored) and this script unpacks it where `.deps` is
 # missing. A machine goes back after 30 idle seconds and a fresh one starts bare, so every stage
-# builds build-gpu/ first if it is not there (2 minutes at -j16 on the H200). A session's device
-# time (15 minutes as of 2026-11, each machine's start included, about 30 s) holds about one full
-# call and a short one, so the stages go in order of what the issues need most, and a stage
+# builds what it runs first if it is not there (all of build-gpu/: 2 minutes at -j16 on the H200;
+# the binary alone: less). A session's device time (15 minutes as of 2026-11, each machine's start
+# included, about 30 s) holds about one full call and a short one, so the stages go in order of
+# what the issues need most, and a stage
 # stopped at the budget still brings back what it finished:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build runs test perf")
 # (the first session, 2026-11-26, did that: bench/results/gpu/NVIDIA-H200/) and in later sessions:
@@ -48,15 +49,19 @@ export LD_LIBRARY_PATH="$root/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-
 # nvcc builds tbench's own kernels (model.fused_layer_norm); the toolkit may be off the PATH.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 
-stage_build() {
+# `build` makes everything; a stage that finds nothing built makes only what it runs (`build_only
+# tbench`: the binary without the test suite, about half the time).
+stage_build() { build_only; }
+
+build_only() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_TORCH_FROM_PYTHON=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_PREFIX_PATH="$root/.deps/usr;$root/.deps/usr/lib/x86_64-linux-gnu/cmake" &&
-    cmake --build "$build" -j16
+    cmake --build "$build" -j16 ${1:+--target "$1"}
 }
 
 stage_test() {
-  ensure_built || return
+  [[ -x $build/tests/tbench_tests ]] || build_only || return
   ctest --test-dir "$build" --output-on-failure -j1 --timeout 300 -R '^Cuda[A-Z]' --output-junit "$out/test/junit-gpu.xml"
   local gpu_rc=$?
   ctest --test-dir "$build" --output-on-failure -j8 --timeout 300 -E '^Cuda[A-Z]' --output-junit "$out/test/junit.xml"
@@ -66,11 +71,11 @@ stage_test() {
   return $(( gpu_rc != 0 ? gpu_rc : rc ))
 }
 
-# A fresh machine has no build-gpu/: build it (minutes) before the stage's runs need it.
+# A fresh machine has no build-gpu/: build the binary (a minute or two) before the stage's runs need it.
 ensure_built() {
   [[ -x $tbench ]] && return 0
   echo "no $tbench on this machine: building it first"
-  stage_build
+  build_only tbench
 }
 
 run_one_in() {  # stage, name, then tbench run arguments; RUN_ENV (e.g. "RANK=0 WORLD_SIZE=1") goes before it
