@@ -9,8 +9,7 @@
 # builds what it runs first if it is not there (all of build-gpu/: 2 minutes at -j16 on the H200;
 # the binary alone: less). A session's device time (15 minutes as of 2026-11, each machine's start
 # included, about 30 s) holds about one full call and a short one, so the stages go in order of
-# what the issues need most, and a stage
-# stopped at the budget still brings back what it finished:
+# what the issues need most, and a stage stopped at the budget still brings back what it finished:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build runs test perf")
 # (the first session, 2026-11-26, did that: bench/results/gpu/NVIDIA-H200/) and in later sessions:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test nccl sweep")
@@ -49,11 +48,9 @@ export LD_LIBRARY_PATH="$root/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-
 # nvcc builds tbench's own kernels (model.fused_layer_norm); the toolkit may be off the PATH.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 
-# `build` makes everything; a stage that finds nothing built makes only what it runs (`build_only
+# `build` makes everything; a stage that finds nothing built makes only what it runs (`stage_build
 # tbench`: the binary without the test suite, about half the time).
-stage_build() { build_only; }
-
-build_only() {
+stage_build() {
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTBENCH_TORCH_FROM_PYTHON=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_PREFIX_PATH="$root/.deps/usr;$root/.deps/usr/lib/x86_64-linux-gnu/cmake" &&
@@ -61,7 +58,7 @@ build_only() {
 }
 
 stage_test() {
-  [[ -x $build/tests/tbench_tests ]] || build_only || return
+  [[ -x $build/tests/tbench_tests ]] || stage_build || return
   ctest --test-dir "$build" --output-on-failure -j1 --timeout 300 -R '^Cuda[A-Z]' --output-junit "$out/test/junit-gpu.xml"
   local gpu_rc=$?
   ctest --test-dir "$build" --output-on-failure -j8 --timeout 300 -E '^Cuda[A-Z]' --output-junit "$out/test/junit.xml"
@@ -75,7 +72,7 @@ stage_test() {
 ensure_built() {
   [[ -x $tbench ]] && return 0
   echo "no $tbench on this machine: building it first"
-  build_only tbench
+  stage_build tbench
 }
 
 run_one_in() {  # stage, name, then tbench run arguments; RUN_ENV (e.g. "RANK=0 WORLD_SIZE=1") goes before it
