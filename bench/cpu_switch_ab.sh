@@ -24,13 +24,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
 
-# The setting of FIELD a result's resolved spec records, for the tables.
+# The setting of FIELD a result's resolved spec records, for the tables, spelt as on the command
+# line (a boolean as true/false, as the script's arguments give it).
 setting_of='
 def setting_of(result, field):
     value = result["spec"]
     for key in field.split("."):
         value = value[key]
-    return value
+    return json.dumps(value) if isinstance(value, bool) else value
 '
 
 speed() {

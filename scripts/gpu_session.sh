@@ -27,8 +27,9 @@
 #             alternated rounds and `tbench compare`; 2 ranks on the one GPU (NCCL refuses them)
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
-#   sweep     each speed switch alone against the defaults, and the CUDA graph with fused QKV and
-#             LayerNorm together, on bert-base-cased bf16 at seq 128 and 512
+#   sweep     each speed switch alone against the defaults, and the CUDA graph with fused QKV,
+#             fused LayerNorm and the sparse last layer together, on bert-base-cased bf16 at seq 128
+#             and 512
 #   profile   3 profiled steps of tbench (timing.profile_steps) and of HF (torch.profiler) on the
 #             same rows: device time by kernel and by kind of work, and both traces
 #   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU)
@@ -163,7 +164,8 @@ stage_sweep() {
                   "fused_layer_norm:model.fused_layer_norm=true"
                   "cuda_graph:train.cuda_graph=true" "eager_attention:model.attention=eager"
                   "foreach_adamw:train.optimizer_impl=foreach" "no_prefetch:data.prefetch=0"
-                  "graph_qkv_layer_norm:train.cuda_graph=true model.fused_qkv=true model.fused_layer_norm=true")
+                  "sparse_last_layer:model.sparse_last_layer=true"
+                  "graph_fused_sparse:train.cuda_graph=true model.fused_qkv=true model.fused_layer_norm=true model.sparse_last_layer=true")
   for seq in 128 512; do
     for variant in "${variants[@]}"; do
       local name=${variant%%:*} kv sets=()

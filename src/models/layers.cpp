@@ -110,6 +110,15 @@ QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Li
   return {parts[0], parts[1], parts[2]};
 }
 
+QueryKeyValue project_qkv_at(const torch::Tensor& x, int64_t position, Linear& query, Linear& key, Linear& value,
+                             int64_t heads) {
+  return {split_heads(query(x.narrow(1, position, 1)), heads), split_heads(key(x), heads), split_heads(value(x), heads)};
+}
+
+torch::Tensor rows_at(const torch::Tensor& x, std::optional<int64_t> position) {
+  return position ? x.narrow(1, *position, 1) : x;
+}
+
 torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }

@@ -19,26 +19,31 @@ int64_t xlnet_layer_params(const ModelConfig& c) {
   return 5 * h * heads + 3 * heads + 2 * heads + linear_params(h, f) + linear_params(f, h) + 2 * layer_norm_params(h);
 }
 
-// Forward FLOPs of one block for one sequence of s tokens (a multiply-add counts 2).
-double encoder_layer_flops(const ModelConfig& c, int64_t s) {
+// Forward FLOPs of one block for one sequence of s tokens (a multiply-add counts 2), with its
+// output at q of them (s, or 1 in a sparse last layer): keys and values at all s, the rest at q.
+double encoder_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
   const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
-  const double projections = 2.0 * 4 * h * h * s;  // Q, K, V, O
-  const double ffn = 2.0 * 2 * h * f * s;
-  const double attention = 2.0 * 2 * s * s * h;    // QK^T and PV over all heads
+  const double projections = 2.0 * 2 * h * h * q + 2.0 * 2 * h * h * s;  // Q, O; K, V
+  const double ffn = 2.0 * 2 * h * f * q;
+  const double attention = 2.0 * 2 * q * s * h;                          // QK^T and PV over all heads
   return projections + ffn + attention;
 }
 
 // XLNet's block adds the r projection of the 2s relative distances, the position scores against
 // those 2s encodings (before the shift keeps s of them) and the segment scores against 2 segments.
-double xlnet_layer_flops(const ModelConfig& c, int64_t s) {
+// With its output at one position only (q = 1, a sparse last layer), that row reads s encodings.
+double xlnet_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
   const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
   const double heads = static_cast<double>(c.num_heads * c.head_dim());
-  const double projections = 2.0 * 4 * h * heads * s + 2.0 * h * heads * (2 * s);  // q, k, v, o; r
-  const double ffn = 2.0 * 2 * h * f * s;
-  const double attention = 2.0 * s * s * heads         // content scores (ac)
-                           + 2.0 * s * (2 * s) * heads  // position scores (bd)
-                           + 2.0 * s * 2 * heads        // segment scores (ef)
-                           + 2.0 * s * s * heads;       // probabilities x values
+  const double encodings = static_cast<double>(q == s ? 2 * s : s);
+  const double projections = 2.0 * 2 * h * heads * q      // q, o
+                             + 2.0 * 2 * h * heads * s    // k, v
+                             + 2.0 * h * heads * encodings;  // r
+  const double ffn = 2.0 * 2 * h * f * q;
+  const double attention = 2.0 * q * s * heads            // content scores (ac)
+                           + 2.0 * q * encodings * heads  // position scores (bd)
+                           + 2.0 * q * 2 * heads          // segment scores (ef)
+                           + 2.0 * q * s * heads;         // probabilities x values
   return projections + ffn + attention;
 }
 
@@ -76,7 +81,10 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
   const int64_t encoder = c.num_layers * encoder_layer_params(c);
   ModelCost cost;
   double head_flops = 0;
-  double layer_flops = encoder_layer_flops(c, seq_len);
+  // A classifier's sparse last layer computes its output at the one position the head reads.
+  const int64_t last_layer_outputs = c.sparse_last_layer && task == Task::classification ? 1 : seq_len;
+  double layer_flops = encoder_layer_flops(c, seq_len, seq_len);
+  double last_layer_flops = encoder_layer_flops(c, seq_len, last_layer_outputs);
   switch (c.arch) {
     case Architecture::bert:
       cost.base_params = embeddings + encoder + linear_params(h, h);  // + pooler
@@ -100,7 +108,8 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
       // + sequence_summary.summary and logits_proj
       cost.classifier_params = cost.base_params + linear_params(h, h) + linear_params(h, num_labels);
       head_flops = 2.0 * h * h + 2.0 * h * num_labels;
-      layer_flops = xlnet_layer_flops(c, seq_len);
+      layer_flops = xlnet_layer_flops(c, seq_len, seq_len);
+      last_layer_flops = xlnet_layer_flops(c, seq_len, last_layer_outputs);
       break;
   }
   if (task == Task::plm) {
@@ -108,6 +117,7 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
     // content stream, then lm_loss (weight tied to the word embedding, so only its bias is new).
     cost.classifier_params = cost.base_params + c.vocab_size;
     layer_flops += xlnet_query_stream_flops(c, seq_len, seq_len);
+    last_layer_flops = layer_flops;
     head_flops = 2.0 * static_cast<double>(seq_len) * static_cast<double>(h) * static_cast<double>(c.vocab_size);
   } else if (task != Task::classification) {
     // *ForMaskedLM: the base without a pooler, then the masked-LM head on every position.
@@ -117,7 +127,8 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
     head_flops = masked_lm_head_flops(c, seq_len);
   }
   double flops = head_flops;
-  for (int64_t i = 0; i < c.num_layers; ++i) flops += layer_flops;
+  for (int64_t i = 0; i + 1 < c.num_layers; ++i) flops += layer_flops;
+  if (c.num_layers > 0) flops += last_layer_flops;
   cost.forward_flops_per_sample = flops;
   cost.train_flops_per_sample = 3.0 * flops;  // backward costs about twice the forward
   return cost;

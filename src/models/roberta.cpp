@@ -13,18 +13,20 @@ namespace {
 
 using layers::add_group;
 
-// The encoder's output. position_i = pad + (number of real tokens up to and including i), and
-// pad for padding tokens.
-torch::Tensor encode(bert::Embeddings& embeddings, bert::Encoder& encoder, const ModelInputs& in, int64_t pad) {
+// The encoder's output (the last layer at `last_layer_at` only, if given). position_i = pad +
+// (number of real tokens up to and including i), and pad for padding tokens.
+torch::Tensor encode(bert::Embeddings& embeddings, bert::Encoder& encoder, const ModelInputs& in, int64_t pad,
+                     std::optional<int64_t> last_layer_at = std::nullopt) {
   auto real = in.input_ids.ne(pad).to(torch::kLong);
   auto positions = torch::cumsum(real, 1) * real + pad;
   auto x = embeddings(in.input_ids, in.token_type_ids, positions);
-  return encoder(x, in);
+  return encoder(x, in, last_layer_at);
 }
 
 class ForSequenceClassification : public SequenceClassifier {
  public:
-  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) : pad_(c.pad_token_id) {
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
+      : pad_(c.pad_token_id), sparse_last_layer_(c.sparse_last_layer) {
     auto roberta = add_group(*this, "roberta");
     embeddings_ = roberta->register_module("embeddings", bert::Embeddings(c));
     encoder_ = roberta->register_module("encoder", bert::Encoder(c));
@@ -36,7 +38,8 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
   torch::Tensor forward(const ModelInputs& in) override {
-    const auto x = encode(embeddings_, encoder_, in, pad_);
+    // The head reads <s> alone, so a sparse last layer computes only that position.
+    const auto x = encode(embeddings_, encoder_, in, pad_, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Head on <s>: dropout -> dense -> tanh -> dropout -> out_proj.
     auto h = torch::tanh(dense_(dropout_(x.select(1, 0))));
     return out_proj_(dropout_(h));
@@ -44,6 +47,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
  private:
   int64_t pad_;
+  bool sparse_last_layer_;
   bert::Embeddings embeddings_{nullptr};
   bert::Encoder encoder_{nullptr};
   layers::Linear dense_{nullptr}, out_proj_{nullptr};

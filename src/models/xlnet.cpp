@@ -92,11 +92,14 @@ class RelativeAttentionImpl : public torch::nn::Module {
 
   // The content stream alone (fine-tuning). h: [B, S, d_model]; positions: the encodings of
   // distances S .. 1-S, [B or 1, 2S, d_model]; other_segment: [B, 1, S, S] bool, or undefined for
-  // no segment term; mask: [B, 1, S, S] additive, or undefined.
+  // no segment term; mask: [B, 1, S, S] additive, or undefined. With `at`, the output at that
+  // position only ([B, 1, d_model]): one query against every key.
   torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& positions, const torch::Tensor& other_segment,
-                        const torch::Tensor& mask) {
-    const Keys keys = keys_of(h, positions);
-    return post_attention(h, attend(project_heads(h, q_), keys, other_segment, mask));
+                        const torch::Tensor& mask, std::optional<int64_t> at = std::nullopt) {
+    const Keys keys = keys_of(h, positions, at);
+    const auto query_row = [&](const torch::Tensor& t) { return at && t.defined() ? t.narrow(2, *at, 1) : t; };
+    const auto rows = layers::rows_at(h, at);
+    return post_attention(rows, attend(project_heads(rows, q_), keys, query_row(other_segment), query_row(mask)));
   }
 
   // Both streams (pre-training). g: [B, M, d_model], the query stream at the M targets;
@@ -117,12 +120,17 @@ class RelativeAttentionImpl : public torch::nn::Module {
 
  private:
   struct Keys {
-    torch::Tensor k, v;  // content keys and values [B, H, S, D]
-    torch::Tensor k_r;   // the distances' keys [B or 1, H, 2S, D]
+    torch::Tensor k, v;    // content keys and values [B, H, S, D]
+    torch::Tensor k_r;     // the distances' keys [B or 1, H, 2S, D], or for one query row [B or 1, H, S, D]:
+    bool one_row = false;  //   that row's distance to each key, in the keys' order (nothing to shift)
   };
 
-  Keys keys_of(const torch::Tensor& h, const torch::Tensor& positions) {
-    return {project_heads(h, k_), project_heads(h, v_), project_heads(positions, r_)};
+  // Query row i's distance to key j is i - j, the encoding at index S - i + j of S .. 1-S: one row
+  // reads S consecutive encodings, already in place, and projects only those.
+  Keys keys_of(const torch::Tensor& h, const torch::Tensor& positions, std::optional<int64_t> at = std::nullopt) {
+    const auto seq = h.size(1);
+    const auto encodings = at ? positions.narrow(1, seq - *at, seq) : positions;
+    return {project_heads(h, k_), project_heads(h, v_), project_heads(encodings, r_), at.has_value()};
   }
 
   // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] over the keys, [B, H, S, D].
@@ -131,7 +139,8 @@ class RelativeAttentionImpl : public torch::nn::Module {
     const auto seq = keys.k.size(2);
     const auto per_head = [&](const torch::Tensor& bias) { return bias.view({heads_, 1, head_dim_}); };
     auto ac = torch::matmul(q + per_head(r_w_bias_), keys.k.transpose(-1, -2));                        // [B, H, S, S]
-    auto bd = rel_shift(torch::matmul(q + per_head(r_r_bias_), keys.k_r.transpose(-1, -2)), seq);      // [B, H, S, S]
+    auto bd = torch::matmul(q + per_head(r_r_bias_), keys.k_r.transpose(-1, -2));  // [B, H, S, 2S] ([B, H, 1, S])
+    if (!keys.one_row) bd = rel_shift(bd, seq);                                      // [B, H, S, S]
     auto scores = ac + bd;
     if (other_segment.defined()) {
       auto ef = torch::matmul(q + per_head(r_s_bias_), seg_embed_.permute({1, 2, 0}));  // [B, H, S, 2]
@@ -216,8 +225,9 @@ class TransformerImpl : public torch::nn::Module {
   }
 
   // The last block's output, [B, S, d_model] (content stream) or [B, M, d_model] (query stream),
-  // before the final dropout, which callers apply where they read it.
-  torch::Tensor forward(const ModelInputs& in) {
+  // before the final dropout, which callers apply where they read it. With `last_layer_at` (content
+  // stream only) the last block computes that position alone: [B, 1, d_model].
+  torch::Tensor forward(const ModelInputs& in, std::optional<int64_t> last_layer_at = std::nullopt) {
     const auto seq = in.input_ids.size(1);
     const auto dtype = word_embedding->weight.scalar_type();
     auto h = dropout(word_embedding(in.input_ids));  // [B, S, d_model]
@@ -248,14 +258,16 @@ class TransformerImpl : public torch::nn::Module {
       mask_g = additive(hidden, dtype);
     }
 
-    for (const auto& item : *layers_) {
-      auto& layer = *item->as<Layer>();
+    const auto count = layers_->size();
+    for (std::size_t i = 0; i < count; ++i) {
+      auto& layer = *layers_[i]->as<Layer>();
       if (g.defined()) {
         auto [new_h, new_g] = layer.rel_attn->forward(h, g, positions, other_segment, mask_h, mask_g, in.target_mapping);
         g = layer.ff(new_g);
         h = layer.ff(new_h);
       } else {
-        h = layer.ff(layer.rel_attn->forward(h, positions, other_segment, mask_h));
+        const auto at = i + 1 == count ? last_layer_at : std::nullopt;
+        h = layer.ff(layer.rel_attn->forward(h, positions, other_segment, mask_h, at));
       }
     }
     return g.defined() ? g : h;
@@ -291,7 +303,7 @@ TORCH_MODULE(Transformer);
 
 class ForSequenceClassification : public SequenceClassifier {
  public:
-  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) {
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) : sparse_last_layer_(c.sparse_last_layer) {
     const int64_t d = c.hidden_size;
     transformer_ = register_module("transformer", Transformer(c));
     auto sequence_summary = add_group(*this, "sequence_summary");
@@ -304,7 +316,9 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
   torch::Tensor forward(const ModelInputs& in) override {
-    const auto h = transformer_->forward(in);
+    // The head reads the last token (<cls>) alone, so a sparse last layer computes only that position.
+    const auto last_token = in.input_ids.size(1) - 1;
+    const auto h = transformer_->forward(in, sparse_last_layer_ ? std::optional<int64_t>(last_token) : std::nullopt);
     // Sequence summary on the last token: dropout -> summary -> tanh -> dropout -> logits_proj.
     // (HF drops out every position's output; only the last one is read.)
     auto last = transformer_->dropout(h.select(1, h.size(1) - 1));
@@ -312,6 +326,7 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
  private:
+  bool sparse_last_layer_;
   Transformer transformer_{nullptr};
   layers::Dropout summary_dropout_{nullptr};
   layers::Linear summary_{nullptr}, logits_proj_{nullptr};

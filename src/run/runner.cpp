@@ -329,6 +329,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
   plan.model = model_config_for(spec);
+  plan.model.sparse_last_layer = spec.model.sparse_last_layer;  // before the cost: the last layer's FLOPs follow it
   if (spec.task == Task::distillation) plan.teacher = teacher_config_for(spec);
   check_model_fits(spec, plan.model);
   check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);

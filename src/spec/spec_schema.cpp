@@ -114,6 +114,11 @@ const std::vector<Field>& fields() {
        "run each block's LayerNorm(residual + Dropout(x)) as one pass (BERT, DistilBERT, RoBERTa): tbench's CUDA "
        "kernel on GPUs, a row loop on the CPU; same arithmetic and parameters, LibTorch's backward",
        set(&RunSpec::model, &ModelRef::fused_layer_norm)},
+      {"model.sparse_last_layer", Kind::boolean, false, -1e300, {},
+       "task classification: run the last layer only at the position the head reads (BERT, DistilBERT, RoBERTa: "
+       "the first token; XLNet: the last), keys and values from every position: HF's logits, loss and gradients "
+       "with fewer FLOPs (HF computes the layer at every position and reads one)",
+       set(&RunSpec::model, &ModelRef::sparse_last_layer)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
        "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label; corpus: plain "
@@ -558,6 +563,10 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
   const std::string task_is = std::string("(task is ") + to_string(spec.task) + ")";
   if (!masked_lm && given.contains("mlm")) v.fail("mlm", "only used with task mlm or distillation " + task_is);
   if (spec.task != Task::plm && given.contains("plm")) v.fail("plm", "only used with task plm " + task_is);
+  if (pretraining && spec.model.sparse_last_layer) {
+    v.fail("model.sparse_last_layer", "only used with task classification " + task_is + ": this task's head reads "
+                                      "every position of the last layer");
+  }
   // A distillation section under a classification task is a forgotten `task: distillation`; under
   // mlm it is ignored, so a sweep can take a spec across both masked-LM tasks.
   if (!masked_lm && given.contains("distillation")) {

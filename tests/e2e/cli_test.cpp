@@ -74,6 +74,37 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   }
 }
 
+// model.sparse_last_layer trains the same network: without dropout (whose draws it would change)
+// the losses match the full layer's step by step, on BERT and on XLNet (whose head reads the last
+// token); each step's FLOPs leave out all but one position of the last layer.
+TEST_F(Cli, SparseLastLayerTrainsTheSameClassifierWithFewerFlops) {
+  for (const std::string model : {"tiny-bert", "tiny-xlnet"}) {
+    SCOPED_TRACE(model);
+    const auto run = [&](bool sparse) {
+      const std::string out = dir.file(model + (sparse ? "-sparse.json" : "-full.json"));
+      auto spec = testing::tiny_spec(out);
+      spec["model"] = {{"name", model}, {"sparse_last_layer", sparse}};
+      spec["train"]["dropout"] = false;
+      const auto r = run_tbench("run -q " + spec_path(spec, model + (sparse ? "-sparse-spec.json" : "-spec.json")));
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return testing::read_json(out);
+    };
+    const nlohmann::json full = run(false), sparse = run(true);
+    EXPECT_TRUE(testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), sparse).empty());
+    EXPECT_EQ(sparse["spec"]["model"]["sparse_last_layer"], true);
+    EXPECT_EQ(full["spec"]["model"]["sparse_last_layer"], false);
+    const double full_flops = full["model"]["train_flops_per_sample"], sparse_flops = sparse["model"]["train_flops_per_sample"];
+    EXPECT_LT(sparse_flops, full_flops);
+    EXPECT_GT(sparse_flops, 0.5 * full_flops);  // one of tiny's two layers, most of it
+    ASSERT_EQ(full["iterations"].size(), sparse["iterations"].size());
+    for (std::size_t i = 0; i < full["iterations"].size(); ++i) {
+      const auto &a = full["iterations"][i], &b = sparse["iterations"][i];
+      EXPECT_NEAR(b["loss"].get<double>(), a["loss"].get<double>(), 1e-4 * a["loss"].get<double>()) << "step " << i;
+      EXPECT_DOUBLE_EQ(b["train_flops"].get<double>() / b["samples"].get<double>(), sparse_flops) << "step " << i;
+    }
+  }
+}
+
 // timing.profile_steps: the run's last steps run under the profiler, are marked and left out of
 // the summary; the result sums them, the trace lies beside it, and the profiler's own start and
 // stop stay out of the timing check.

@@ -225,6 +225,62 @@ TEST_P(ArchitectureTest, DropoutOnlyInTrainMode) {
   EXPECT_FALSE(torch::equal(model->forward(in), model->forward(in)));
 }
 
+// Weights larger than HF's init make every attention term (positions, segments) move the logits
+// far above float noise, so a wrong term cannot hide below a test's tolerance.
+void spread_weights(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.named_parameters()) {
+    if (p.key().find("layer_norm") == std::string::npos) p.value().normal_(0.0, 0.3);
+  }
+}
+
+// model.sparse_last_layer: the last layer at the head's position only. Same weights, padded inputs
+// (on the right, or XLNet's left) with two segments: the logits and every parameter's gradient
+// must be the full layer's, in eval mode (no dropout draws to differ).
+TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
+  ModelConfig c = shipped_model_config(GetParam());
+  torch::manual_seed(5);
+  const auto full = build_classifier(c, 3);
+  spread_weights(*full);
+  c.sparse_last_layer = true;
+  const auto sparse = build_classifier(c, 3);
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = full->named_parameters();
+    for (auto& p : sparse->named_parameters()) p.value().copy_(source[p.key()]);
+  }
+  full->eval();
+  sparse->eval();
+
+  ModelInputs in = random_inputs(c, 3, 12);
+  const int64_t real[] = {12, 9, 5};
+  for (int64_t row = 0; row < 3; ++row) {
+    const int64_t pad = 12 - real[row];
+    const int64_t start = c.arch == Architecture::xlnet ? 0 : real[row];  // XLNet pads on the left
+    in.input_ids[row].narrow(0, start, pad).fill_(c.pad_token_id);
+    in.attention_mask[row].narrow(0, start, pad).fill_(0);
+    in.token_type_ids[row].narrow(0, 6, 6).fill_(c.type_vocab_size > 1 || c.arch == Architecture::xlnet ? 1 : 0);
+  }
+  in.has_padding = true;
+  const auto labels = torch::tensor({0, 2, 1}, torch::kLong);
+
+  const auto full_logits = full->forward(in);
+  const auto sparse_logits = sparse->forward(in);
+  ASSERT_TRUE(torch::allclose(sparse_logits, full_logits, 1e-5, 1e-6)) << sparse_logits << "\nfull:\n" << full_logits;
+  torch::nn::functional::cross_entropy(full_logits, labels).backward();
+  torch::nn::functional::cross_entropy(sparse_logits, labels).backward();
+  const auto full_params = full->named_parameters();
+  for (const auto& p : sparse->named_parameters()) {
+    const auto& expected = full_params[p.key()].grad();
+    if (!expected.defined()) {
+      EXPECT_FALSE(p.value().grad().defined()) << p.key();
+      continue;
+    }
+    ASSERT_TRUE(p.value().grad().defined()) << p.key();
+    EXPECT_TRUE(torch::allclose(p.value().grad(), expected, 1e-4, 1e-6)) << p.key();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, ArchitectureTest,
                          ::testing::Values("tiny-bert", "tiny-distilbert", "tiny-roberta", "tiny-xlnet"));
 
@@ -254,15 +310,6 @@ TEST(XLNet, PositionalEncodingIsSinesThenCosines) {
     EXPECT_FLOAT_EQ(enc[0][4 + k].item<float>(), 1.0F);
     EXPECT_NEAR(enc[1][k].item<float>(), std::sin(angle), 1e-6);
     EXPECT_NEAR(enc[1][4 + k].item<float>(), std::cos(angle), 1e-6);
-  }
-}
-
-// Weights larger than HF's init make every attention term (positions, segments) move the logits
-// far above float noise, so a wrong term cannot hide below a test's tolerance.
-void spread_weights(torch::nn::Module& model) {
-  torch::NoGradGuard no_grad;
-  for (auto& p : model.named_parameters()) {
-    if (p.key().find("layer_norm") == std::string::npos) p.value().normal_(0.0, 0.3);
   }
 }
 
@@ -405,6 +452,34 @@ TEST(ModelCost, FlopsGrowWithSequenceLengthAndLayers) {
   EXPECT_GT(per_token, 6.0 * 85e6);
   EXPECT_LT(per_token, 6.0 * 85e6 * 1.2);
   EXPECT_GT(at512.train_flops_per_sample, 4 * at128.train_flops_per_sample);
+}
+
+// A sparse last layer computes one position's query, output projection, MLP and attention row
+// instead of S; XLNet's also reads S encodings of distance instead of 2S. Masked-LM heads read every
+// position, so their cost does not change.
+TEST(ModelCost, SparseLastLayerSavesAllButOnePositionOfTheLastLayer) {
+  const int64_t s = 128;
+  ModelConfig bert = shipped_model_config("bert-base-cased");
+  const double h = 768, f = 3072;
+  const double full = model_cost(bert, 2, s).forward_flops_per_sample;
+  bert.sparse_last_layer = true;
+  const double saved = full - model_cost(bert, 2, s).forward_flops_per_sample;
+  EXPECT_NEAR(saved, (s - 1) * (2 * 2 * h * h + 2 * 2 * h * f + 2 * 2 * s * h), 1.0);
+  EXPECT_NEAR(saved / full, 0.83 / 12, 0.01);  // about 10 of a layer's 12 h^2 per token, in 1 of 12 layers
+  EXPECT_DOUBLE_EQ(model_cost(bert, 2, s, Task::mlm).forward_flops_per_sample,
+                   [&] { bert.sparse_last_layer = false; return model_cost(bert, 2, s, Task::mlm).forward_flops_per_sample; }());
+
+  ModelConfig xlnet = shipped_model_config("xlnet-base-cased");
+  const double xl_full = model_cost(xlnet, 2, s).forward_flops_per_sample;
+  xlnet.sparse_last_layer = true;
+  const double xl_saved = xl_full - model_cost(xlnet, 2, s).forward_flops_per_sample;
+  const double rows = s - 1;
+  const double expected = rows * (2 * 2 * h * h + 2 * 2 * h * f)  // q, o and the FFN at the other rows
+                          + 2 * h * h * s                          // r over S encodings, not 2S
+                          + rows * 2 * s * h * 2                   // ac and probabilities x values
+                          + (2.0 * s * 2 * s - 2.0 * s) * h        // bd: S x 2S scores before the shift; 1 x S
+                          + rows * 2 * 2 * h;                      // ef
+  EXPECT_NEAR(xl_saved, expected, 1.0);
 }
 
 }  // namespace

@@ -72,10 +72,16 @@ void expect_gradients_match(const nlohmann::json& ref, torch::nn::Module& model)
 
 // The model as a user gets it from HF's checkpoint folder: config.json as transformers wrote it,
 // with each setting a spec can pick for the layers (model.attention, model.fused_qkv,
-// model.fused_layer_norm); every one of them must compute HF's network. XLNet has no such settings.
-std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir) {
+// model.fused_layer_norm, and for a `classifier` model.sparse_last_layer); every one of them must
+// compute HF's network. XLNet has only the sparse last layer.
+std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir, bool classifier) {
   const ModelConfig base = read_model_config(dir + "/config.json");
   std::vector<std::pair<std::string, ModelConfig>> configs{{"eager attention", base}};
+  if (classifier) {
+    ModelConfig sparse = base;
+    sparse.sparse_last_layer = true;
+    configs.emplace_back("eager attention, sparse last layer", sparse);
+  }
   if (base.arch == Architecture::xlnet) return configs;
   ModelConfig fused = base;
   fused.fused_qkv = true;
@@ -91,6 +97,10 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
     configs.emplace_back("SDPA, fused QKV", sdpa);
     sdpa.fused_layer_norm = true;
     configs.emplace_back("SDPA, fused QKV and residual LayerNorm", sdpa);
+    if (classifier) {
+      sdpa.sparse_last_layer = true;
+      configs.emplace_back("SDPA, fused QKV and residual LayerNorm, sparse last layer", sdpa);
+    }
   }
   return configs;
 }
@@ -110,7 +120,7 @@ TEST_P(HfParity, LogitsLossAndGradientsMatchHf) {
   const std::string dir = parity_fixture_dir(GetParam());
   ASSERT_TRUE(std::filesystem::exists(dir + "/reference.json")) << kMissingFixture << dir;
   const auto ref = testing::read_json(dir + "/reference.json");
-  for (const auto& [what, config] : configs_to_check(dir)) {
+  for (const auto& [what, config] : configs_to_check(dir, /*classifier=*/true)) {
     SCOPED_TRACE(what);
     auto model = build_classifier(config, 2);
     const auto report = load_hf_weights(*model, dir);
@@ -138,7 +148,7 @@ TEST_P(HfMaskedLmParity, ScoresLossAndGradientsMatchHf) {
   ASSERT_TRUE(std::filesystem::exists(dir + "/reference.json")) << kMissingFixture << dir;
   const auto ref = testing::read_json(dir + "/reference.json");
   const auto labels = long_tensor(ref["labels"]);
-  for (const auto& [what, config] : configs_to_check(dir)) {
+  for (const auto& [what, config] : configs_to_check(dir, /*classifier=*/false)) {
     SCOPED_TRACE(what);
     auto model = build_masked_lm(config);
     const auto report = load_hf_weights(*model, dir);

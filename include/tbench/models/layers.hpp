@@ -2,6 +2,7 @@
 // Pieces every architecture shares, written once: multi-head attention arithmetic, the padding
 // mask, activations and HF's weight initialisation. Module layouts (and so parameter names) stay
 // in each architecture's own file.
+#include <optional>
 #include <string>
 
 #include <torch/torch.h>
@@ -84,6 +85,14 @@ Linear linear(int64_t in, int64_t out);
 // over the three weights stacked ([3HD, HD]), split afterwards. The parameters stay HF's three,
 // so checkpoints and optimizer state are the same either way.
 QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused);
+
+// The same with the query at one position only ([B, H, 1, D]), keys and values at every position:
+// a sparse last layer's (model.sparse_last_layer), which computes its output where the head reads it.
+QueryKeyValue project_qkv_at(const torch::Tensor& x, int64_t position, Linear& query, Linear& key, Linear& value,
+                             int64_t heads);
+
+// x [B, S, H] at the positions a block computes its output for: all of them, or only `position` ([B, 1, H]).
+torch::Tensor rows_at(const torch::Tensor& x, std::optional<int64_t> position);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 
 // The masked-LM head every architecture here shares, under its own names: a transform

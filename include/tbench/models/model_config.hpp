@@ -37,11 +37,15 @@ struct ModelConfig {
   std::string activation = "gelu";
   bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
   // Not in config.json: how the spec asks the layers to run (model.attention, .padding_mask, .fused_qkv,
-  // .fused_layer_norm).
+  // .fused_layer_norm, .sparse_last_layer).
   AttentionKernel attention = AttentionKernel::eager;
   bool mask_every_batch = false;  // pass the padding mask even to batches without padding
   bool fused_qkv = false;         // one GEMM over [W_q; W_k; W_v] instead of three
   bool fused_layer_norm = false;  // LayerNorm(residual + Dropout(x)) in one pass
+  // A classifier's last layer computes its output only at the position its head reads (the first
+  // token; XLNet's last): keys and values still come from every position, so the logits, loss and
+  // gradients are those of the full layer, whose other outputs nothing reads.
+  bool sparse_last_layer = false;
   nlohmann::json raw;                 // the config.json as read
 
   int64_t head_dim() const { return hidden_size / num_heads; }
