@@ -11,6 +11,7 @@
 #include <map>
 
 #include "support/cli.hpp"
+#include "support/ranks.hpp"
 #include "tbench/cuda/cuda.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/models/layers.hpp"
@@ -393,8 +394,7 @@ TEST_F(CudaRun, OutOfMemoryIsARunFailureWithAClearMessage) {
 
 TEST_F(CudaRun, NcclWorldSizeOneTrainsLikeTheSingleProcess) {
   REQUIRE_CUDA();
-  const auto backends = available_backends();
-  if (std::find(backends.begin(), backends.end(), "nccl") == backends.end()) GTEST_SKIP() << "no NCCL in this build";
+  if (!testing::have_nccl()) GTEST_SKIP() << "no NCCL in this build";
   json spec = testing::tiny_spec(dir.file("dist.json"));
   spec["device"] = "cuda:0";
   spec["train"]["dropout"] = false;

@@ -9,10 +9,17 @@
 
 namespace tbench::testing {
 
-bool have_gloo() {
+namespace {
+
+bool have_backend(const std::string& name) {
   const auto backends = available_backends();
-  return std::find(backends.begin(), backends.end(), "gloo") != backends.end();
+  return std::find(backends.begin(), backends.end(), name) != backends.end();
 }
+
+}  // namespace
+
+bool have_gloo() { return have_backend("gloo"); }
+bool have_nccl() { return have_backend("nccl"); }
 
 std::vector<float> read_floats(const std::string& path) {
   const std::string bytes = read_text(path);

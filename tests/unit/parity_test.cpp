@@ -89,6 +89,10 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
   ModelConfig fused_norm = base;
   fused_norm.fused_layer_norm = true;
   configs.emplace_back("eager attention, fused residual LayerNorm", fused_norm);
+  if (classifier) {  // the sparse layer's residual is a strided view of one position
+    fused_norm.sparse_last_layer = true;
+    configs.emplace_back("eager attention, fused residual LayerNorm, sparse last layer", fused_norm);
+  }
   if (features::kSdpa) {
     ModelConfig sdpa = base;
     sdpa.attention = AttentionKernel::sdpa;
