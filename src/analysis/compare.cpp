@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/timing/stats.hpp"
@@ -21,7 +23,49 @@ PerSampleTimes per_sample_times(const ResultFile& r) {
   return {s.mean, s.stdev * s.stdev, s.count};
 }
 
+// The spec's fields as dotted paths, objects descended into, anything else (arrays too) whole.
+void flatten(const nlohmann::json& value, const std::string& path, std::map<std::string, nlohmann::json>& into) {
+  if (!value.is_object() || value.empty()) {
+    into[path] = value;
+    return;
+  }
+  for (const auto& [key, child] : value.items()) flatten(child, path.empty() ? key : path + "." + key, into);
+}
+
+// What a run was, beyond its spec: the code, the torch and the BLAS it ran on.
+const char* const kEnvironmentFields[] = {"/tbench/git", "/env/torch", "/env/cpu/blas"};
+
+// Fields every run sets for itself, which tell nothing of how it ran.
+bool bookkeeping(const std::string& field) {
+  return field == "name" || field == "output" || field.rfind("sweep.", 0) == 0 || field == "sweep";
+}
+
 }  // namespace
+
+std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b) {
+  std::map<std::string, nlohmann::json> fa, fb;
+  flatten(a.json.value("spec", nlohmann::json::object()), "", fa);
+  flatten(b.json.value("spec", nlohmann::json::object()), "", fb);
+  std::vector<SettingDifference> out;
+  const auto add = [&](const std::string& field, const nlohmann::json& va, const nlohmann::json& vb) {
+    if (va != vb) out.push_back({field, va, vb});
+  };
+  std::map<std::string, bool> fields;
+  for (const auto& [field, value] : fa) fields[field] = true;
+  for (const auto& [field, value] : fb) fields[field] = true;
+  for (const auto& [field, unused] : fields) {
+    if (bookkeeping(field)) continue;
+    const auto ia = fa.find(field), ib = fb.find(field);
+    add(field, ia == fa.end() ? nlohmann::json() : ia->second, ib == fb.end() ? nlohmann::json() : ib->second);
+  }
+  for (const char* pointer : kEnvironmentFields) {
+    const nlohmann::json::json_pointer at(pointer);
+    std::string field = std::string(pointer).substr(1);
+    std::replace(field.begin(), field.end(), '/', '.');
+    add(field, a.json.contains(at) ? a.json.at(at) : nlohmann::json(), b.json.contains(at) ? b.json.at(at) : nlohmann::json());
+  }
+  return out;
+}
 
 double student_t_975(double df) {
   static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
@@ -60,6 +104,7 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b) {
   c.low = c.ratio * std::exp(-t * se);
   c.high = c.ratio * std::exp(t * se);
   c.significant = c.low > 1.0 || c.high < 1.0;
+  c.differences = setting_differences(a, b);
   return c;
 }
 

@@ -60,9 +60,12 @@ int compare_command() {
   const ResultFile a = load_result(g_analysis.a), b = load_result(g_analysis.b);
   const Comparison c = compare_results(a, b);
   if (g_analysis.as_json) {
+    json differences = json::array();
+    for (const auto& d : c.differences) differences.push_back({{"field", d.field}, {"a", d.a}, {"b", d.b}});
     std::cout << json_text(json{{"a", a.path}, {"b", b.path}, {"a_samples_per_s", c.a_samples_per_s},
                                 {"b_samples_per_s", c.b_samples_per_s}, {"a_steps", c.a_steps}, {"b_steps", c.b_steps},
-                                {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant}},
+                                {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant},
+                                {"differences", differences}},
                            2)
               << "\n";
     return 0;
@@ -74,6 +77,14 @@ int compare_command() {
   std::printf("B/A throughput: %.3fx  (95%% CI %.3f .. %.3f)  %s\n", c.ratio, c.low, c.high,
               c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
                             : "no significant difference");
+  if (c.differences.empty()) {
+    std::printf("Settings: the same spec, tbench commit, torch and BLAS\n");
+  } else {
+    std::printf("Settings that differ (A -> B):\n");
+    for (const auto& d : c.differences) {
+      std::printf("  %s: %s -> %s\n", d.field.c_str(), json_text(d.a).c_str(), json_text(d.b).c_str());
+    }
+  }
   return 0;
 }
 

@@ -36,7 +36,10 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("B/A throughput"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("95% CI"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Settings that differ (A -> B):\n  threads: 1 -> 2\n"), std::string::npos) << r.out;
+  EXPECT_NE(run_tbench("compare " + result(1) + " " + result(1)).out.find("Settings: the same spec"), std::string::npos);
   const auto j = nlohmann::json::parse(run_tbench("compare --json " + result(1) + " " + result(2)).out);
+  EXPECT_EQ(j["differences"], nlohmann::json::parse(R"([{"field": "threads", "a": 1, "b": 2}])"));
   EXPECT_GT(j["ratio"].get<double>(), 0);
   EXPECT_LE(j["ci95"][0].get<double>(), j["ratio"].get<double>());
   EXPECT_GE(j["ci95"][1].get<double>(), j["ratio"].get<double>());

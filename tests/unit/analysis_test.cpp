@@ -233,6 +233,31 @@ TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {
   EXPECT_FALSE(n.significant);
 }
 
+// compare names what else differs between its two runs: spec fields (not the name, the output
+// path or sweep bookkeeping), fields only one side records, and the code, torch and BLAS.
+TEST_F(Analysis, CompareListsTheSettingsThatDiffer) {
+  json a = make_result("m", "h", 2.0, 1, 30, 1, 0.05);
+  a["spec"]["model"] = {{"name", "bert"}, {"sparse_last_layer", false}};
+  a["spec"]["output"] = "a.json";
+  a["env"]["torch"] = "1.13.1";
+  a["tbench"] = {{"git", "abc"}};
+  json b = a;
+  b["spec"]["name"] = "other";
+  b["spec"]["output"] = "b.json";
+  b["spec"]["sweep"] = {{"point", 3}};
+  b["spec"]["model"]["sparse_last_layer"] = true;
+  b["spec"]["threads"] = 1;
+  b["spec"]["cuda"] = {{"tf32", true}};
+  b["env"]["torch"] = "2.6.0";
+  const ResultFile ra = load_result(write("a.json", a)), rb = load_result(write("b.json", b));
+  const auto differences = compare_results(ra, rb).differences;
+  std::vector<std::string> described;
+  for (const auto& d : differences) described.push_back(d.field + ": " + d.a.dump() + " -> " + d.b.dump());
+  EXPECT_EQ(described, (std::vector<std::string>{"cuda.tf32: null -> true", "model.sparse_last_layer: false -> true",
+                                                 "threads: 2 -> 1", "env.torch: \"1.13.1\" -> \"2.6.0\""}));
+  EXPECT_TRUE(compare_results(ra, ra).differences.empty());
+}
+
 TEST(StudentT, MatchesTables) {
   EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
   EXPECT_NEAR(student_t_975(10), 2.228, 1e-3);

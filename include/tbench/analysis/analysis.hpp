@@ -109,6 +109,13 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results);
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format);  // table|markdown|csv|json
 
 // ---- compare --------------------------------------------------------------------------------------
+// A setting two results record differently: a dotted field and each side's value (null where a
+// result does not record it).
+struct SettingDifference {
+  std::string field;
+  nlohmann::json a, b;
+};
+
 struct Comparison {
   std::string a_label, b_label;
   int64_t a_steps = 0, b_steps = 0;
@@ -116,11 +123,17 @@ struct Comparison {
   double ratio = 0;           // B's throughput over A's
   double low = 0, high = 0;   // 95% confidence interval of the ratio
   bool significant = false;   // the interval excludes 1
+  std::vector<SettingDifference> differences;  // what else tells the two runs apart (setting_differences)
 };
 
 // Ratio of mean per-sample step times (warm-up excluded), interval from the delta method on the
 // log ratio with Welch's degrees of freedom.
 Comparison compare_results(const ResultFile& a, const ResultFile& b);
+
+// Every field of the two resolved specs that differs (not the run's name, output path or sweep
+// bookkeeping), then the tbench commit, the torch version and the BLAS libraries: what a ratio
+// measures, and what else moved with it.
+std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b);
 double student_t_975(double degrees_of_freedom);
 
 // ---- predict --------------------------------------------------------------------------------------
