@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/timing/stats.hpp"
@@ -50,19 +51,23 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   const auto add = [&](const std::string& field, const nlohmann::json& va, const nlohmann::json& vb) {
     if (va != vb) out.push_back({field, va, vb});
   };
-  std::map<std::string, bool> fields;
-  for (const auto& [field, value] : fa) fields[field] = true;
-  for (const auto& [field, value] : fb) fields[field] = true;
-  for (const auto& [field, unused] : fields) {
-    if (bookkeeping(field)) continue;
-    const auto ia = fa.find(field), ib = fb.find(field);
-    add(field, ia == fa.end() ? nlohmann::json() : ia->second, ib == fb.end() ? nlohmann::json() : ib->second);
+  const auto value_in = [](const std::map<std::string, nlohmann::json>& fields, const std::string& field) {
+    const auto it = fields.find(field);
+    return it == fields.end() ? nlohmann::json() : it->second;  // null: not recorded
+  };
+  std::set<std::string> fields;
+  for (const auto* side : {&fa, &fb}) {
+    for (const auto& entry : *side) fields.insert(entry.first);
+  }
+  for (const auto& field : fields) {
+    if (!bookkeeping(field)) add(field, value_in(fa, field), value_in(fb, field));
   }
   for (const char* pointer : kEnvironmentFields) {
     const nlohmann::json::json_pointer at(pointer);
     std::string field = std::string(pointer).substr(1);
     std::replace(field.begin(), field.end(), '/', '.');
-    add(field, a.json.contains(at) ? a.json.at(at) : nlohmann::json(), b.json.contains(at) ? b.json.at(at) : nlohmann::json());
+    const auto recorded = [&](const nlohmann::json& result) { return result.contains(at) ? result.at(at) : nlohmann::json(); };
+    add(field, recorded(a.json), recorded(b.json));
   }
   return out;
 }

@@ -31,11 +31,12 @@ double encoder_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
 
 // XLNet's block adds the r projection of the 2s relative distances, the position scores against
 // those 2s encodings (before the shift keeps s of them) and the segment scores against 2 segments.
-// With its output at one position only (q = 1, a sparse last layer), that row reads s encodings.
-double xlnet_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
+// With its output at one position only (`one_row`, a sparse last layer), that row reads s encodings.
+double xlnet_layer_flops(const ModelConfig& c, int64_t s, bool one_row) {
   const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
   const double heads = static_cast<double>(c.num_heads * c.head_dim());
-  const double encodings = static_cast<double>(q == s ? 2 * s : s);
+  const double q = one_row ? 1.0 : static_cast<double>(s);
+  const double encodings = static_cast<double>(one_row ? s : 2 * s);
   const double projections = 2.0 * 2 * h * heads * q      // q, o
                              + 2.0 * 2 * h * heads * s    // k, v
                              + 2.0 * h * heads * encodings;  // r
@@ -82,9 +83,9 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
   ModelCost cost;
   double head_flops = 0;
   // A classifier's sparse last layer computes its output at the one position the head reads.
-  const int64_t last_layer_outputs = c.sparse_last_layer && task == Task::classification ? 1 : seq_len;
+  const bool one_row = c.sparse_last_layer && task == Task::classification;
   double layer_flops = encoder_layer_flops(c, seq_len, seq_len);
-  double last_layer_flops = encoder_layer_flops(c, seq_len, last_layer_outputs);
+  double last_layer_flops = encoder_layer_flops(c, seq_len, one_row ? 1 : seq_len);
   switch (c.arch) {
     case Architecture::bert:
       cost.base_params = embeddings + encoder + linear_params(h, h);  // + pooler
@@ -108,8 +109,8 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
       // + sequence_summary.summary and logits_proj
       cost.classifier_params = cost.base_params + linear_params(h, h) + linear_params(h, num_labels);
       head_flops = 2.0 * h * h + 2.0 * h * num_labels;
-      layer_flops = xlnet_layer_flops(c, seq_len, seq_len);
-      last_layer_flops = xlnet_layer_flops(c, seq_len, last_layer_outputs);
+      layer_flops = xlnet_layer_flops(c, seq_len, /*one_row=*/false);
+      last_layer_flops = xlnet_layer_flops(c, seq_len, one_row);
       break;
   }
   if (task == Task::plm) {

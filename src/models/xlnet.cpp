@@ -133,7 +133,8 @@ class RelativeAttentionImpl : public torch::nn::Module {
     return {project_heads(h, k_), project_heads(h, v_), project_heads(encodings, r_), at.has_value()};
   }
 
-  // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] over the keys, [B, H, S, D].
+  // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] (or one row, [B, H, 1, D])
+  // over the keys, into [B, H, S, D] (or [B, H, 1, D]).
   torch::Tensor attend(const torch::Tensor& q, const Keys& keys, const torch::Tensor& other_segment,
                        const torch::Tensor& mask) {
     const auto seq = keys.k.size(2);
