@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -276,7 +277,27 @@ std::string model_row(const ResultFile& r, const std::string& by) {
   return r.task == "classification" || by == "task" ? r.model : r.model + " [" + r.task + "]";
 }
 
+namespace {
+
+// A dotted spec field's column: "optimizer_impl=fused", from the resolved spec the result records.
+std::string spec_field_label(const ResultFile& r, const std::string& field) {
+  std::string pointer = "/" + field;
+  std::replace(pointer.begin(), pointer.end(), '.', '/');
+  const nlohmann::json spec = r.json.value("spec", nlohmann::json::object());
+  const nlohmann::json::json_pointer at(pointer);
+  if (!spec.contains(at)) {
+    throw input_error("--by " + field + ": " + r.path + " records no spec field '" + field +
+                      "' (a dotted field of the resolved spec, e.g. train.optimizer_impl)");
+  }
+  const nlohmann::json& value = spec.at(at);
+  const std::string text = value.is_string() ? value.get<std::string>() : json_text(value);
+  return field.substr(field.rfind('.') + 1) + "=" + text;
+}
+
+}  // namespace
+
 std::string label_of(const ResultFile& r, const std::string& by) {
+  if (by.find('.') != std::string::npos) return spec_field_label(r, by);
   if (by == "machine") return r.machine;
   if (by == "host") return r.host;
   if (by == "device") return r.device;
@@ -287,7 +308,8 @@ std::string label_of(const ResultFile& r, const std::string& by) {
   if (by == "world_size") return std::to_string(r.world_size) + (r.world_size == 1 ? " process" : " processes");
   if (by == "name") return r.name;
   if (by == "task") return r.task;
-  throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, world_size, task, name");
+  throw input_error("--by: '" + by + "' is not one of machine, host, device, precision, threads, batch_size, seq_len, "
+                    "world_size, task, name, nor a dotted spec field (e.g. train.optimizer_impl)");
 }
 
 }  // namespace tbench

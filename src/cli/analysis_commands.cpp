@@ -189,7 +189,8 @@ void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
   auto* report = app.add_subcommand("report", "table of epoch times by model and machine (or another key)");
   report->add_option("results", g_analysis.results, "result files")->required()->check(CLI::ExistingFile);
   report->add_option("--by", g_analysis.by,
-                     "column key: machine, host, device, precision, threads, batch_size, seq_len, world_size, task, name");
+                     "column key: machine, host, device, precision, threads, batch_size, seq_len, world_size, task, name, or a "
+                     "dotted spec field (e.g. model.sparse_last_layer)");
   report->add_flag("--scaling", g_analysis.scaling,
                    "data-parallel scaling: speedup and efficiency vs the 1-process run of the same config");
   report->add_option("--baseline", g_analysis.baseline, "column that speedups are relative to (default: the first)");

@@ -258,6 +258,30 @@ TEST_F(Analysis, CompareListsTheSettingsThatDiffer) {
   EXPECT_TRUE(compare_results(ra, ra).differences.empty());
 }
 
+// report --by takes any dotted field of the resolved spec: a sweep's axis becomes the columns.
+TEST_F(Analysis, ReportColumnsByAnySpecField) {
+  json full = make_result("m", "h", 2.0, 1, 10);
+  full["spec"]["model"] = {{"name", "m"}, {"sparse_last_layer", false}};
+  full["spec"]["train"]["optimizer_impl"] = "fused";
+  json sparse = full;
+  sparse["spec"]["model"]["sparse_last_layer"] = true;
+  const ResultFile a = load_result(write("full.json", full)), b = load_result(write("sparse.json", sparse));
+  EXPECT_EQ(label_of(a, "model.sparse_last_layer"), "sparse_last_layer=false");
+  EXPECT_EQ(label_of(b, "model.sparse_last_layer"), "sparse_last_layer=true");
+  EXPECT_EQ(label_of(a, "train.optimizer_impl"), "optimizer_impl=fused");  // strings without quotes
+  const std::vector<ResultFile> results{a, b};
+  const Report report = build_report(results, "model.sparse_last_layer", "");
+  EXPECT_EQ(report.labels, (std::vector<std::string>{"sparse_last_layer=false", "sparse_last_layer=true"}));
+  try {
+    label_of(a, "model.no_such_field");
+    FAIL() << "expected an input error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("records no spec field 'model.no_such_field'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("full.json"), std::string::npos) << e.what();
+  }
+}
+
 TEST(StudentT, MatchesTables) {
   EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
   EXPECT_NEAR(student_t_975(10), 2.228, 1e-3);

@@ -66,7 +66,9 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
 std::string model_row(const ResultFile& r, const std::string& by = "");
 
 // The column a result falls in: by "machine" (host, plus GPU), "host", "device", "precision",
-// "threads", "batch_size", "seq_len", "world_size", "task" or "name".
+// "threads", "batch_size", "seq_len", "world_size", "task" or "name"; or by any field of the
+// resolved spec, dotted (e.g. "model.sparse_last_layer", "train.optimizer_impl"): "<last key>=<value>".
+// A dotted field the result's spec does not record is an input error naming the file.
 std::string label_of(const ResultFile& r, const std::string& by);
 
 // ---- report ---------------------------------------------------------------------------------------
