@@ -58,6 +58,25 @@ for row_id in row_ids:
 
 tbench_results = sorted(out.glob("raw/tbench-*.json"))
 spec = (load(tbench_results[0]) or {}).get("spec", {}) if tbench_results else {}
+
+# tbench's speed switches as its results record them (TBENCH_SET may turn some on), so a table
+# made with them says so. A switch the rows ran differently is listed with each setting.
+SWITCHES = ["model.attention", "model.padding_mask", "model.fused_qkv", "model.fused_layer_norm",
+            "model.sparse_last_layer", "train.cuda_graph", "train.optimizer_impl", "cuda.tf32"]
+
+def field(result, dotted):
+    value = (result or {}).get("spec", {})
+    for key in dotted.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+def switch_settings():
+    settings = []
+    for name in SWITCHES:
+        values = {field(load(path), name) for path in tbench_results}  # None: not recorded (older results)
+        shown = sorted("-" if v is None else str(v).lower() if isinstance(v, bool) else str(v) for v in values)
+        settings.append(f"`{name}` {' / '.join(shown)}")
+    return ", ".join(settings)
 lines = [
     f"# tbench vs Hugging Face transformers (eager) on {gpu}",
     "",
@@ -72,6 +91,8 @@ lines = [
     "(`torch.cuda.max_memory_allocated`) and reserved, over the timed steps for HF and over the epoch for tbench.",
     "*tbench GPU W*: the GPU's mean power draw through the run (NVML, sampled every 100 ms) and its energy per",
     "sample. Losses: the last timed step's.",
+    "",
+    f"tbench's switches (as its results record them): {switch_settings()}." if tbench_results else "",
     "",
     "| row | HF samples/s | tbench samples/s | tbench steps | tbench / HF | tbench MFU | timing gap | tbench GPU W (J/sample) "
     "| allocated GiB HF / tbench "
