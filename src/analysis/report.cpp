@@ -1,6 +1,7 @@
 // `tbench report`: results grouped into a model x label table, rendered as text, markdown, CSV
 // or JSON (HTML lives in report_html.cpp).
 #include <algorithm>
+#include <set>
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/analysis/table.hpp"
@@ -106,6 +107,18 @@ json report_json(const Report& r) {
 
 std::string render_html(const Report& r);  // report_html.cpp
 
+std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by) {
+  std::set<std::string> fields;
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    for (const auto& d : setting_differences(*runs.front(), *runs[i])) {
+      if (d.field != "train.seed" && d.field != "data.seed" && d.field != by) fields.insert(d.field);
+    }
+    if (by != "machine" && by != "host" && runs[i]->machine != runs.front()->machine) fields.insert("machine");
+    if (by != "world_size" && runs[i]->world_size != runs.front()->world_size) fields.insert("world_size");
+  }
+  return {fields.begin(), fields.end()};
+}
+
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline) {
   if (results.empty()) throw input_error("report: give at least one result file");
   Report report;
@@ -133,6 +146,13 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
         epochs.push_back(r->epoch_seconds);
         rates.push_back(r->samples_per_s);
         cell.projected = cell.projected || r->epoch_projected;
+      }
+      const auto mixed = mixed_settings(runs, by);
+      if (!mixed.empty()) {
+        std::string fields;
+        for (const auto& f : mixed) fields += (fields.empty() ? "" : ", ") + f;
+        report.mixed.push_back(model + " / " + label + ": its " + std::to_string(runs.size()) +
+                               " runs differ in " + fields);
       }
       const Spread e = spread(epochs);
       cell.runs = static_cast<int>(runs.size());

@@ -44,6 +44,8 @@ int report_command() {
     return 0;
   }
   const Report report = build_report(results, g_analysis.by, g_analysis.baseline);
+  // A cell that averages unlike runs is a number to doubt: say so, beside the output.
+  for (const auto& line : report.mixed) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
   emit(render_report(report, g_analysis.format), g_analysis.output);
   return 0;
 }

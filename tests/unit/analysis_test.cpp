@@ -282,6 +282,24 @@ TEST_F(Analysis, ReportColumnsByAnySpecField) {
   }
 }
 
+// A cell that averages runs of different settings is flagged; repeats that differ only in their
+// seeds, or in the field the columns are by, are not.
+TEST_F(Analysis, ReportFlagsCellsThatAverageUnlikeRuns) {
+  json one = make_result("m", "h", 2.0, 1, 10);
+  one["spec"]["model"] = {{"name", "m"}, {"sparse_last_layer", false}};
+  one["spec"]["train"]["seed"] = 1;
+  json repeat = one, sparse = one;
+  repeat["spec"]["train"]["seed"] = 2;
+  sparse["spec"]["model"]["sparse_last_layer"] = true;
+  const std::vector<ResultFile> repeats{load_result(write("one.json", one)), load_result(write("repeat.json", repeat))};
+  EXPECT_TRUE(build_report(repeats, "machine", "").mixed.empty());
+  const std::vector<ResultFile> unlike{repeats[0], load_result(write("sparse.json", sparse))};
+  const auto mixed = build_report(unlike, "machine", "").mixed;
+  ASSERT_EQ(mixed.size(), 1u);
+  EXPECT_NE(mixed[0].find("its 2 runs differ in model.sparse_last_layer"), std::string::npos) << mixed[0];
+  EXPECT_TRUE(build_report(unlike, "model.sparse_last_layer", "").mixed.empty());
+}
+
 TEST(StudentT, MatchesTables) {
   EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
   EXPECT_NEAR(student_t_975(10), 2.228, 1e-3);

@@ -87,9 +87,18 @@ struct Report {
   std::vector<std::string> models, labels;
   std::map<std::string, std::map<std::string, ReportCell>> cells;  // model -> label -> cell
   std::vector<const ResultFile*> results;
+  // Cells that average runs which differ in more than their seeds (mixed_settings): one line each,
+  // naming the cell and the fields, for the command to warn of.
+  std::vector<std::string> mixed;
 };
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
+// What the runs averaged into one report cell differ in, besides what repeats vary (the seeds)
+// and the report's own column key: the fields of setting_differences, the machine where the
+// columns are not machines, and the data-parallel world size. Empty when they are repeats of one
+// setting.
+std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by);
+
 std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
 nlohmann::json report_json(const Report& report);
 
