@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -34,7 +33,7 @@ void flatten(const nlohmann::json& value, const std::string& path, std::map<std:
 }
 
 // What a run was, beyond its spec: the code, the torch and the BLAS it ran on.
-const char* const kEnvironmentFields[] = {"/tbench/git", "/env/torch", "/env/cpu/blas"};
+const char* const kEnvironmentFields[] = {"tbench.git", "env.torch", "env.cpu.blas"};
 
 // Fields every run sets for itself, which tell nothing of how it ran.
 bool bookkeeping(const std::string& field) {
@@ -62,12 +61,12 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   for (const auto& field : fields) {
     if (!bookkeeping(field)) add(field, value_in(fa, field), value_in(fb, field));
   }
-  for (const char* pointer : kEnvironmentFields) {
-    const nlohmann::json::json_pointer at(pointer);
-    std::string field = std::string(pointer).substr(1);
-    std::replace(field.begin(), field.end(), '/', '.');
-    const auto recorded = [&](const nlohmann::json& result) { return result.contains(at) ? result.at(at) : nlohmann::json(); };
-    add(field, recorded(a.json), recorded(b.json));
+  for (const char* field : kEnvironmentFields) {
+    const auto recorded = [&](const ResultFile& r) {
+      const nlohmann::json* value = find_dotted(r.json, field);
+      return value ? *value : nlohmann::json();
+    };
+    add(field, recorded(a), recorded(b));
   }
   return out;
 }

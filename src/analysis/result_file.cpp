@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -277,20 +276,29 @@ std::string model_row(const ResultFile& r, const std::string& by) {
   return r.task == "classification" || by == "task" ? r.model : r.model + " [" + r.task + "]";
 }
 
+const nlohmann::json* find_dotted(const nlohmann::json& root, const std::string& dotted) {
+  const nlohmann::json* at = &root;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = dotted.find('.', start);
+    const std::string key = dotted.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (!at->is_object() || !at->contains(key)) return nullptr;
+    at = &(*at)[key];
+    if (dot == std::string::npos) return at;
+    start = dot + 1;
+  }
+}
+
 namespace {
 
 // A dotted spec field's column: "optimizer_impl=fused", from the resolved spec the result records.
 std::string spec_field_label(const ResultFile& r, const std::string& field) {
-  std::string pointer = "/" + field;
-  std::replace(pointer.begin(), pointer.end(), '.', '/');
-  const nlohmann::json spec = r.json.value("spec", nlohmann::json::object());
-  const nlohmann::json::json_pointer at(pointer);
-  if (!spec.contains(at)) {
+  const nlohmann::json* value = find_dotted(r.json, "spec." + field);
+  if (!value) {
     throw input_error("--by " + field + ": " + r.path + " records no spec field '" + field +
                       "' (a dotted field of the resolved spec, e.g. train.optimizer_impl)");
   }
-  const nlohmann::json& value = spec.at(at);
-  const std::string text = value.is_string() ? value.get<std::string>() : json_text(value);
+  const std::string text = value->is_string() ? value->get<std::string>() : json_text(*value);
   return field.substr(field.rfind('.') + 1) + "=" + text;
 }
 

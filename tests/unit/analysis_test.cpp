@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "support/cli.hpp"
+#include "support/expect_error.hpp"
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
@@ -272,14 +273,8 @@ TEST_F(Analysis, ReportColumnsByAnySpecField) {
   const std::vector<ResultFile> results{a, b};
   const Report report = build_report(results, "model.sparse_last_layer", "");
   EXPECT_EQ(report.labels, (std::vector<std::string>{"sparse_last_layer=false", "sparse_last_layer=true"}));
-  try {
-    label_of(a, "model.no_such_field");
-    FAIL() << "expected an input error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::bad_input);
-    EXPECT_NE(std::string(e.what()).find("records no spec field 'model.no_such_field'"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("full.json"), std::string::npos) << e.what();
-  }
+  testing::expect_input_error([&] { label_of(a, "model.no_such_field"); },
+                              {"records no spec field 'model.no_such_field'", "full.json"});
 }
 
 // A cell that averages runs of different settings is flagged; repeats that differ only in their

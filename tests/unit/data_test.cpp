@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "support/expect_error.hpp"
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/files.hpp"
@@ -16,6 +17,7 @@ namespace tbench {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::expect_input_error;
 
 class DataFiles : public ::testing::Test {
  protected:
@@ -32,18 +34,6 @@ class DataFiles : public ::testing::Test {
   }
   fs::path dir_;
 };
-
-// Expects `f` to throw a bad-input Error whose message contains every one of `parts`.
-template <typename F>
-void expect_input_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::bad_input);
-    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what() << "\nmissing: " << p;
-  }
-}
 
 TokenizedSamples samples_of_lengths(const std::vector<int64_t>& lengths) {
   TokenizedSamples s;

@@ -65,6 +65,10 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
 // vocabulary-sized head, a teacher) unless the columns are the tasks themselves (by == "task").
 std::string model_row(const ResultFile& r, const std::string& by = "");
 
+// The value at a dotted path ("spec.train.optimizer_impl") of a result's JSON, or nullptr where
+// it has none.
+const nlohmann::json* find_dotted(const nlohmann::json& root, const std::string& dotted);
+
 // The column a result falls in: by "machine" (host, plus GPU), "host", "device", "precision",
 // "threads", "batch_size", "seq_len", "world_size", "task" or "name"; or by any field of the
 // resolved spec, dotted (e.g. "model.sparse_last_layer", "train.optimizer_impl"): "<last key>=<value>".
