@@ -10,7 +10,7 @@
 # Learning: tiny-bert learns the synthetic label (10 epochs of 100 steps, lr 1e-3, dropout 0.1)
 # with each setting under SEEDS seeds (default 3); the table gives each epoch's mean loss per
 # setting, with the spread over seeds. SKIP_SPEED=1 / SKIP_LEARNING=1 leave a part out; SETS="a=1 b=2"
-# adds --set a=1 --set b=2 to every speed run.
+# adds --set a=1 --set b=2 to every speed run, LEARNING_SETS likewise to every learning run.
 set -euo pipefail
 [[ $# -eq 4 ]] || { echo "usage: $0 FIELD BASELINE CANDIDATE OUT" >&2; exit 2; }
 field=$1 baseline=$2 candidate=$3 out=$4
@@ -18,8 +18,9 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tbench="${TBENCH:-$root/scripts/tbench}"   # TBENCH=build/tbench: no rebuild first
 rounds="${ROUNDS:-2}"
 models="${MODELS:-distilbert-base-uncased bert-base-cased xlnet-base-cased}"
-extra=()
+extra=() learning_extra=()
 for set in ${SETS:-}; do extra+=(--set "$set"); done
+for set in ${LEARNING_SETS:-}; do learning_extra+=(--set "$set"); done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$out"
@@ -79,7 +80,7 @@ JSON
   for seed in $(seq "${SEEDS:-3}"); do
     for setting in "$baseline" "$candidate"; do
       "$tbench" run -q --force "$work/tiny.json" --set "$field=$setting" --set train.seed="$seed" \
-        --set name="tiny-bert-$setting-seed$seed"
+        --set name="tiny-bert-$setting-seed$seed" ${learning_extra[@]+"${learning_extra[@]}"}
     done
   done
   python3 - "$out/learning" "$field" "$baseline" "$candidate" <<PY

@@ -37,7 +37,7 @@ Batch BatchLoader::make(const std::vector<int64_t>& indices, int64_t epoch) cons
   if (pin_memory_) {
     // Page-locked host memory lets the host-to-device copy run asynchronously (non_blocking).
     for (auto* t : {&batch.inputs.input_ids, &batch.inputs.attention_mask, &batch.inputs.token_type_ids,
-                    &batch.inputs.scored_positions, &batch.inputs.perm_mask, &batch.inputs.target_mapping, &batch.labels}) {
+                    &batch.inputs.scored_positions, &batch.inputs.token_positions, &batch.inputs.perm_mask, &batch.inputs.target_mapping, &batch.labels}) {
       if (t->defined()) *t = pinned(*t);  // the optional ones: only the tasks that use them
     }
   }

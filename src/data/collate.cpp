@@ -54,6 +54,9 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   batch.samples = rows;
   batch.tokens = rows * width;
   batch.real_tokens = real_tokens;
+  if (o.list_token_positions && batch.inputs.has_padding) {
+    batch.inputs.token_positions = attention_mask.reshape({-1}).nonzero().reshape({-1});
+  }
   if (o.masking.enabled) apply_masking(batch, indices, o.masking, epoch);
   if (o.permutation.enabled) apply_permutation_masking(batch, indices, o.permutation, epoch);
   return batch;

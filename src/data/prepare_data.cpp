@@ -436,7 +436,8 @@ PreparedData prepare_data(const RunSpec& spec, const ModelConfig& model) {
   split_eval(spec, std::move(loaded.samples), out);
 
   out.collate = {spec.data.seq_len, spec.data.padding, model.pad_token_id, loaded.padding.pad_token_type_id,
-                 loaded.padding.pads_left, masking_for(spec, model, loaded), permutation_for(spec, model, loaded)};
+                 loaded.padding.pads_left, masking_for(spec, model, loaded), permutation_for(spec, model, loaded),
+                 /*list_token_positions=*/spec.model.unpad};
   out.description = {{"source", to_string(spec.data.source)},
                      {"path", spec.data.path.empty() ? json(nullptr) : json(spec.data.path)},
                      {"samples", total},

@@ -59,11 +59,13 @@ LayerImpl::LayerImpl(const ModelConfig& c)
   dropout = register_module("dropout", layers::Dropout(c.hidden_dropout));
 }
 
-torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Tensor& bias, std::optional<int64_t> at) {
-  const auto qkv = at ? layers::project_qkv_at(x, *at, query, key, value, num_heads_)
-                      : layers::project_qkv(x, query, key, value, num_heads_, fused_qkv_);
-  return layers::merge_heads(
+torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Tensor& bias,
+                                        const layers::TokenLayout& layout, std::optional<int64_t> at) {
+  const auto qkv = at ? layers::project_qkv_at(x, layout, *at, query, key, value, num_heads_)
+                      : layers::project_qkv(x, layout, query, key, value, num_heads_, fused_qkv_);
+  const auto context = layers::merge_heads(
       layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
+  return layers::context_rows(context, layout, at);
 }
 
 torch::Tensor LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
@@ -71,9 +73,11 @@ torch::Tensor LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch
   return layers::residual_layer_norm(sublayer, residual, norm, dropout->p(), is_training(), fused_layer_norm_);
 }
 
-torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, std::optional<int64_t> at) {
+torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
+                                std::optional<int64_t> at) {
   // x' = LayerNorm(x + Dropout(W_o · MultiHeadAttention(x)))
-  auto attended = add_and_norm(attention_out(self_attention(x, bias, at)), layers::rows_at(x, at), attention_norm);
+  auto attended =
+      add_and_norm(attention_out(self_attention(x, bias, layout, at)), layers::rows_at(x, layout, at), attention_norm);
   // y = LayerNorm(x' + Dropout(W_2 · act(W_1 · x')))
   auto hidden = layers::activation(activation_, intermediate(attended));
   return add_and_norm(output(hidden), attended, output_norm);
@@ -84,30 +88,32 @@ EncoderImpl::EncoderImpl(const ModelConfig& c) : mask_every_batch_(c.mask_every_
   for (int64_t i = 0; i < c.num_layers; ++i) layers->push_back(Layer(c));
 }
 
-torch::Tensor EncoderImpl::forward(torch::Tensor x, const ModelInputs& in, std::optional<int64_t> last_layer_at) {
+torch::Tensor EncoderImpl::forward(torch::Tensor x, const ModelInputs& in, const layers::TokenLayout& layout,
+                                   std::optional<int64_t> last_layer_at) {
   const auto bias = layers::attention_bias(in, mask_every_batch_, x.scalar_type());
   const auto count = layers->size();
   for (std::size_t i = 0; i < count; ++i) {
-    x = layers[i]->as<Layer>()->forward(x, bias, i + 1 == count ? last_layer_at : std::nullopt);
+    x = layers[i]->as<Layer>()->forward(x, bias, layout, i + 1 == count ? last_layer_at : std::nullopt);
   }
   return x;
 }
 
 namespace {
 
-// The encoder's output: embeddings at absolute positions 0..S-1, then every layer (the last one
-// at `last_layer_at` only, if given).
-torch::Tensor encode(Embeddings& embeddings, Encoder& encoder, const ModelInputs& in,
+// The encoder's output in `layout`: embeddings at absolute positions 0..S-1, then every layer (the
+// last one at `last_layer_at` only, if given).
+torch::Tensor encode(Embeddings& embeddings, Encoder& encoder, const ModelInputs& in, const layers::TokenLayout& layout,
                      std::optional<int64_t> last_layer_at = std::nullopt) {
   const auto seq_len = in.input_ids.size(1);
   auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
-  auto x = embeddings(in.input_ids, in.token_type_ids, positions);
-  return encoder(x, in, last_layer_at);
+  auto x = embeddings(layout.to_rows(in.input_ids), layout.to_rows(in.token_type_ids), layout.to_rows(positions));
+  return encoder(x, in, layout, last_layer_at);
 }
 
 class ForSequenceClassification : public SequenceClassifier {
  public:
-  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) : sparse_last_layer_(c.sparse_last_layer) {
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
+      : sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
     auto bert = add_group(*this, "bert");
     embeddings_ = bert->register_module("embeddings", Embeddings(c));
     encoder_ = bert->register_module("encoder", Encoder(c));
@@ -119,14 +125,15 @@ class ForSequenceClassification : public SequenceClassifier {
 
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads [CLS] alone, so a sparse last layer computes only that position.
-    const auto x = encode(embeddings_, encoder_, in, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
+    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto x = encode(embeddings_, encoder_, in, layout, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Pooler: tanh(W_p · h_[CLS]), then dropout and the linear classifier.
-    auto pooled = torch::tanh(pooler_(x.select(1, 0)));
+    auto pooled = torch::tanh(pooler_(layers::head_position(x, layout, 0, sparse_last_layer_)));
     return classifier_(dropout_(pooled));
   }
 
  private:
-  bool sparse_last_layer_;
+  bool sparse_last_layer_, unpad_;
   Embeddings embeddings_{nullptr};
   Encoder encoder_{nullptr};
   layers::Linear pooler_{nullptr}, classifier_{nullptr};
@@ -149,7 +156,7 @@ class ForMaskedLM : public MaskedLanguageModel {
   }
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
-    auto hidden = encode(embeddings_, encoder_, in);
+    auto hidden = encode(embeddings_, encoder_, in, layers::TokenLayout{});
     // scores = LayerNorm(act(W_t h + b_t)) E^T + b, with E the word embeddings.
     auto logits = layers::masked_lm_scores(hidden, in.scored_positions, transform_, activation_, transform_norm_,
                                            embeddings_->word_embeddings->weight, bias_);

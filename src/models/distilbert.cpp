@@ -58,15 +58,18 @@ class TransformerBlockImpl : public torch::nn::Module {
     dropout_ = register_module("dropout", layers::Dropout(c.hidden_dropout));
   }
 
-  // The block's output at every position, or with `at` only there (the query, the residual and the
-  // FFN at that position; keys and values from every position).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, std::optional<int64_t> at = std::nullopt) {
-    const auto qkv = at ? layers::project_qkv_at(x, *at, q_lin_, k_lin_, v_lin_, num_heads_)
-                        : layers::project_qkv(x, q_lin_, k_lin_, v_lin_, num_heads_, fused_qkv_);
-    auto context = layers::merge_heads(
-        layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
+  // The block's output at every token of x (in `layout`), or with `at` only at that position (the
+  // query, the residual and the FFN there; keys and values from every token).
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
+                        std::optional<int64_t> at = std::nullopt) {
+    const auto qkv = at ? layers::project_qkv_at(x, layout, *at, q_lin_, k_lin_, v_lin_, num_heads_)
+                        : layers::project_qkv(x, layout, q_lin_, k_lin_, v_lin_, num_heads_, fused_qkv_);
+    auto context = layers::context_rows(
+        layers::merge_heads(layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(),
+                                              attention_kernel_)),
+        layout, at);
     // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
-    auto attended = layers::residual_layer_norm(out_lin_(context), layers::rows_at(x, at), sa_layer_norm_,
+    auto attended = layers::residual_layer_norm(out_lin_(context), layers::rows_at(x, layout, at), sa_layer_norm_,
                                                 /*dropout_p=*/0.0, is_training(), fused_layer_norm_);
     auto ffn = lin2_(layers::activation(activation_, lin1_(attended)));
     return layers::residual_layer_norm(ffn, attended, output_layer_norm_, dropout_->p(), is_training(),
@@ -105,16 +108,17 @@ struct Body {
     if (c.sinusoidal_positions) fill_sinusoidal(embeddings->position_embeddings->weight);
   }
 
-  // The last block at `last_layer_at` only, if given ([B, 1, H] out).
-  torch::Tensor forward(const ModelInputs& in, std::optional<int64_t> last_layer_at = std::nullopt) {
+  // The hidden states in `layout`; the last block at `last_layer_at` only, if given ([B, 1, H] out).
+  torch::Tensor forward(const ModelInputs& in, const layers::TokenLayout& layout,
+                        std::optional<int64_t> last_layer_at = std::nullopt) {
     const auto seq_len = in.input_ids.size(1);
     auto positions = torch::arange(seq_len, in.input_ids.options()).unsqueeze(0).expand_as(in.input_ids);
     // No token types: the embeddings are Dropout(LayerNorm(word + position)).
-    auto x = embeddings(in.input_ids, /*token_type_ids=*/torch::Tensor(), positions);
+    auto x = embeddings(layout.to_rows(in.input_ids), /*token_type_ids=*/torch::Tensor(), layout.to_rows(positions));
     const auto bias = layers::attention_bias(in, mask_every_batch, x.scalar_type());
     const auto count = blocks->size();
     for (std::size_t i = 0; i < count; ++i) {
-      x = blocks[i]->as<TransformerBlock>()->forward(x, bias, i + 1 == count ? last_layer_at : std::nullopt);
+      x = blocks[i]->as<TransformerBlock>()->forward(x, bias, layout, i + 1 == count ? last_layer_at : std::nullopt);
     }
     return x;
   }
@@ -123,7 +127,7 @@ struct Body {
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : body_(*this, c), sparse_last_layer_(c.sparse_last_layer) {
+      : body_(*this, c), sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
     const int64_t h = c.hidden_size;
     pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
     classifier_ = register_module("classifier", layers::linear(h, num_labels));
@@ -134,15 +138,16 @@ class ForSequenceClassification : public SequenceClassifier {
 
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads [CLS] alone, so a sparse last layer computes only that position.
-    const auto x = body_.forward(in, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
+    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto x = body_.forward(in, layout, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Head on [CLS]: pre_classifier -> ReLU -> dropout(seq_classif_dropout) -> classifier.
-    auto h = torch::relu(pre_classifier_(x.select(1, 0)));
+    auto h = torch::relu(pre_classifier_(layers::head_position(x, layout, 0, sparse_last_layer_)));
     return classifier_(classifier_dropout_(h));
   }
 
  private:
   Body body_;
-  bool sparse_last_layer_;
+  bool sparse_last_layer_, unpad_;
   layers::Linear pre_classifier_{nullptr}, classifier_{nullptr};
   layers::Dropout classifier_dropout_{nullptr};
 };
@@ -160,7 +165,7 @@ class ForMaskedLM : public MaskedLanguageModel {
   }
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
-    auto hidden = body_.forward(in);
+    auto hidden = body_.forward(in, layers::TokenLayout{});
     auto logits = layers::masked_lm_scores(hidden, in.scored_positions, vocab_transform_, activation_, vocab_layer_norm_,
                                            body_.embeddings->word_embeddings->weight, bias_);
     return {logits, hidden};

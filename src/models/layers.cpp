@@ -97,26 +97,73 @@ std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const st
 
 Linear linear(int64_t in, int64_t out) { return Linear(in, out); }
 
-QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused) {
+TokenLayout TokenLayout::of(const ModelInputs& in, bool unpad) {
+  TokenLayout layout;
+  if (!unpad || !in.has_padding) return layout;
+  layout.batch_ = in.attention_mask.size(0);
+  layout.seq_len_ = in.attention_mask.size(1);
+  // The loader lists the positions on the host; found here, nonzero would wait for the device.
+  layout.positions_ = in.token_positions.defined() ? in.token_positions
+                                                   : in.attention_mask.reshape({-1}).nonzero().reshape({-1});
+  const auto rows = torch::arange(layout.positions_.size(0), layout.positions_.options());
+  layout.row_of_ = torch::zeros({layout.batch_ * layout.seq_len_}, rows.options())
+                       .index_copy_(0, layout.positions_, rows)
+                       .view({layout.batch_, layout.seq_len_});
+  return layout;
+}
+
+torch::Tensor TokenLayout::to_rows(const torch::Tensor& grid) const {
+  if (!unpadded() || !grid.defined()) return grid;
+  auto flat_shape = grid.sizes().vec();
+  flat_shape.erase(flat_shape.begin());
+  flat_shape[0] = batch_ * seq_len_;
+  return grid.reshape(flat_shape).index_select(0, positions_).unsqueeze(0);
+}
+
+torch::Tensor TokenLayout::to_grid(const torch::Tensor& rows) const {
+  if (!unpadded()) return rows;
+  const auto width = rows.size(-1);
+  return torch::zeros({batch_ * seq_len_, width}, rows.options())
+      .index_copy(0, positions_, rows.reshape({-1, width}))
+      .view({batch_, seq_len_, width});
+}
+
+torch::Tensor TokenLayout::at_position(const torch::Tensor& x, int64_t position) const {
+  if (!unpadded()) return x.narrow(1, position, 1);
+  return x.reshape({-1, x.size(-1)}).index_select(0, row_of_.select(1, position)).unsqueeze(1);
+}
+
+QueryKeyValue project_qkv(const torch::Tensor& x, const TokenLayout& layout, Linear& query, Linear& key, Linear& value,
+                          int64_t heads, bool fused) {
   if (!fused) {
-    return {split_heads(query(x), heads), split_heads(key(x), heads), split_heads(value(x), heads)};
+    return {split_heads(layout.to_grid(query(x)), heads), split_heads(layout.to_grid(key(x)), heads),
+            split_heads(layout.to_grid(value(x)), heads)};
   }
   // [B, S, 3·H·D] -> [3, B, H, S, D]: rows of the stacked weight are query's, then key's, then value's.
   const auto weight = torch::cat({query->weight, key->weight, value->weight});
   const auto bias = torch::cat({query->bias, key->bias, value->bias});
-  const auto b = x.size(0), s = x.size(1);
-  const auto parts =
-      torch::linear(x, weight, bias).view({b, s, 3, heads, -1}).permute({2, 0, 3, 1, 4}).unbind(0);
+  const auto stacked = layout.to_grid(torch::linear(x, weight, bias));
+  const auto b = stacked.size(0), s = stacked.size(1);
+  const auto parts = stacked.view({b, s, 3, heads, -1}).permute({2, 0, 3, 1, 4}).unbind(0);
   return {parts[0], parts[1], parts[2]};
 }
 
-QueryKeyValue project_qkv_at(const torch::Tensor& x, int64_t position, Linear& query, Linear& key, Linear& value,
-                             int64_t heads) {
-  return {split_heads(query(x.narrow(1, position, 1)), heads), split_heads(key(x), heads), split_heads(value(x), heads)};
+QueryKeyValue project_qkv_at(const torch::Tensor& x, const TokenLayout& layout, int64_t position, Linear& query,
+                             Linear& key, Linear& value, int64_t heads) {
+  return {split_heads(query(layout.at_position(x, position)), heads), split_heads(layout.to_grid(key(x)), heads),
+          split_heads(layout.to_grid(value(x)), heads)};
 }
 
-torch::Tensor rows_at(const torch::Tensor& x, std::optional<int64_t> position) {
-  return position ? x.narrow(1, *position, 1) : x;
+torch::Tensor rows_at(const torch::Tensor& x, const TokenLayout& layout, std::optional<int64_t> position) {
+  return position ? layout.at_position(x, *position) : x;
+}
+
+torch::Tensor head_position(const torch::Tensor& x, const TokenLayout& layout, int64_t position, bool sparse_last_layer) {
+  return (sparse_last_layer ? x : layout.at_position(x, position)).select(1, 0);
+}
+
+torch::Tensor context_rows(const torch::Tensor& context, const TokenLayout& layout, std::optional<int64_t> position) {
+  return position ? context : layout.to_rows(context);
 }
 
 torch::nn::LayerNorm layer_norm(int64_t size, double eps) {

@@ -29,6 +29,15 @@ double encoder_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
   return projections + ffn + attention;
 }
 
+// Forward FLOPs of a block's work token by token, for one token: the projections and the MLP, or
+// with `keys_only` (a sparse last layer's other tokens) its key and value alone.
+double layer_flops_per_token(const ModelConfig& c, bool keys_only) {
+  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
+  const double heads = static_cast<double>(c.num_heads * c.head_dim());  // = h in every shipped model
+  const double keys_and_values = 2.0 * 2 * h * heads;
+  return keys_only ? keys_and_values : keys_and_values + 2.0 * 2 * h * heads + 2.0 * 2 * h * f;  // + Q, O; MLP
+}
+
 // XLNet's block adds the r projection of the 2s relative distances, the position scores against
 // those 2s encodings (before the shift keeps s of them) and the segment scores against 2 segments.
 // With its output at one position only (`one_row`, a sparse last layer), that row reads s encodings.
@@ -144,6 +153,12 @@ double run_train_flops_per_sample(const ModelConfig& model, const ModelConfig* t
 
 double masked_lm_head_train_flops_per_position(const ModelConfig& model, const ModelConfig* teacher) {
   return 3.0 * masked_lm_head_flops(model, 1) + (teacher ? masked_lm_head_flops(*teacher, 1) : 0.0);
+}
+
+double per_token_train_flops(const ModelConfig& model) {
+  if (model.num_layers == 0) return 0.0;
+  const double others = static_cast<double>(model.num_layers - 1) * layer_flops_per_token(model, false);
+  return 3.0 * (others + layer_flops_per_token(model, /*keys_only=*/model.sparse_last_layer));
 }
 
 }  // namespace tbench

@@ -16,17 +16,17 @@ using layers::add_group;
 // The encoder's output (the last layer at `last_layer_at` only, if given). position_i = pad +
 // (number of real tokens up to and including i), and pad for padding tokens.
 torch::Tensor encode(bert::Embeddings& embeddings, bert::Encoder& encoder, const ModelInputs& in, int64_t pad,
-                     std::optional<int64_t> last_layer_at = std::nullopt) {
+                     const layers::TokenLayout& layout, std::optional<int64_t> last_layer_at = std::nullopt) {
   auto real = in.input_ids.ne(pad).to(torch::kLong);
   auto positions = torch::cumsum(real, 1) * real + pad;
-  auto x = embeddings(in.input_ids, in.token_type_ids, positions);
-  return encoder(x, in, last_layer_at);
+  auto x = embeddings(layout.to_rows(in.input_ids), layout.to_rows(in.token_type_ids), layout.to_rows(positions));
+  return encoder(x, in, layout, last_layer_at);
 }
 
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : pad_(c.pad_token_id), sparse_last_layer_(c.sparse_last_layer) {
+      : pad_(c.pad_token_id), sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
     auto roberta = add_group(*this, "roberta");
     embeddings_ = roberta->register_module("embeddings", bert::Embeddings(c));
     encoder_ = roberta->register_module("encoder", bert::Encoder(c));
@@ -39,15 +39,17 @@ class ForSequenceClassification : public SequenceClassifier {
 
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads <s> alone, so a sparse last layer computes only that position.
-    const auto x = encode(embeddings_, encoder_, in, pad_, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
+    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto x =
+        encode(embeddings_, encoder_, in, pad_, layout, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Head on <s>: dropout -> dense -> tanh -> dropout -> out_proj.
-    auto h = torch::tanh(dense_(dropout_(x.select(1, 0))));
+    auto h = torch::tanh(dense_(dropout_(layers::head_position(x, layout, 0, sparse_last_layer_))));
     return out_proj_(dropout_(h));
   }
 
  private:
   int64_t pad_;
-  bool sparse_last_layer_;
+  bool sparse_last_layer_, unpad_;
   bert::Embeddings embeddings_{nullptr};
   bert::Encoder encoder_{nullptr};
   layers::Linear dense_{nullptr}, out_proj_{nullptr};
@@ -69,7 +71,7 @@ class ForMaskedLM : public MaskedLanguageModel {
   }
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
-    auto hidden = encode(embeddings_, encoder_, in, pad_);
+    auto hidden = encode(embeddings_, encoder_, in, pad_, layers::TokenLayout{});
     auto logits = layers::masked_lm_scores(hidden, in.scored_positions, dense_, "gelu", norm_,
                                            embeddings_->word_embeddings->weight, bias_);
     return {logits, hidden};

@@ -47,12 +47,19 @@ torch::Tensor rel_shift(const torch::Tensor& x, int64_t klen) {
 
 namespace {
 
-// [B, L, d_model] x W [d_model, n_head, d_head] -> [B, n_head, L, d_head] (HF: "ibh,hnd->ibnd").
+// [..., d_model] x W [d_model, n_head, d_head] -> [..., n_head * d_head] (HF: "ibh,hnd->ibnd").
+torch::Tensor project(const torch::Tensor& x, const torch::Tensor& w) {
+  return torch::matmul(x, w.view({w.size(0), w.size(1) * w.size(2)}));
+}
+
+// The same into heads: [B, L, d_model] -> [B, n_head, L, d_head].
 torch::Tensor project_heads(const torch::Tensor& x, const torch::Tensor& w) {
-  const auto heads = w.size(1), head_dim = w.size(2);
-  return torch::matmul(x, w.view({w.size(0), heads * head_dim}))
-      .view({x.size(0), x.size(1), heads, head_dim})
-      .transpose(1, 2);
+  return layers::split_heads(project(x, w), w.size(1));
+}
+
+// x in `layout` projected into heads on the padded grid, [B, n_head, S, d_head], for attention.
+torch::Tensor project_heads(const torch::Tensor& x, const layers::TokenLayout& layout, const torch::Tensor& w) {
+  return layers::split_heads(layout.to_grid(project(x, w)), w.size(1));
 }
 
 // Relative multi-head attention (HF's XLNetRelativeAttention). For query i and key j, with R_{i-j}
@@ -90,16 +97,20 @@ class RelativeAttentionImpl : public torch::nn::Module {
     for (auto* p : {&q_, &k_, &v_, &o_, &r_, &r_r_bias_, &r_s_bias_, &r_w_bias_, &seg_embed_}) p->normal_(0.0, std);
   }
 
-  // The content stream alone (fine-tuning). h: [B, S, d_model]; positions: the encodings of
-  // distances S .. 1-S, [B or 1, 2S, d_model]; other_segment: [B, 1, S, S] bool, or undefined for
-  // no segment term; mask: [B, 1, S, S] additive, or undefined. With `at`, the output at that
-  // position only ([B, 1, d_model]): one query against every key.
-  torch::Tensor forward(const torch::Tensor& h, const torch::Tensor& positions, const torch::Tensor& other_segment,
-                        const torch::Tensor& mask, std::optional<int64_t> at = std::nullopt) {
-    const Keys keys = keys_of(h, positions, at);
+  // The content stream alone (fine-tuning). h: [B, S, d_model], or in an unpadded `layout` the real
+  // tokens' rows [1, T, d_model]; positions: the encodings of distances S .. 1-S, [B or 1, 2S,
+  // d_model]; other_segment: [B, 1, S, S] bool, or undefined for no segment term; mask: [B, 1, S, S]
+  // additive, or undefined. With `at`, the output at that position only ([B, 1, d_model]): one
+  // query against every key.
+  torch::Tensor forward(const torch::Tensor& h, const layers::TokenLayout& layout, const torch::Tensor& positions,
+                        const torch::Tensor& other_segment, const torch::Tensor& mask,
+                        std::optional<int64_t> at = std::nullopt) {
+    const Keys keys = keys_of(h, layout, positions, at);
     const auto query_row = [&](const torch::Tensor& t) { return at && t.defined() ? t.narrow(2, *at, 1) : t; };
-    const auto rows = layers::rows_at(h, at);
-    return post_attention(rows, attend(project_heads(rows, q_), keys, query_row(other_segment), query_row(mask)));
+    const auto rows = layers::rows_at(h, layout, at);
+    const auto queries = at ? project_heads(rows, q_) : project_heads(h, layout, q_);
+    const auto heads = attend(queries, keys, query_row(other_segment), query_row(mask));
+    return post_attention(rows, layers::context_rows(merge(heads), layout, at));
   }
 
   // Both streams (pre-training). g: [B, M, d_model], the query stream at the M targets;
@@ -109,13 +120,13 @@ class RelativeAttentionImpl : public torch::nn::Module {
                                                   const torch::Tensor& positions, const torch::Tensor& other_segment,
                                                   const torch::Tensor& mask_h, const torch::Tensor& mask_g,
                                                   const torch::Tensor& target_mapping) {
-    const Keys keys = keys_of(h, positions);
-    auto out_h = post_attention(h, attend(project_heads(h, q_), keys, other_segment, mask_h));
+    const Keys keys = keys_of(h, layers::TokenLayout{}, positions);
+    auto out_h = post_attention(h, merge(attend(project_heads(h, q_), keys, other_segment, mask_h)));
     // g's queries move to their targets' positions, attend there, and the results move back.
     const auto mapping = target_mapping.unsqueeze(1);                                   // [B, 1, M, S]
     const auto q_g = torch::matmul(mapping.transpose(-1, -2), project_heads(g, q_));    // [B, H, S, D]
     const auto heads_g = torch::matmul(mapping, attend(q_g, keys, other_segment, mask_g));  // [B, H, M, D]
-    return {out_h, post_attention(g, heads_g)};
+    return {out_h, post_attention(g, merge(heads_g))};
   }
 
  private:
@@ -127,10 +138,12 @@ class RelativeAttentionImpl : public torch::nn::Module {
 
   // Query row i's distance to key j is i - j, the encoding at index S - i + j of S .. 1-S: one row
   // reads S consecutive encodings, already in place, and projects only those.
-  Keys keys_of(const torch::Tensor& h, const torch::Tensor& positions, std::optional<int64_t> at = std::nullopt) {
-    const auto seq = h.size(1);
+  // Keys and values on the padded grid whatever h's layout; the distances' keys depend on positions only.
+  Keys keys_of(const torch::Tensor& h, const layers::TokenLayout& layout, const torch::Tensor& positions,
+               std::optional<int64_t> at = std::nullopt) {
+    const auto seq = positions.size(1) / 2;
     const auto encodings = at ? positions.narrow(1, seq - *at, seq) : positions;
-    return {project_heads(h, k_), project_heads(h, v_), project_heads(encodings, r_), at.has_value()};
+    return {project_heads(h, layout, k_), project_heads(h, layout, v_), project_heads(encodings, r_), at.has_value()};
   }
 
   // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] (or one row, [B, H, 1, D])
@@ -153,10 +166,11 @@ class RelativeAttentionImpl : public torch::nn::Module {
     return torch::matmul(probs, keys.v);
   }
 
-  // LayerNorm(residual + Dropout(W_o · attention)), heads [B, H, L, D] -> [B, L, d_model].
-  torch::Tensor post_attention(const torch::Tensor& residual, const torch::Tensor& heads) {
-    const auto batch = heads.size(0), length = heads.size(2);
-    auto context = heads.transpose(1, 2).reshape({batch, length, heads_ * head_dim_});
+  // heads [B, H, L, D] -> context [B, L, H * D]
+  static torch::Tensor merge(const torch::Tensor& heads) { return layers::merge_heads(heads); }
+
+  // LayerNorm(residual + Dropout(W_o · context)), in the residual's layout.
+  torch::Tensor post_attention(const torch::Tensor& residual, const torch::Tensor& context) {
     auto out = torch::matmul(context, o_.view({o_.size(0), heads_ * head_dim_}).t());  // HF: "ibnd,hnd->ibh"
     return layer_norm_(dropout_(out) + residual);
   }
@@ -225,22 +239,25 @@ class TransformerImpl : public torch::nn::Module {
     for (const auto& layer : *layers_) layer->as<Layer>()->rel_attn->init_weights(std);
   }
 
-  // The last block's output, [B, S, d_model] (content stream) or [B, M, d_model] (query stream),
-  // before the final dropout, which callers apply where they read it. With `last_layer_at` (content
-  // stream only) the last block computes that position alone: [B, 1, d_model].
-  torch::Tensor forward(const ModelInputs& in, std::optional<int64_t> last_layer_at = std::nullopt) {
+  // The last block's output, [B, S, d_model] (content stream; in an unpadded `layout`, the real
+  // tokens' rows [1, T, d_model]) or [B, M, d_model] (query stream), before the final dropout, which
+  // callers apply where they read it. With `last_layer_at` (content stream only) the last block
+  // computes that position alone: [B, 1, d_model].
+  torch::Tensor forward(const ModelInputs& in, const layers::TokenLayout& layout = {},
+                        std::optional<int64_t> last_layer_at = std::nullopt) {
     const auto seq = in.input_ids.size(1);
+    const auto batch = in.input_ids.size(0);
     const auto dtype = word_embedding->weight.scalar_type();
-    auto h = dropout(word_embedding(in.input_ids));  // [B, S, d_model]
+    auto h = dropout(word_embedding(layout.to_rows(in.input_ids)));  // [B, S, d_model] or [1, T, d_model]
     torch::Tensor g;
     if (in.target_mapping.defined()) {
-      g = dropout(mask_emb_.expand({h.size(0), in.target_mapping.size(1), -1}));  // [B, M, d_model]
+      g = dropout(mask_emb_.expand({batch, in.target_mapping.size(1), -1}));  // [B, M, d_model]
     }
 
     // Encodings of the distances S .. 1-S, shared by all layers. HF expands them over the batch
     // before dropout, so each sequence gets its own dropout mask while training.
     auto positions = positional_encoding(relative_positions(seq, seq, h.device()), d_model_).to(dtype).unsqueeze(0);
-    if (is_training() && dropout_p_ > 0) positions = positions.expand({h.size(0), -1, -1});
+    if (is_training() && dropout_p_ > 0) positions = positions.expand({batch, -1, -1});
     positions = dropout(positions);
 
     // Segments are relative: only whether two tokens' token types differ matters.
@@ -268,7 +285,7 @@ class TransformerImpl : public torch::nn::Module {
         h = layer.ff(new_h);
       } else {
         const auto at = i + 1 == count ? last_layer_at : std::nullopt;
-        h = layer.ff(layer.rel_attn->forward(h, positions, other_segment, mask_h, at));
+        h = layer.ff(layer.rel_attn->forward(h, layout, positions, other_segment, mask_h, at));
       }
     }
     return g.defined() ? g : h;
@@ -304,7 +321,8 @@ TORCH_MODULE(Transformer);
 
 class ForSequenceClassification : public SequenceClassifier {
  public:
-  ForSequenceClassification(const ModelConfig& c, int64_t num_labels) : sparse_last_layer_(c.sparse_last_layer) {
+  ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
+      : sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
     const int64_t d = c.hidden_size;
     transformer_ = register_module("transformer", Transformer(c));
     auto sequence_summary = add_group(*this, "sequence_summary");
@@ -319,15 +337,17 @@ class ForSequenceClassification : public SequenceClassifier {
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads the last token (<cls>) alone, so a sparse last layer computes only that position.
     const auto last_token = in.input_ids.size(1) - 1;
-    const auto h = transformer_->forward(in, sparse_last_layer_ ? std::optional<int64_t>(last_token) : std::nullopt);
+    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto h =
+        transformer_->forward(in, layout, sparse_last_layer_ ? std::optional<int64_t>(last_token) : std::nullopt);
     // Sequence summary on the last token: dropout -> summary -> tanh -> dropout -> logits_proj.
     // (HF drops out every position's output; only the last one is read.)
-    auto last = transformer_->dropout(h.select(1, h.size(1) - 1));
+    auto last = transformer_->dropout(layers::head_position(h, layout, last_token, sparse_last_layer_));
     return logits_proj_(summary_dropout_(torch::tanh(summary_(last))));
   }
 
  private:
-  bool sparse_last_layer_;
+  bool sparse_last_layer_, unpad_;
   Transformer transformer_{nullptr};
   layers::Dropout summary_dropout_{nullptr};
   layers::Linear summary_{nullptr}, logits_proj_{nullptr};

@@ -330,6 +330,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.spec = spec;
   plan.model = model_config_for(spec);
   plan.model.sparse_last_layer = spec.model.sparse_last_layer;  // before the cost: the last layer's FLOPs follow it
+  plan.model.unpad = spec.model.unpad;
   if (spec.task == Task::distillation) plan.teacher = teacher_config_for(spec);
   check_model_fits(spec, plan.model);
   check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);
@@ -348,6 +349,12 @@ RunPlan prepare_run(const RunSpec& spec) {
   }
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
+  if (spec.model.unpad) {
+    // The per-token work at the real tokens alone: seq_len less the mean length, a sample's padding
+    // under max_length, and at most that with dynamic padding; each step records its own count.
+    plan.cost.train_flops_per_sample -= (static_cast<double>(spec.data.seq_len) - plan.data->train.mean_length()) *
+                                        per_token_train_flops(plan.model);
+  }
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   check_profile_window(spec, plan.steps);
@@ -488,6 +495,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
   const double head_per_position = masked_lm_head_train_flops_per_position(plan.model, teacher);
+  const double per_token = per_token_train_flops(plan.model);
   trainer.set_flops_model([&](const Batch& batch) {
     const int64_t length = batch.inputs.input_ids.size(1);
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
@@ -497,6 +505,8 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     if (batch.inputs.scored_positions.defined()) {
       flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
     }
+    // model.unpad: the per-token work ran at the real tokens only.
+    if (batch.inputs.token_positions.defined()) flops -= static_cast<double>(batch.tokens - batch.real_tokens) * per_token;
     return flops;
   });
   const bool writes_result = plan.launch.rank == 0;

@@ -119,6 +119,11 @@ const std::vector<Field>& fields() {
        "the first token; XLNet: the last), keys and values from every position: HF's logits, loss and gradients "
        "with fewer FLOPs (HF computes the layer at every position and reads one)",
        set(&RunSpec::model, &ModelRef::sparse_last_layer)},
+      {"model.unpad", Kind::boolean, false, -1e300, {},
+       "task classification: run each layer's per-token work (projections, MLP, LayerNorms, dropout) on the real "
+       "tokens alone and only attention on the padded batch, whose mask keeps padding out: HF's logits, loss and "
+       "gradients without the padding's work (HF computes every padded position)",
+       set(&RunSpec::model, &ModelRef::unpad)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
        "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label; corpus: plain "
@@ -460,6 +465,10 @@ void check_output_placeholders(const Validator& v, const std::string& output) {
 // shapes, and nothing in it may wait for the host (so the optimizer is the fused one).
 void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
   if (!on_cuda) v.fail("train.cuda_graph", "CUDA graphs need a CUDA device, but device is '" + spec.device.text() + "'");
+  if (spec.model.unpad) {
+    v.fail("model.unpad", "cannot be captured with train.cuda_graph (the real tokens' count, and so the shapes, "
+                          "change from batch to batch)");
+  }
   if (spec.timing.warmup_steps < kCudaGraphCaptureStep) {
     v.fail("timing.warmup_steps", "must be at least " + std::to_string(kCudaGraphCaptureStep) +
                                       " with train.cuda_graph (the eager step and the capture step are not "
@@ -566,6 +575,9 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
   if (pretraining && spec.model.sparse_last_layer) {
     v.fail("model.sparse_last_layer", "only used with task classification " + task_is + ": this task's head reads "
                                       "every position of the last layer");
+  }
+  if (pretraining && spec.model.unpad) {
+    v.fail("model.unpad", "only used with task classification " + task_is);
   }
   // A distillation section under a classification task is a forgotten `task: distillation`; under
   // mlm it is ignored, so a sweep can take a spec across both masked-LM tasks.

@@ -152,6 +152,7 @@ ModelInputs Trainer::on_device(const ModelInputs& host, bool non_blocking) const
   const auto moved = [&](const torch::Tensor& t) { return t.defined() ? moved_to(t, device_, non_blocking) : t; };
   ModelInputs inputs{moved(host.input_ids), moved(host.attention_mask), moved(host.token_type_ids), host.has_padding};
   inputs.scored_positions = moved(host.scored_positions);
+  inputs.token_positions = moved(host.token_positions);
   inputs.perm_mask = moved(host.perm_mask);
   inputs.target_mapping = moved(host.target_mapping);
   return inputs;

@@ -11,6 +11,8 @@
 #include "support/cli.hpp"
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
+#include "tbench/models/model_config.hpp"
+#include "tbench/models/model_cost.hpp"
 #include "tbench/models/safetensors.hpp"
 
 namespace tbench {
@@ -101,6 +103,40 @@ TEST_F(Cli, SparseLastLayerTrainsTheSameClassifierWithFewerFlops) {
       const auto &a = full["iterations"][i], &b = sparse["iterations"][i];
       EXPECT_NEAR(b["loss"].get<double>(), a["loss"].get<double>(), 1e-4 * a["loss"].get<double>()) << "step " << i;
       EXPECT_DOUBLE_EQ(b["train_flops"].get<double>() / b["samples"].get<double>(), sparse_flops) << "step " << i;
+    }
+  }
+}
+
+// model.unpad on samples of mixed lengths (max_length padding): without dropout the losses are the
+// padded model's step for step, and each step's FLOPs leave out the per-token work of its padding.
+TEST_F(Cli, UnpaddedTokensTrainTheSameClassifierWithoutThePaddingsWork) {
+  for (const std::string model : {"tiny-bert", "tiny-xlnet"}) {
+    SCOPED_TRACE(model);
+    const auto run = [&](bool unpad) {
+      const std::string out = dir.file(model + (unpad ? "-unpadded.json" : "-padded.json"));
+      auto spec = testing::tiny_spec(out);
+      spec["model"] = {{"name", model}, {"unpad", unpad}};
+      spec["train"]["dropout"] = false;
+      spec["data"]["lengths"] = {{"distribution", "uniform"}, {"min", 4}};
+      const auto r = run_tbench("run -q " + spec_path(spec, model + (unpad ? "-unpadded-spec.json" : "-spec.json")));
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return testing::read_json(out);
+    };
+    const nlohmann::json padded = run(false), unpadded = run(true);
+    EXPECT_TRUE(testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), unpadded).empty());
+    EXPECT_EQ(unpadded["spec"]["model"]["unpad"], true);
+    const double per_token = per_token_train_flops(shipped_model_config(model));
+    const double seq_len = unpadded["spec"]["data"]["seq_len"], mean_length = unpadded["data"]["lengths"]["mean"];
+    ASSERT_LT(mean_length, seq_len - 1);
+    EXPECT_NEAR(unpadded["model"]["train_flops_per_sample"].get<double>(),
+                padded["model"]["train_flops_per_sample"].get<double>() - (seq_len - mean_length) * per_token, 1.0);
+    ASSERT_EQ(padded["iterations"].size(), unpadded["iterations"].size());
+    for (std::size_t i = 0; i < padded["iterations"].size(); ++i) {
+      const auto &a = padded["iterations"][i], &b = unpadded["iterations"][i];
+      EXPECT_NEAR(b["loss"].get<double>(), a["loss"].get<double>(), 1e-4 * a["loss"].get<double>()) << "step " << i;
+      const double padding = b["tokens"].get<double>() - b["real_tokens"].get<double>();
+      EXPECT_GT(padding, 0) << "step " << i;
+      EXPECT_NEAR(b["train_flops"].get<double>(), a["train_flops"].get<double>() - padding * per_token, 1.0) << "step " << i;
     }
   }
 }

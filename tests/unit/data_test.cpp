@@ -229,6 +229,21 @@ TEST(Collate, MarksBatchesWithoutPadding) {
   EXPECT_TRUE(batches_can_pad(s, o));
 }
 
+// model.unpad: a padded batch lists its real tokens' flat positions (row * width + column), on the
+// right or, for XLNet, the left; a batch without padding lists none (the model keeps it padded).
+TEST(Collate, ListsTheRealTokensOfPaddedBatchesForUnpadding) {
+  const auto s = samples_of_lengths({4, 4, 2});
+  CollateOptions o{4, Padding::max_length, 0, 0, false, {}, {}};
+  EXPECT_FALSE(collate(s, {0, 2}, o).inputs.token_positions.defined());  // only where asked
+  o.list_token_positions = true;
+  const Batch right = collate(s, {0, 2}, o);
+  EXPECT_TRUE(torch::equal(right.inputs.token_positions, torch::tensor({0, 1, 2, 3, 4, 5}, torch::kLong)));
+  o.pad_left = true;
+  const Batch left = collate(s, {2, 0}, o);
+  EXPECT_TRUE(torch::equal(left.inputs.token_positions, torch::tensor({2, 3, 4, 5, 6, 7}, torch::kLong)));
+  EXPECT_FALSE(collate(s, {0, 1}, o).inputs.token_positions.defined());
+}
+
 std::vector<int64_t> all_samples(const std::vector<StepBatches>& plan) {
   std::vector<int64_t> out;
   for (const auto& step : plan) {

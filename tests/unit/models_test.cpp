@@ -234,24 +234,8 @@ void spread_weights(torch::nn::Module& model) {
   }
 }
 
-// model.sparse_last_layer: the last layer at the head's position only. Same weights, padded inputs
-// (on the right, or XLNet's left) with two segments: the logits and every parameter's gradient
-// must be the full layer's, in eval mode (no dropout draws to differ).
-TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
-  ModelConfig c = shipped_model_config(GetParam());
-  torch::manual_seed(5);
-  const auto full = build_classifier(c, 3);
-  spread_weights(*full);
-  c.sparse_last_layer = true;
-  const auto sparse = build_classifier(c, 3);
-  {
-    torch::NoGradGuard no_grad;
-    const auto source = full->named_parameters();
-    for (auto& p : sparse->named_parameters()) p.value().copy_(source[p.key()]);
-  }
-  full->eval();
-  sparse->eval();
-
+// Padded inputs (on the right, or XLNet's left; rows of 12, 9 and 5 real tokens) with two segments.
+ModelInputs padded_inputs(const ModelConfig& c) {
   ModelInputs in = random_inputs(c, 3, 12);
   const int64_t real[] = {12, 9, 5};
   for (int64_t row = 0; row < 3; ++row) {
@@ -262,15 +246,33 @@ TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
     in.token_type_ids[row].narrow(0, 6, 6).fill_(c.type_vocab_size > 1 || c.arch == Architecture::xlnet ? 1 : 0);
   }
   in.has_padding = true;
+  return in;
+}
+
+// A layer setting that must compute the same network: same weights, the padded inputs, and the
+// logits and every parameter's gradient must be those of the model built from `base`, in eval
+// mode (no dropout draws to differ).
+void expect_same_logits_and_gradients(const ModelConfig& base, const ModelConfig& variant, const ModelInputs& in) {
+  torch::manual_seed(5);
+  const auto full = build_classifier(base, 3);
+  spread_weights(*full);
+  const auto other = build_classifier(variant, 3);
+  {
+    torch::NoGradGuard no_grad;
+    const auto source = full->named_parameters();
+    for (auto& p : other->named_parameters()) p.value().copy_(source[p.key()]);
+  }
+  full->eval();
+  other->eval();
   const auto labels = torch::tensor({0, 2, 1}, torch::kLong);
 
   const auto full_logits = full->forward(in);
-  const auto sparse_logits = sparse->forward(in);
-  ASSERT_TRUE(torch::allclose(sparse_logits, full_logits, 1e-5, 1e-6)) << sparse_logits << "\nfull:\n" << full_logits;
+  const auto other_logits = other->forward(in);
+  ASSERT_TRUE(torch::allclose(other_logits, full_logits, 1e-5, 1e-6)) << other_logits << "\nfull:\n" << full_logits;
   torch::nn::functional::cross_entropy(full_logits, labels).backward();
-  torch::nn::functional::cross_entropy(sparse_logits, labels).backward();
+  torch::nn::functional::cross_entropy(other_logits, labels).backward();
   const auto full_params = full->named_parameters();
-  for (const auto& p : sparse->named_parameters()) {
+  for (const auto& p : other->named_parameters()) {
     const auto& expected = full_params[p.key()].grad();
     if (!expected.defined()) {
       EXPECT_FALSE(p.value().grad().defined()) << p.key();
@@ -279,6 +281,103 @@ TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_TRUE(torch::allclose(p.value().grad(), expected, 1e-4, 1e-6)) << p.key();
   }
+}
+
+// The unpadded layout's moves: rows of the real tokens in sample-then-position order, back to the
+// grid with zeros at the padding, and one position of every sample.
+TEST(TokenLayout, MovesRealTokensBetweenRowsAndTheGrid) {
+  ModelInputs in;
+  in.attention_mask = torch::tensor({1, 1, 1, 0, 1, 1, 0, 0}, torch::kLong).view({2, 4});
+  in.input_ids = torch::arange(8, torch::kLong).view({2, 4});
+  in.has_padding = true;
+  const auto layout = layers::TokenLayout::of(in, /*unpad=*/true);
+  ASSERT_TRUE(layout.unpadded());
+  const auto ids = layout.to_rows(in.input_ids);
+  EXPECT_TRUE(torch::equal(ids, torch::tensor({0, 1, 2, 4, 5}, torch::kLong).view({1, 5}))) << ids;
+  EXPECT_FALSE(layout.to_rows(torch::Tensor()).defined());
+
+  const auto rows = torch::arange(10, torch::kFloat).view({1, 5, 2}) + 1;
+  const auto grid = layout.to_grid(rows);
+  const auto expected = torch::tensor({1, 2, 3, 4, 5, 6, 0, 0, 7, 8, 9, 10, 0, 0, 0, 0}, torch::kFloat).view({2, 4, 2});
+  EXPECT_TRUE(torch::equal(grid, expected)) << grid;
+  EXPECT_TRUE(torch::equal(layout.to_rows(grid), rows));
+  EXPECT_TRUE(torch::equal(layout.at_position(rows, 1), torch::tensor({3, 4, 9, 10}, torch::kFloat).view({2, 1, 2})));
+
+  // A batch without padding, or a model that does not unpad, keeps the padded layout.
+  in.has_padding = false;
+  EXPECT_FALSE(layers::TokenLayout::of(in, true).unpadded());
+  in.has_padding = true;
+  const auto padded = layers::TokenLayout::of(in, false);
+  EXPECT_FALSE(padded.unpadded());
+  EXPECT_TRUE(torch::equal(padded.to_rows(in.input_ids), in.input_ids));
+  EXPECT_TRUE(torch::equal(padded.at_position(grid, 1), grid.narrow(1, 1, 1)));
+}
+
+// model.sparse_last_layer: the last layer at the head's position only.
+TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
+  const ModelConfig c = shipped_model_config(GetParam());
+  ModelConfig sparse = c;
+  sparse.sparse_last_layer = true;
+  expect_same_logits_and_gradients(c, sparse, padded_inputs(c));
+}
+
+// model.unpad: the per-token work on the real tokens' rows, attention on the padded grid; with the
+// positions found from the mask or listed by the loader, with a sparse last layer, and (BERT,
+// DistilBERT, RoBERTa) with the fused QKV projection and residual LayerNorm.
+TEST_P(ArchitectureTest, UnpaddedTokensGiveThePaddedLogitsAndGradients) {
+  const ModelConfig c = shipped_model_config(GetParam());
+  ModelConfig unpadded = c;
+  unpadded.unpad = true;
+  ModelInputs in = padded_inputs(c);
+  {
+    SCOPED_TRACE("positions found from the mask");
+    expect_same_logits_and_gradients(c, unpadded, in);
+  }
+  in.token_positions = in.attention_mask.reshape({-1}).nonzero().reshape({-1});
+  {
+    SCOPED_TRACE("positions listed by the loader");
+    expect_same_logits_and_gradients(c, unpadded, in);
+  }
+  {
+    SCOPED_TRACE("with a sparse last layer");
+    ModelConfig sparse = unpadded;
+    sparse.sparse_last_layer = true;
+    expect_same_logits_and_gradients(c, sparse, in);
+  }
+  if (c.arch != Architecture::xlnet) {
+    SCOPED_TRACE("with the fused QKV projection and residual LayerNorm");
+    ModelConfig fused = unpadded;
+    fused.fused_qkv = true;
+    fused.fused_layer_norm = true;
+    expect_same_logits_and_gradients(c, fused, in);
+  }
+}
+
+// Unpadded, nothing is computed at the padding: with the padding token's embedding poisoned
+// (NaN), the padded model's logits turn NaN for every sample with padding (its padding rows reach
+// each score, masked, and NaN stays NaN under the mask), while the unpadded model's stay those of
+// the clean weights.
+TEST_P(ArchitectureTest, UnpaddedModelComputesNothingAtThePadding) {
+  ModelConfig c = shipped_model_config(GetParam());
+  const ModelInputs in = padded_inputs(c);
+  torch::manual_seed(5);
+  const auto clean = build_classifier(c, 3);
+  spread_weights(*clean);
+  clean->eval();
+  torch::NoGradGuard no_grad;
+  const auto expected = clean->forward(in);
+  for (auto& p : clean->named_parameters()) {
+    if (p.key().find("word_embedding") != std::string::npos) p.value()[c.pad_token_id].fill_(NAN);
+  }
+  const auto poisoned_rows = torch::isnan(clean->forward(in)).any(1);  // the first row has no padding
+  EXPECT_TRUE(torch::equal(poisoned_rows, torch::tensor({false, true, true}))) << poisoned_rows;
+  c.unpad = true;
+  const auto unpadded = build_classifier(c, 3);
+  const auto source = clean->named_parameters();
+  for (auto& p : unpadded->named_parameters()) p.value().copy_(source[p.key()]);
+  unpadded->eval();
+  const auto logits = unpadded->forward(in);
+  EXPECT_TRUE(torch::allclose(logits, expected, 1e-5, 1e-6)) << logits << "\nclean:\n" << expected;
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ArchitectureTest,
@@ -480,6 +579,25 @@ TEST(ModelCost, SparseLastLayerSavesAllButOnePositionOfTheLastLayer) {
                           + (2.0 * s * 2 * s - 2.0 * s) * h        // bd: S x 2S scores before the shift; 1 x S
                           + rows * 2 * 2 * h;                      // ef
   EXPECT_NEAR(xl_saved, expected, 1.0);
+}
+
+// model.unpad skips, at each padding token, the projections and the MLP of every layer: 12 h^2
+// per layer for BERT (Q, K, V, O and the 4h-wide MLP), trained at 3x the forward. A sparse last
+// layer computes only a key and a value there. Attention stays on the padded grid, so this is
+// also what one more token adds to a sample, less the attention it adds.
+TEST(ModelCost, UnpaddingSavesTheProjectionsAndMlpOfEveryPaddingToken) {
+  ModelConfig bert = shipped_model_config("bert-base-cased");
+  const double h = 768, f = 3072, layers = 12;
+  EXPECT_NEAR(per_token_train_flops(bert), 3 * layers * (2 * 4 * h * h + 2 * 2 * h * f), 1.0);
+  const int64_t s = 100;
+  const double one_more = model_cost(bert, 2, s + 1).train_flops_per_sample - model_cost(bert, 2, s).train_flops_per_sample;
+  const double attention_added = 3 * layers * 2 * 2 * h * (2.0 * s + 1);  // a row and a column of QK^T and PV
+  EXPECT_NEAR(per_token_train_flops(bert), one_more - attention_added, 1.0);
+  bert.sparse_last_layer = true;
+  EXPECT_NEAR(per_token_train_flops(bert), 3 * ((layers - 1) * (2 * 4 * h * h + 2 * 2 * h * f) + 2 * 2 * h * h), 1.0);
+
+  const ModelConfig xlnet = shipped_model_config("xlnet-base-cased");
+  EXPECT_NEAR(per_token_train_flops(xlnet), 3 * layers * (2 * 4 * h * h + 2 * 2 * h * f), 1.0);  // q, k, v, o: r is per distance
 }
 
 }  // namespace

@@ -72,8 +72,8 @@ void expect_gradients_match(const nlohmann::json& ref, torch::nn::Module& model)
 
 // The model as a user gets it from HF's checkpoint folder: config.json as transformers wrote it,
 // with each setting a spec can pick for the layers (model.attention, model.fused_qkv,
-// model.fused_layer_norm, and for a `classifier` model.sparse_last_layer); every one of them must
-// compute HF's network. XLNet has only the sparse last layer.
+// model.fused_layer_norm, and for a `classifier` model.sparse_last_layer and model.unpad); every one
+// of them must compute HF's network. XLNet has only the sparse last layer and unpadding.
 std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir, bool classifier) {
   const ModelConfig base = read_model_config(dir + "/config.json");
   std::vector<std::pair<std::string, ModelConfig>> configs{{"eager attention", base}};
@@ -81,6 +81,11 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
     ModelConfig sparse = base;
     sparse.sparse_last_layer = true;
     configs.emplace_back("eager attention, sparse last layer", sparse);
+    ModelConfig unpadded = base;
+    unpadded.unpad = true;
+    configs.emplace_back("eager attention, unpadded", unpadded);
+    unpadded.sparse_last_layer = true;
+    configs.emplace_back("eager attention, unpadded, sparse last layer", unpadded);
   }
   if (base.arch == Architecture::xlnet) return configs;
   ModelConfig fused = base;
@@ -104,6 +109,8 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
     if (classifier) {
       sdpa.sparse_last_layer = true;
       configs.emplace_back("SDPA, fused QKV and residual LayerNorm, sparse last layer", sdpa);
+      sdpa.unpad = true;
+      configs.emplace_back("SDPA, fused QKV and residual LayerNorm, sparse last layer, unpadded", sdpa);
     }
   }
   return configs;

@@ -44,6 +44,9 @@ struct TokenizedSamples {
 
   int64_t size() const { return static_cast<int64_t>(labels.size()); }
   int64_t length(int64_t i) const { return offsets[static_cast<std::size_t>(i) + 1] - offsets[static_cast<std::size_t>(i)]; }
+  double mean_length() const {
+    return size() == 0 ? 0.0 : static_cast<double>(offsets.back() - offsets.front()) / static_cast<double>(size());
+  }
   void add(const std::vector<int64_t>& sample_ids, const std::vector<int64_t>& sample_type_ids, int64_t label);
   // The samples at `indices`, in that order (used for the train/eval split).
   TokenizedSamples subset(const std::vector<int64_t>& indices) const;
@@ -163,6 +166,9 @@ struct CollateOptions {
   bool pad_left = false;    // XLNet pads on the left
   MaskingOptions masking;   // masked-LM tasks: applied after padding
   PermutationOptions permutation;  // task plm: applied after padding, which it rounds up to an even length
+  // model.unpad: a padded batch also lists its real tokens' positions (inputs.token_positions), found
+  // here on the host, so the device never waits to learn how many there are.
+  bool list_token_positions = false;
 };
 
 // Whether any batch collated from `samples` can hold padding: max_length pads every sample

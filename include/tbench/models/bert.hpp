@@ -25,12 +25,15 @@ TORCH_MODULE(Embeddings);
 class LayerImpl : public torch::nn::Module {
  public:
   explicit LayerImpl(const ModelConfig& c);
-  // The block over x [B, S, H]: its output at every position, or with `at` only there ([B, 1, H]):
-  // the query, the residual and the MLP at that position, keys and values from every position.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, std::optional<int64_t> at = std::nullopt);
+  // The block over x (in `layout`: [B, S, H], or the real tokens' rows [1, T, H]): its output at every
+  // token, or with `at` only at that position ([B, 1, H]): the query, the residual and the MLP
+  // there, keys and values from every token.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
+                        std::optional<int64_t> at = std::nullopt);
 
  private:
-  torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias, std::optional<int64_t> at);
+  torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
+                               std::optional<int64_t> at);
   // LayerNorm(residual + Dropout(sublayer)): the "add & norm" after attention and after the MLP.
   torch::Tensor add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual, torch::nn::LayerNorm& norm);
 
@@ -51,10 +54,11 @@ TORCH_MODULE(Layer);
 class EncoderImpl : public torch::nn::Module {
  public:
   explicit EncoderImpl(const ModelConfig& c);
-  // Every layer over x, attending to the real tokens of `in` (layers::attention_bias). With
-  // `last_layer_at` (a classifier's sparse_last_layer) the last layer's output is [B, 1, H], at that
-  // position only.
-  torch::Tensor forward(torch::Tensor x, const ModelInputs& in, std::optional<int64_t> last_layer_at = std::nullopt);
+  // Every layer over x (in `layout`), attending to the real tokens of `in` (layers::attention_bias).
+  // With `last_layer_at` (a classifier's sparse_last_layer) the last layer's output is [B, 1, H], at
+  // that position only.
+  torch::Tensor forward(torch::Tensor x, const ModelInputs& in, const layers::TokenLayout& layout,
+                        std::optional<int64_t> last_layer_at = std::nullopt);
 
   torch::nn::ModuleList layers{nullptr};
 

@@ -20,6 +20,10 @@ struct ModelInputs {
   // scores the loss reads, the masked ones; the head scores only these, in this order, and returns
   // [N, vocab_size]. Undefined: every position, [B, S, vocab_size], as HF does.
   torch::Tensor scored_positions{};
+  // model.unpad: the flat positions (row * S + column) of the batch's real tokens, in order, [T]
+  // int64, listed by the loader on the host; undefined where it did not (the model then finds
+  // them from attention_mask). See layers::TokenLayout.
+  torch::Tensor token_positions{};
   // XLNet's permutation LM (task plm), as HF's DataCollatorForPermutationLanguageModeling makes
   // them: perm_mask [B, S, S], non-zero (1, or true) where query i may not see key j under the
   // sampled factorisation order; target_mapping [B, M, S] float, row m one-hot at the m-th

@@ -81,18 +81,58 @@ TORCH_MODULE(Linear);
 
 Linear linear(int64_t in, int64_t out);
 
-// Query, key and value [B, H, S, D] from x [B, S, H*D]: three projections, or `fused`, one GEMM
-// over the three weights stacked ([3HD, HD]), split afterwards. The parameters stay HF's three,
-// so checkpoints and optimizer state are the same either way.
-QueryKeyValue project_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value, int64_t heads, bool fused);
+// Where a batch's tokens sit in the hidden states between the layers. Padded (the default, as HF
+// keeps them): [B, S, H], padding included, and every method below is the identity. Unpadded
+// (model.unpad): the T real tokens alone, as rows [1, T, H] in sample-then-position order, so the
+// work done token by token (projections, MLP, LayerNorms, activation, dropout) skips the padding.
+// Attention alone needs the [B, S] grid: keys and values go back to it with the padding as zeros,
+// which the padding mask keeps out of every score, and the context comes back to rows. A token's
+// output depends on the padding only through those masked scores, so the rows are HF's outputs
+// at the real tokens, and the logits, loss and gradients are HF's.
+class TokenLayout {
+ public:
+  TokenLayout() = default;  // padded
+  // Unpadded where `unpad` and the batch has padding (in.token_positions, else found from the mask);
+  // a batch without padding stays padded, which is then the same thing without the copies.
+  static TokenLayout of(const ModelInputs& in, bool unpad);
+
+  bool unpadded() const { return positions_.defined(); }
+  // [B, S, ...] on the grid -> [1, T, ...] at the real tokens (ids, positions, token types); an
+  // undefined tensor (DistilBERT's token types) stays undefined.
+  torch::Tensor to_rows(const torch::Tensor& grid) const;
+  // [1, T, C] -> [B, S, C], zeros at the padding.
+  torch::Tensor to_grid(const torch::Tensor& rows) const;
+  // x at one grid position of every sample, [B, 1, C]; unpadded, that position must be a real token
+  // in every sample (a classifier's: the first with right padding).
+  torch::Tensor at_position(const torch::Tensor& x, int64_t position) const;
+
+ private:
+  torch::Tensor positions_;  // [T] flat grid positions b * S + s of the real tokens
+  torch::Tensor row_of_;     // [B, S]: the row holding each grid position (0 at the padding, never read)
+  int64_t batch_ = 0, seq_len_ = 0;
+};
+
+// Query, key and value [B, H, S, D] from x (in `layout`, H*D wide): three projections, or `fused`,
+// one GEMM over the three weights stacked ([3HD, HD]), split afterwards. The parameters stay HF's
+// three, so checkpoints and optimizer state are the same either way.
+QueryKeyValue project_qkv(const torch::Tensor& x, const TokenLayout& layout, Linear& query, Linear& key, Linear& value,
+                          int64_t heads, bool fused);
 
 // The same with the query at one position only ([B, H, 1, D]), keys and values at every position:
 // a sparse last layer's (model.sparse_last_layer), which computes its output where the head reads it.
-QueryKeyValue project_qkv_at(const torch::Tensor& x, int64_t position, Linear& query, Linear& key, Linear& value,
-                             int64_t heads);
+QueryKeyValue project_qkv_at(const torch::Tensor& x, const TokenLayout& layout, int64_t position, Linear& query,
+                             Linear& key, Linear& value, int64_t heads);
 
-// x [B, S, H] at the positions a block computes its output for: all of them, or only `position` ([B, 1, H]).
-torch::Tensor rows_at(const torch::Tensor& x, std::optional<int64_t> position);
+// x at the positions a block computes its output for: all of them (x itself), or only `position` ([B, 1, H]).
+torch::Tensor rows_at(const torch::Tensor& x, const TokenLayout& layout, std::optional<int64_t> position);
+
+// The encoder's output at the position a classifier's head reads, [B, H]: all a sparse last layer
+// computed ([B, 1, H]), else read there from every token's output.
+torch::Tensor head_position(const torch::Tensor& x, const TokenLayout& layout, int64_t position, bool sparse_last_layer);
+
+// Attention's context [B, S or 1, H] back in the layout the block's other work runs in: rows where
+// unpadded, unless the block computes one position only.
+torch::Tensor context_rows(const torch::Tensor& context, const TokenLayout& layout, std::optional<int64_t> position);
 torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 
 // The masked-LM head every architecture here shares, under its own names: a transform

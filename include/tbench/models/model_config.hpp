@@ -37,7 +37,7 @@ struct ModelConfig {
   std::string activation = "gelu";
   bool sinusoidal_positions = false;  // DistilBERT's sinusoidal_pos_embds
   // Not in config.json: how the spec asks the layers to run (model.attention, .padding_mask, .fused_qkv,
-  // .fused_layer_norm, .sparse_last_layer).
+  // .fused_layer_norm, .sparse_last_layer, .unpad).
   AttentionKernel attention = AttentionKernel::eager;
   bool mask_every_batch = false;  // pass the padding mask even to batches without padding
   bool fused_qkv = false;         // one GEMM over [W_q; W_k; W_v] instead of three
@@ -46,6 +46,9 @@ struct ModelConfig {
   // token; XLNet's last): keys and values still come from every position, so the logits, loss and
   // gradients are those of the full layer, whose other outputs nothing reads.
   bool sparse_last_layer = false;
+  // A classifier's per-token work runs on the real tokens alone, attention on the padded grid
+  // (layers::TokenLayout): the logits, loss and gradients of the padded model, without the padding's work.
+  bool unpad = false;
   nlohmann::json raw;                 // the config.json as read
 
   int64_t head_dim() const { return hidden_size / num_heads; }

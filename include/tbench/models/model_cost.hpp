@@ -33,4 +33,10 @@ double run_train_flops_per_sample(const ModelConfig& model, const ModelConfig* t
 // positions, so a step's FLOPs are the per-sample figure less this for every position it skips.
 double masked_lm_head_train_flops_per_position(const ModelConfig& model, const ModelConfig* teacher);
 
+// Training FLOPs of a classifier's work token by token, for one token: its projections and MLP in
+// every layer (in a sparse last layer, its key and value alone). HF does this work at padding
+// tokens too; model.unpad does not, so a step's FLOPs are the per-sample figure less this for
+// every padding token. (Attention runs on the padded grid either way.)
+double per_token_train_flops(const ModelConfig& model);
+
 }  // namespace tbench
