@@ -29,7 +29,8 @@
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
 #   sweep     each speed switch alone against the defaults, and the CUDA graph with fused QKV,
 #             fused LayerNorm and the sparse last layer together, on bert-base-cased bf16 at seq 128
-#             and 512
+#             and 512; then samples of mixed lengths padded to seq_len (`ragged`), and model.unpad
+#             (alone, and with fused QKV, fused LayerNorm and the sparse last layer) against them
 #   profile   3 profiled steps of tbench (timing.profile_steps) and of HF (torch.profiler) on the
 #             same rows: device time by kernel and by kind of work, and both traces
 #   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU)
@@ -167,7 +168,11 @@ stage_sweep() {
                   "sparse_last_layer:model.sparse_last_layer=true"
                   "graph_fused_sparse:train.cuda_graph=true model.fused_qkv=true model.fused_layer_norm=true model.sparse_last_layer=true")
   for seq in 128 512; do
-    for variant in "${variants[@]}"; do
+    # Samples of mixed lengths (log-normal, mean 3/8 of seq_len, padded to it): HF's work at every
+    # padded position, then model.unpad's on the real tokens alone (compared against `ragged`).
+    local ragged="data.lengths.distribution=lognormal data.lengths.mean=$((seq * 3 / 8)) data.lengths.std=$((seq * 7 / 32))"
+    for variant in "${variants[@]}" "ragged:$ragged" "ragged_unpad:$ragged model.unpad=true" \
+                   "ragged_unpad_fused_sparse:$ragged model.unpad=true model.fused_qkv=true model.fused_layer_norm=true model.sparse_last_layer=true"; do
       local name=${variant%%:*} kv sets=()
       for kv in ${variant#*:}; do sets+=(--set "$kv"); done  # a variant may set several fields
       run_one_in sweep "bert-base-cased-seq$seq-bf16-$name" --set device=cuda:0 --set model=bert-base-cased \
@@ -191,12 +196,14 @@ rows = []
 for path in sorted(Path(sys.argv[1]).glob("*.json")):
     result = load(path)
     s, its = result.get("summary", {}), result.get("iterations") or [{}]
-    base = load(path.parent / (path.name.rsplit("-", 1)[0] + "-defaults.json")).get("summary", {})
+    # Each variant against the defaults on the same data: the ragged ones against `ragged`.
+    baseline = "ragged" if path.stem.rsplit("-", 1)[1].startswith("ragged_") else "defaults"
+    base = load(path.parent / (path.name.rsplit("-", 1)[0] + f"-{baseline}.json")).get("summary", {})
     rate, base_rate = s.get("samples_per_s"), base.get("samples_per_s")
     ratio = rate / base_rate if isinstance(rate, (int, float)) and isinstance(base_rate, (int, float)) and base_rate else None
     rows.append(f"| {path.stem} | {fmt(rate, '.1f')} | {fmt(ratio, '.3f')} | {fmt(s.get('mfu'), '.1%')} "
                 f"| {fmt(its[-1].get('loss'), '.4f')} | {s.get('status', 'no result')} |")
-table = ["| run | samples/s | vs defaults | MFU | final loss | status |", "|---|---:|---:|---:|---:|---|", *rows]
+table = ["| run | samples/s | vs defaults (ragged_*: vs ragged) | MFU | final loss | status |", "|---|---:|---:|---:|---:|---|", *rows]
 (Path(sys.argv[1]) / "sweep.md").write_text("\n".join(table) + "\n")
 print("\n".join(table))
 PY

@@ -379,6 +379,29 @@ TEST_F(CudaRun, FusedLayerNormTrainsLikeTheThreeOpsAndIsCaptured) {
   EXPECT_EQ(dropout["summary"]["status"], "completed");
 }
 
+// model.unpad on the GPU (the loader's positions copied with the batch, SDPA with the padding
+// mask on the grid): mixed lengths, no dropout, the padded run's losses step for step.
+TEST_F(CudaRun, UnpaddedTokensTrainLikeThePaddedBatch) {
+  REQUIRE_CUDA();
+  for (const char* precision : {"fp32", "bf16"}) {
+    const std::vector<std::string> ragged{std::string("precision=") + precision, "train.dropout=false",
+                                          "data.lengths.distribution=uniform", "data.lengths.min=4"};
+    json padded, unpadded;
+    std::string err;
+    ASSERT_EQ(run(ragged, padded, &err), 0) << err;
+    auto with_unpad = ragged;
+    with_unpad.push_back("model.unpad=true");
+    ASSERT_EQ(run(with_unpad, unpadded, &err), 0) << err;
+    ASSERT_EQ(padded["iterations"].size(), unpadded["iterations"].size());
+    const double tol = std::string(precision) == "fp32" ? 1e-4 : 2e-2;
+    for (std::size_t i = 0; i < padded["iterations"].size(); ++i) {
+      const auto &a = padded["iterations"][i], &b = unpadded["iterations"][i];
+      EXPECT_NEAR(a["loss"].get<double>(), b["loss"].get<double>(), tol) << precision << ", step " << i;
+      EXPECT_LT(b["train_flops"].get<double>(), a["train_flops"].get<double>()) << precision << ", step " << i;
+    }
+  }
+}
+
 TEST_F(CudaRun, OutOfMemoryIsARunFailureWithAClearMessage) {
   REQUIRE_CUDA();
   json result;

@@ -251,8 +251,9 @@ ModelInputs padded_inputs(const ModelConfig& c) {
 
 // A layer setting that must compute the same network: same weights, the padded inputs, and the
 // logits and every parameter's gradient must be those of the model built from `base`, in eval
-// mode (no dropout draws to differ).
-void expect_same_logits_and_gradients(const ModelConfig& base, const ModelConfig& variant, const ModelInputs& in) {
+// mode (no dropout draws to differ), to `rtol` (a wrong row or position moves them by far more).
+void expect_same_logits_and_gradients(const ModelConfig& base, const ModelConfig& variant, const ModelInputs& in,
+                                      double rtol = 1e-5) {
   torch::manual_seed(5);
   const auto full = build_classifier(base, 3);
   spread_weights(*full);
@@ -268,7 +269,7 @@ void expect_same_logits_and_gradients(const ModelConfig& base, const ModelConfig
 
   const auto full_logits = full->forward(in);
   const auto other_logits = other->forward(in);
-  ASSERT_TRUE(torch::allclose(other_logits, full_logits, 1e-5, 1e-6)) << other_logits << "\nfull:\n" << full_logits;
+  ASSERT_TRUE(torch::allclose(other_logits, full_logits, rtol, 1e-6)) << other_logits << "\nfull:\n" << full_logits;
   torch::nn::functional::cross_entropy(full_logits, labels).backward();
   torch::nn::functional::cross_entropy(other_logits, labels).backward();
   const auto full_params = full->named_parameters();
@@ -279,7 +280,7 @@ void expect_same_logits_and_gradients(const ModelConfig& base, const ModelConfig
       continue;
     }
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
-    EXPECT_TRUE(torch::allclose(p.value().grad(), expected, 1e-4, 1e-6)) << p.key();
+    EXPECT_TRUE(torch::allclose(p.value().grad(), expected, 10 * rtol, 1e-6)) << p.key();
   }
 }
 
@@ -323,33 +324,36 @@ TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
 
 // model.unpad: the per-token work on the real tokens' rows, attention on the padded grid; with the
 // positions found from the mask or listed by the loader, with a sparse last layer, and (BERT,
-// DistilBERT, RoBERTa) with the fused QKV projection and residual LayerNorm.
+// DistilBERT, RoBERTa) with the fused QKV projection and residual LayerNorm. The GEMMs run over
+// other row counts, so BLAS may sum in another order: LibTorch 2.6's differed from the padded
+// model's in the fifth digit of distilbert's fused logits (1.13's did not).
 TEST_P(ArchitectureTest, UnpaddedTokensGiveThePaddedLogitsAndGradients) {
   const ModelConfig c = shipped_model_config(GetParam());
+  const double rtol = 1e-4;
   ModelConfig unpadded = c;
   unpadded.unpad = true;
   ModelInputs in = padded_inputs(c);
   {
     SCOPED_TRACE("positions found from the mask");
-    expect_same_logits_and_gradients(c, unpadded, in);
+    expect_same_logits_and_gradients(c, unpadded, in, rtol);
   }
   in.token_positions = in.attention_mask.reshape({-1}).nonzero().reshape({-1});
   {
     SCOPED_TRACE("positions listed by the loader");
-    expect_same_logits_and_gradients(c, unpadded, in);
+    expect_same_logits_and_gradients(c, unpadded, in, rtol);
   }
   {
     SCOPED_TRACE("with a sparse last layer");
     ModelConfig sparse = unpadded;
     sparse.sparse_last_layer = true;
-    expect_same_logits_and_gradients(c, sparse, in);
+    expect_same_logits_and_gradients(c, sparse, in, rtol);
   }
   if (c.arch != Architecture::xlnet) {
     SCOPED_TRACE("with the fused QKV projection and residual LayerNorm");
     ModelConfig fused = unpadded;
     fused.fused_qkv = true;
     fused.fused_layer_norm = true;
-    expect_same_logits_and_gradients(c, fused, in);
+    expect_same_logits_and_gradients(c, fused, in, rtol);
   }
 }
 
