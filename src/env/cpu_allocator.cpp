@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
-#include <unordered_map>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace tbench {
@@ -74,8 +76,9 @@ class CachingCpuAllocator final : public c10::Allocator {
     if (n == 0) return {nullptr, nullptr, &CachingCpuAllocator::release, cpu};
     TORCH_CHECK(n <= std::numeric_limits<std::size_t>::max() - 2 * kPageBytes,
                 "DefaultCPUAllocator: can't allocate memory: you tried to allocate ", n, " bytes");
-    const std::size_t bytes = block_bytes(n);
-    void* block = bytes >= kCachedBlockMinBytes ? take_cached(bytes) : nullptr;
+    std::size_t bytes = block_bytes(n);
+    void* block = nullptr;
+    if (bytes >= kCachedBlockMinBytes) std::tie(block, bytes) = take_cached(bytes);
     if (block == nullptr) block = std::aligned_alloc(kAlignment, bytes);
     if (block == nullptr) {  // the cached blocks may be what is missing
       const_cast<CachingCpuAllocator*>(this)->empty();
@@ -88,19 +91,26 @@ class CachingCpuAllocator final : public c10::Allocator {
     return {data, data, &CachingCpuAllocator::release, cpu};
   }
 
-  void* take_cached(std::size_t bytes) const {
+  // The smallest cached block of `bytes` up to twice that, and its size; {nullptr, bytes} if none.
+  // With shapes that change from step to step (dynamic padding, model.unpad) a size rarely comes
+  // back exactly, and a block of the exact size only would miss every step: a fresh block from
+  // malloc, whose pages fault in as the kernel first writes them (on the 2-core VM that made
+  // unpadded bert-base's GELU 8x slower than on the padded batch, whose sizes repeat).
+  std::pair<void*, std::size_t> take_cached(std::size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    SizeClass& size_class = free_[bytes];
-    size_class.last_wanted = ++tick_;
-    if (size_class.blocks.empty()) {
-      stats_.misses += 1;
-      return nullptr;
+    free_[bytes].last_wanted = ++tick_;
+    for (auto it = free_.lower_bound(bytes); it != free_.end() && it->first <= 2 * bytes; ++it) {
+      auto& [size, size_class] = *it;
+      if (size_class.blocks.empty()) continue;
+      size_class.last_wanted = tick_;
+      void* block = size_class.blocks.back();
+      size_class.blocks.pop_back();
+      stats_.cached_bytes -= size;
+      stats_.hits += 1;
+      return {block, size};
     }
-    void* block = size_class.blocks.back();
-    size_class.blocks.pop_back();
-    stats_.cached_bytes -= bytes;
-    stats_.hits += 1;
-    return block;
+    stats_.misses += 1;
+    return {nullptr, bytes};
   }
 
   // Keeps the block. When the cache is full, blocks of the sizes asked for least recently go
@@ -152,11 +162,11 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   struct SizeClass {
     std::vector<void*> blocks;
-    uint64_t last_wanted = 0;  // tick_ of the last allocation of this size
+    uint64_t last_wanted = 0;  // tick_ of the last allocation of this size, or served by it
   };
 
   mutable std::mutex mutex_;
-  mutable std::unordered_map<std::size_t, SizeClass> free_;
+  mutable std::map<std::size_t, SizeClass> free_;  // by block size, for the best fit
   mutable uint64_t tick_ = 0;
   mutable CpuAllocatorStats stats_;
 };

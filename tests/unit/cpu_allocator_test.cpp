@@ -44,6 +44,31 @@ TEST_F(CachingCpuAllocatorTest, AFreedBlockServesTheNextTensorOfItsSize) {
   EXPECT_EQ(again.sum().item<float>(), 2.0f * 256 * 1024);
 }
 
+// Shapes that change from step to step (dynamic padding, model.unpad) rarely ask for a size
+// twice: a cached block serves any tensor from half its size up, the smallest such block first.
+TEST_F(CachingCpuAllocatorTest, AFreedBlockServesSmallerTensorsDownToHalfItsSize) {
+  void* big = nullptr;
+  void* bigger = nullptr;
+  {
+    auto a = torch::empty({256, 1024});  // 1 MiB
+    auto b = torch::empty({400, 1024});  // ~1.6 MiB
+    big = a.data_ptr();
+    bigger = b.data_ptr();
+  }
+  const auto before = cpu_allocator_stats();
+  {
+    auto t = torch::empty({200, 1024});  // ~0.8 MiB: the 1 MiB block is the best fit
+    EXPECT_EQ(t.data_ptr(), big);
+    auto u = torch::empty({210, 1024});  // the 1.6 MiB block is within twice its size
+    EXPECT_EQ(u.data_ptr(), bigger);
+  }
+  EXPECT_EQ(cpu_allocator_stats().hits, before.hits + 2);
+  auto small = torch::empty({100, 1024});  // 0.4 MiB: under half of either
+  EXPECT_NE(small.data_ptr(), big);
+  EXPECT_NE(small.data_ptr(), bigger);
+  EXPECT_EQ(cpu_allocator_stats().misses, before.misses + 1);
+}
+
 TEST_F(CachingCpuAllocatorTest, SmallBlocksGoStraightToMalloc) {
   const auto before = cpu_allocator_stats();
   { auto t = torch::ones({16}); }
@@ -108,6 +133,21 @@ TEST_F(CachingCpuAllocatorTest, TrainingStepsStopMissingAfterTheFirst) {
   const auto warm = cpu_allocator_stats();
   for (int i = 0; i < 3; ++i) step();
   EXPECT_EQ(cpu_allocator_stats().misses, warm.misses) << "the same sizes every step: all hits";
+}
+
+// A batch's length changing within a factor of two (dynamic padding, model.unpad): once the
+// longest has run, the steps stop missing.
+TEST_F(CachingCpuAllocatorTest, StepsOfChangingLengthsStopMissingOnceTheLongestRan) {
+  auto w = torch::randn({512, 512}, torch::requires_grad());
+  const auto step = [&](int64_t rows) {
+    auto loss = torch::relu(torch::randn({rows, 512}).matmul(w)).pow(2).mean();
+    loss.backward();
+    w.mutable_grad() = torch::Tensor();
+  };
+  step(256);
+  const auto warm = cpu_allocator_stats();
+  for (const int64_t rows : {200, 160, 240, 131}) step(rows);
+  EXPECT_EQ(cpu_allocator_stats().misses, warm.misses) << "every shorter step reuses the longest one's blocks";
 }
 
 TEST_F(CachingCpuAllocatorTest, TheSystemAllocatorCanBePutBack) {
