@@ -62,7 +62,7 @@ spec = (load(tbench_results[0]) or {}).get("spec", {}) if tbench_results else {}
 # tbench's speed switches as its results record them (TBENCH_SET may turn some on), so a table
 # made with them says so. A switch the rows ran differently is listed with each setting.
 SWITCHES = ["model.attention", "model.padding_mask", "model.fused_qkv", "model.fused_layer_norm",
-            "model.sparse_last_layer", "train.cuda_graph", "train.optimizer_impl", "cuda.tf32"]
+            "model.sparse_last_layer", "model.unpad", "train.cuda_graph", "train.optimizer_impl", "cuda.tf32"]
 
 def field(result, dotted):
     value = (result or {}).get("spec", {})

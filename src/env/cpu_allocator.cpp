@@ -98,31 +98,33 @@ class CachingCpuAllocator final : public c10::Allocator {
   // unpadded bert-base's GELU 8x slower than on the padded batch, whose sizes repeat).
   std::pair<void*, std::size_t> take_cached(std::size_t bytes) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    free_[bytes].last_wanted = ++tick_;
-    for (auto it = free_.lower_bound(bytes); it != free_.end() && it->first <= 2 * bytes; ++it) {
-      auto& [size, size_class] = *it;
-      if (size_class.blocks.empty()) continue;
-      size_class.last_wanted = tick_;
-      void* block = size_class.blocks.back();
-      size_class.blocks.pop_back();
-      stats_.cached_bytes -= size;
-      stats_.hits += 1;
-      return {block, size};
+    const auto fit = free_.lower_bound(bytes);  // free_ holds only sizes with blocks
+    if (fit == free_.end() || fit->first > 2 * bytes) {
+      stats_.misses += 1;
+      return {nullptr, bytes};
     }
-    stats_.misses += 1;
-    return {nullptr, bytes};
+    const std::size_t size = fit->first;
+    void* block = fit->second.blocks.back();
+    fit->second.blocks.pop_back();
+    if (fit->second.blocks.empty()) free_.erase(fit);
+    stats_.cached_bytes -= size;
+    stats_.hits += 1;
+    return {block, size};
   }
 
-  // Keeps the block. When the cache is full, blocks of the sizes asked for least recently go
-  // back to malloc first (with dynamic shapes, old sizes may never come again); if that does not
-  // make room, this block goes instead. After use_system_cpu_allocator() nothing is kept.
+  // Keeps the block. When the cache is full, blocks of the sizes used least recently (a block is
+  // in use until it comes back here) go back to malloc first: with dynamic shapes, old sizes may
+  // never come again. If that does not make room, this block goes instead. After
+  // use_system_cpu_allocator() nothing is kept.
   void give_back(void* block, std::size_t bytes) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (c10::GetCPUAllocator() == this) {
         if (stats_.cached_bytes + bytes > stats_.cache_limit_bytes) evict_stalest(bytes);
         if (stats_.cached_bytes + bytes <= stats_.cache_limit_bytes) {
-          free_[bytes].blocks.push_back(block);
+          SizeClass& size_class = free_[bytes];
+          size_class.blocks.push_back(block);
+          size_class.last_used = ++tick_;
           stats_.cached_bytes += bytes;
           stats_.peak_cached_bytes = std::max(stats_.peak_cached_bytes, stats_.cached_bytes);
           return;
@@ -133,21 +135,23 @@ class CachingCpuAllocator final : public c10::Allocator {
     std::free(block);
   }
 
-  // Frees cached blocks of other sizes, least recently wanted first, until `bytes` fits.
+  // Frees cached blocks of other sizes, least recently used first, until `bytes` fits.
   void evict_stalest(std::size_t bytes) {
     std::vector<std::pair<uint64_t, std::size_t>> by_age;
     for (const auto& [size, size_class] : free_) {
-      if (size != bytes && !size_class.blocks.empty()) by_age.emplace_back(size_class.last_wanted, size);
+      if (size != bytes) by_age.emplace_back(size_class.last_used, size);
     }
     std::sort(by_age.begin(), by_age.end());
     for (const auto& [age, size] : by_age) {
-      auto& blocks = free_[size].blocks;
+      const auto size_class = free_.find(size);
+      auto& blocks = size_class->second.blocks;
       while (!blocks.empty() && stats_.cached_bytes + bytes > stats_.cache_limit_bytes) {
         std::free(blocks.back());
         blocks.pop_back();
         stats_.cached_bytes -= size;
         stats_.released += 1;
       }
+      if (blocks.empty()) free_.erase(size_class);
       if (stats_.cached_bytes + bytes <= stats_.cache_limit_bytes) return;
     }
   }
@@ -162,11 +166,11 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   struct SizeClass {
     std::vector<void*> blocks;
-    uint64_t last_wanted = 0;  // tick_ of the last allocation of this size, or served by it
+    uint64_t last_used = 0;  // tick_ when a block of this size last came back
   };
 
   mutable std::mutex mutex_;
-  mutable std::map<std::size_t, SizeClass> free_;  // by block size, for the best fit
+  mutable std::map<std::size_t, SizeClass> free_;  // the sizes that have blocks, ordered for the best fit
   mutable uint64_t tick_ = 0;
   mutable CpuAllocatorStats stats_;
 };

@@ -87,7 +87,7 @@ TEST_F(CachingCpuAllocatorTest, ABlockThatWouldPassTheLimitIsReleased) {
   EXPECT_EQ(after.peak_cached_bytes, before.peak_cached_bytes) << "nothing was cached";
 }
 
-TEST_F(CachingCpuAllocatorTest, AFullCacheGivesUpTheSizesNotAskedForLately) {
+TEST_F(CachingCpuAllocatorTest, AFullCacheGivesUpTheSizesNotUsedLately) {
   ASSERT_TRUE(install_caching_cpu_allocator(std::size_t{3} << 19));  // 1.5 MiB: one 1 MiB block fits
   { auto old_size = torch::ones({256, 1024}); }                        // 1 MiB, cached
   const auto before = cpu_allocator_stats();

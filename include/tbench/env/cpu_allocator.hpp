@@ -2,8 +2,10 @@
 // frees and re-allocates the same large buffers (activations, gradients, optimizer temporaries)
 // every step; glibc serves those above its mmap threshold with fresh mmap()s, so each step pays a
 // page fault and a kernel zero-fill per 4 KiB page. On a 2-core VM that was a quarter of the CPU
-// time of a DistilBERT step. The caching allocator keeps freed blocks of 64 KiB and more, keyed
-// by size, and hands them out again: after the first step, a step touches no new pages.
+// time of a DistilBERT step. The caching allocator keeps freed blocks of 64 KiB and more, by
+// size, and hands each out again to a tensor of its size or down to half of it (the smallest
+// such block first, so shapes that change from batch to batch reuse them too): after the first
+// step (with changing shapes, the largest), a step touches no new pages.
 #pragma once
 
 #include <cstddef>

@@ -82,11 +82,12 @@ TORCH_MODULE(Linear);
 Linear linear(int64_t in, int64_t out);
 
 // Where a batch's tokens sit in the hidden states between the layers. Padded (the default, as HF
-// keeps them): [B, S, H], padding included, and every method below is the identity. Unpadded
+// keeps them): [B, S, H], padding included, and to_rows and to_grid are the identity. Unpadded
 // (model.unpad): the T real tokens alone, as rows [1, T, H] in sample-then-position order, so the
 // work done token by token (projections, MLP, LayerNorms, activation, dropout) skips the padding.
-// Attention alone needs the [B, S] grid: keys and values go back to it with the padding as zeros,
-// which the padding mask keeps out of every score, and the context comes back to rows. A token's
+// Attention alone needs the [B, S] grid: queries, keys and values go back to it with the padding
+// as zeros (the padding mask keeps those keys out of every score, and the padding's queries are
+// never read), and the context comes back to rows. A token's
 // output depends on the padding only through those masked scores, so the rows are HF's outputs
 // at the real tokens, and the logits, loss and gradients are HF's.
 class TokenLayout {
@@ -103,7 +104,9 @@ class TokenLayout {
   // [1, T, C] -> [B, S, C], zeros at the padding.
   torch::Tensor to_grid(const torch::Tensor& rows) const;
   // x at one grid position of every sample, [B, 1, C]; unpadded, that position must be a real token
-  // in every sample (a classifier's: the first with right padding).
+  // in every sample, or this reads another token's row. A classifier's is: the first token with
+  // right padding (BERT, DistilBERT, RoBERTa), the last with XLNet's left padding; the padding
+  // side is the model family's (the tokenizer must match it) and no sample is empty.
   torch::Tensor at_position(const torch::Tensor& x, int64_t position) const;
 
  private:
