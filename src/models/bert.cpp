@@ -61,11 +61,8 @@ LayerImpl::LayerImpl(const ModelConfig& c)
 
 torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Tensor& bias,
                                         const layers::TokenLayout& layout, std::optional<int64_t> at) {
-  const auto qkv = at ? layers::project_qkv_at(x, layout, *at, query, key, value, num_heads_)
-                      : layers::project_qkv(x, layout, query, key, value, num_heads_, fused_qkv_);
-  const auto context = layers::merge_heads(
-      layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(), attention_kernel_));
-  return layers::context_rows(context, layout, at);
+  return layers::self_attention(x, bias, layout, at, query, key, value,
+                                {num_heads_, fused_qkv_, attention_dropout_, is_training(), attention_kernel_});
 }
 
 torch::Tensor LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
@@ -113,7 +110,7 @@ torch::Tensor encode(Embeddings& embeddings, Encoder& encoder, const ModelInputs
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
+      : sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad), unpad_by_sample_(c.unpad_attention_by_sample) {
     auto bert = add_group(*this, "bert");
     embeddings_ = bert->register_module("embeddings", Embeddings(c));
     encoder_ = bert->register_module("encoder", Encoder(c));
@@ -125,7 +122,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads [CLS] alone, so a sparse last layer computes only that position.
-    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
     const auto x = encode(embeddings_, encoder_, in, layout, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Pooler: tanh(W_p · h_[CLS]), then dropout and the linear classifier.
     auto pooled = torch::tanh(pooler_(layers::head_position(x, layout, 0, sparse_last_layer_)));
@@ -133,7 +130,7 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
  private:
-  bool sparse_last_layer_, unpad_;
+  bool sparse_last_layer_, unpad_, unpad_by_sample_;
   Embeddings embeddings_{nullptr};
   Encoder encoder_{nullptr};
   layers::Linear pooler_{nullptr}, classifier_{nullptr};

@@ -62,12 +62,8 @@ class TransformerBlockImpl : public torch::nn::Module {
   // query, the residual and the FFN there; keys and values from every token).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
                         std::optional<int64_t> at = std::nullopt) {
-    const auto qkv = at ? layers::project_qkv_at(x, layout, *at, q_lin_, k_lin_, v_lin_, num_heads_)
-                        : layers::project_qkv(x, layout, q_lin_, k_lin_, v_lin_, num_heads_, fused_qkv_);
-    auto context = layers::context_rows(
-        layers::merge_heads(layers::attention(qkv.query, qkv.key, qkv.value, bias, attention_dropout_, is_training(),
-                                              attention_kernel_)),
-        layout, at);
+    auto context = layers::self_attention(x, bias, layout, at, q_lin_, k_lin_, v_lin_,
+                                          {num_heads_, fused_qkv_, attention_dropout_, is_training(), attention_kernel_});
     // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
     auto attended = layers::residual_layer_norm(out_lin_(context), layers::rows_at(x, layout, at), sa_layer_norm_,
                                                 /*dropout_p=*/0.0, is_training(), fused_layer_norm_);
@@ -127,7 +123,10 @@ struct Body {
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : body_(*this, c), sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
+      : body_(*this, c),
+        sparse_last_layer_(c.sparse_last_layer),
+        unpad_(c.unpad),
+        unpad_by_sample_(c.unpad_attention_by_sample) {
     const int64_t h = c.hidden_size;
     pre_classifier_ = register_module("pre_classifier", layers::linear(h, h));
     classifier_ = register_module("classifier", layers::linear(h, num_labels));
@@ -138,7 +137,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads [CLS] alone, so a sparse last layer computes only that position.
-    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
     const auto x = body_.forward(in, layout, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Head on [CLS]: pre_classifier -> ReLU -> dropout(seq_classif_dropout) -> classifier.
     auto h = torch::relu(pre_classifier_(layers::head_position(x, layout, 0, sparse_last_layer_)));
@@ -147,7 +146,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
  private:
   Body body_;
-  bool sparse_last_layer_, unpad_;
+  bool sparse_last_layer_, unpad_, unpad_by_sample_;
   layers::Linear pre_classifier_{nullptr}, classifier_{nullptr};
   layers::Dropout classifier_dropout_{nullptr};
 };

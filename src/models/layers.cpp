@@ -97,7 +97,7 @@ std::shared_ptr<torch::nn::Module> add_group(torch::nn::Module& parent, const st
 
 Linear linear(int64_t in, int64_t out) { return Linear(in, out); }
 
-TokenLayout TokenLayout::of(const ModelInputs& in, bool unpad) {
+TokenLayout TokenLayout::of(const ModelInputs& in, bool unpad, bool by_sample) {
   TokenLayout layout;
   if (!unpad || !in.has_padding) return layout;
   layout.batch_ = in.attention_mask.size(0);
@@ -109,6 +109,15 @@ TokenLayout TokenLayout::of(const ModelInputs& in, bool unpad) {
   layout.row_of_ = torch::zeros({layout.batch_ * layout.seq_len_}, rows.options())
                        .index_copy_(0, layout.positions_, rows)
                        .view({layout.batch_, layout.seq_len_});
+  if (by_sample) {  // a CPU run: reading the mask waits for nothing
+    const auto lengths = in.attention_mask.sum(1).to(torch::kCPU, torch::kLong).contiguous();
+    int64_t first = 0;
+    for (int64_t b = 0; b < layout.batch_; ++b) {
+      const int64_t length = lengths.data_ptr<int64_t>()[b];
+      layout.sample_rows_.emplace_back(first, length);
+      first += length;
+    }
+  }
   return layout;
 }
 
@@ -160,6 +169,48 @@ torch::Tensor rows_at(const torch::Tensor& x, const TokenLayout& layout, std::op
 
 torch::Tensor head_position(const torch::Tensor& x, const TokenLayout& layout, int64_t position, bool sparse_last_layer) {
   return (sparse_last_layer ? x : layout.at_position(x, position)).select(1, 0);
+}
+
+namespace {
+
+// model.unpad on the CPU: each sample attends over its own real tokens, which are a contiguous
+// range of the rows, so there is no grid to copy to and from, no mask, and no scores at the
+// padding (the grid computes B S^2 of them, this the sum of each sample's length squared). One
+// small GEMM per sample and op: on a GPU, a kernel launch each, which is why the grid serves there.
+torch::Tensor attention_by_sample(const torch::Tensor& x, const TokenLayout& layout, std::optional<int64_t> at,
+                                  Linear& query, Linear& key, Linear& value, const SelfAttentionSettings& s) {
+  torch::Tensor queries, keys, values;  // every row's at once: one GEMM each (or one for all three)
+  if (s.fused_qkv && !at) {
+    const auto weight = torch::cat({query->weight, key->weight, value->weight});
+    const auto bias = torch::cat({query->bias, key->bias, value->bias});
+    const auto parts = torch::linear(x, weight, bias).chunk(3, -1);
+    queries = parts[0], keys = parts[1], values = parts[2];
+  } else {
+    queries = query(at ? layout.at_position(x, *at) : x);  // [B, 1, H] or [1, T, H]
+    keys = key(x);
+    values = value(x);
+  }
+  std::vector<torch::Tensor> contexts;
+  for (std::size_t b = 0; b < layout.sample_count(); ++b) {
+    const auto [start, count] = layout.sample_rows(static_cast<int64_t>(b));
+    const int64_t first = start, length = count;  // a lambda cannot capture structured bindings in C++17
+    const auto own = [&](const torch::Tensor& t) { return split_heads(t.narrow(1, first, length), s.heads); };
+    const auto q = at ? split_heads(queries.narrow(0, static_cast<int64_t>(b), 1), s.heads) : own(queries);
+    contexts.push_back(merge_heads(attention(q, own(keys), own(values), /*bias=*/{}, s.dropout_p, s.training, s.kernel)));
+  }
+  return torch::cat(contexts, at ? 0 : 1);  // [B, 1, H], or the rows [1, T, H] in order
+}
+
+}  // namespace
+
+torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias, const TokenLayout& layout,
+                             std::optional<int64_t> at, Linear& query, Linear& key, Linear& value,
+                             const SelfAttentionSettings& s) {
+  if (layout.attends_by_sample()) return attention_by_sample(x, layout, at, query, key, value, s);
+  const auto qkv = at ? project_qkv_at(x, layout, *at, query, key, value, s.heads)
+                      : project_qkv(x, layout, query, key, value, s.heads, s.fused_qkv);
+  const auto context = merge_heads(attention(qkv.query, qkv.key, qkv.value, bias, s.dropout_p, s.training, s.kernel));
+  return context_rows(context, layout, at);
 }
 
 torch::Tensor context_rows(const torch::Tensor& context, const TokenLayout& layout, std::optional<int64_t> position) {

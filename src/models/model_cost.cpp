@@ -155,6 +155,22 @@ double masked_lm_head_train_flops_per_position(const ModelConfig& model, const M
   return 3.0 * masked_lm_head_flops(model, 1) + (teacher ? masked_lm_head_flops(*teacher, 1) : 0.0);
 }
 
+double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t seq_len,
+                                             const std::vector<int64_t>& lengths) {
+  if (!model.unpad_attention_by_sample || model.num_layers == 0) return 0.0;
+  const double per_pair = 2.0 * 2 * static_cast<double>(model.hidden_size);  // QK^T and PV, every head
+  const double s = static_cast<double>(seq_len);
+  double full_layers = 0, sparse_last = 0;  // query-key pairs skipped
+  for (const int64_t length : lengths) {
+    const double l = static_cast<double>(length);
+    full_layers += s * s - l * l;
+    sparse_last += s - l;  // one query against l keys instead of s
+  }
+  const bool sparse = model.sparse_last_layer;
+  const double pairs = static_cast<double>(model.num_layers - (sparse ? 1 : 0)) * full_layers + (sparse ? sparse_last : 0.0);
+  return 3.0 * per_pair * pairs;
+}
+
 double per_token_train_flops(const ModelConfig& model) {
   if (model.num_layers == 0) return 0.0;
   const double others = static_cast<double>(model.num_layers - 1) * layer_flops_per_token(model, false);

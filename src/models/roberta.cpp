@@ -26,7 +26,10 @@ torch::Tensor encode(bert::Embeddings& embeddings, bert::Encoder& encoder, const
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : pad_(c.pad_token_id), sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
+      : pad_(c.pad_token_id),
+        sparse_last_layer_(c.sparse_last_layer),
+        unpad_(c.unpad),
+        unpad_by_sample_(c.unpad_attention_by_sample) {
     auto roberta = add_group(*this, "roberta");
     embeddings_ = roberta->register_module("embeddings", bert::Embeddings(c));
     encoder_ = roberta->register_module("encoder", bert::Encoder(c));
@@ -39,7 +42,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads <s> alone, so a sparse last layer computes only that position.
-    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
     const auto x =
         encode(embeddings_, encoder_, in, pad_, layout, sparse_last_layer_ ? std::optional<int64_t>(0) : std::nullopt);
     // Head on <s>: dropout -> dense -> tanh -> dropout -> out_proj.
@@ -49,7 +52,7 @@ class ForSequenceClassification : public SequenceClassifier {
 
  private:
   int64_t pad_;
-  bool sparse_last_layer_, unpad_;
+  bool sparse_last_layer_, unpad_, unpad_by_sample_;
   bert::Embeddings embeddings_{nullptr};
   bert::Encoder encoder_{nullptr};
   layers::Linear dense_{nullptr}, out_proj_{nullptr};

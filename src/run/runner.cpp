@@ -331,6 +331,9 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.model = model_config_for(spec);
   plan.model.sparse_last_layer = spec.model.sparse_last_layer;  // before the cost: the last layer's FLOPs follow it
   plan.model.unpad = spec.model.unpad;
+  // On the CPU a small GEMM per sample costs no kernel launch; XLNet's relative attention stays on the grid.
+  plan.model.unpad_attention_by_sample =
+      spec.model.unpad && !spec.device.is_cuda() && plan.model.arch != Architecture::xlnet;
   if (spec.task == Task::distillation) plan.teacher = teacher_config_for(spec);
   check_model_fits(spec, plan.model);
   check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);
@@ -352,8 +355,15 @@ RunPlan prepare_run(const RunSpec& spec) {
   if (spec.model.unpad) {
     // The per-token work at the real tokens alone: seq_len less the mean length, a sample's padding
     // under max_length, and at most that with dynamic padding; each step records its own count.
-    plan.cost.train_flops_per_sample -= (static_cast<double>(spec.data.seq_len) - plan.data->train.mean_length()) *
+    const TokenizedSamples& train = plan.data->train;
+    plan.cost.train_flops_per_sample -= (static_cast<double>(spec.data.seq_len) - train.mean_length()) *
                                         per_token_train_flops(plan.model);
+    std::vector<int64_t> lengths;
+    for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
+    if (!lengths.empty()) {
+      plan.cost.train_flops_per_sample -= attention_by_sample_train_flops_saved(plan.model, spec.data.seq_len, lengths) /
+                                          static_cast<double>(lengths.size());
+    }
   }
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
@@ -488,6 +498,12 @@ std::unique_ptr<GpuMonitor> gpu_monitor_for(const torch::Device& device) {
   return std::make_unique<GpuMonitor>(std::move(source), kGpuSampleInterval);
 }
 
+// Each sample's real tokens, from a batch's host-side attention mask.
+std::vector<int64_t> sample_lengths(const torch::Tensor& attention_mask) {
+  const auto lengths = attention_mask.sum(1).to(torch::kLong).contiguous();
+  return {lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + lengths.numel()};
+}
+
 // The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
@@ -505,8 +521,11 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     if (batch.inputs.scored_positions.defined()) {
       flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
     }
-    // model.unpad: the per-token work ran at the real tokens only.
-    if (batch.inputs.token_positions.defined()) flops -= static_cast<double>(batch.tokens - batch.real_tokens) * per_token;
+    // model.unpad: the per-token work ran at the real tokens only (and on the CPU, attention too).
+    if (batch.inputs.token_positions.defined()) {
+      flops -= static_cast<double>(batch.tokens - batch.real_tokens) * per_token;
+      flops -= attention_by_sample_train_flops_saved(plan.model, length, sample_lengths(batch.inputs.attention_mask));
+    }
     return flops;
   });
   const bool writes_result = plan.launch.rank == 0;

@@ -322,38 +322,44 @@ TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
   expect_same_logits_and_gradients(c, sparse, padded_inputs(c));
 }
 
-// model.unpad: the per-token work on the real tokens' rows, attention on the padded grid; with the
-// positions found from the mask or listed by the loader, with a sparse last layer, and (BERT,
-// DistilBERT, RoBERTa) with the fused QKV projection and residual LayerNorm. The GEMMs run over
-// other row counts, so BLAS may sum in another order: LibTorch 2.6's differed from the padded
-// model's in the fifth digit of distilbert's fused logits (1.13's did not).
+// model.unpad: the per-token work on the real tokens' rows, attention on the padded grid or (BERT,
+// DistilBERT, RoBERTa, as on the CPU) sample by sample; with the positions found from the mask or
+// listed by the loader, with a sparse last layer, and (BERT family) with the fused QKV projection
+// and residual LayerNorm. The GEMMs run over other row counts, so BLAS may sum in another order:
+// LibTorch 2.6's differed from the padded model's in the fifth digit of distilbert's fused logits
+// (1.13's did not).
 TEST_P(ArchitectureTest, UnpaddedTokensGiveThePaddedLogitsAndGradients) {
   const ModelConfig c = shipped_model_config(GetParam());
   const double rtol = 1e-4;
-  ModelConfig unpadded = c;
-  unpadded.unpad = true;
-  ModelInputs in = padded_inputs(c);
-  {
-    SCOPED_TRACE("positions found from the mask");
-    expect_same_logits_and_gradients(c, unpadded, in, rtol);
-  }
-  in.token_positions = in.attention_mask.reshape({-1}).nonzero().reshape({-1});
-  {
-    SCOPED_TRACE("positions listed by the loader");
-    expect_same_logits_and_gradients(c, unpadded, in, rtol);
-  }
-  {
-    SCOPED_TRACE("with a sparse last layer");
-    ModelConfig sparse = unpadded;
-    sparse.sparse_last_layer = true;
-    expect_same_logits_and_gradients(c, sparse, in, rtol);
-  }
-  if (c.arch != Architecture::xlnet) {
-    SCOPED_TRACE("with the fused QKV projection and residual LayerNorm");
-    ModelConfig fused = unpadded;
-    fused.fused_qkv = true;
-    fused.fused_layer_norm = true;
-    expect_same_logits_and_gradients(c, fused, in, rtol);
+  for (const bool by_sample : {false, true}) {
+    if (by_sample && c.arch == Architecture::xlnet) continue;  // XLNet attends on the grid
+    SCOPED_TRACE(by_sample ? "attention sample by sample" : "attention on the grid");
+    ModelConfig unpadded = c;
+    unpadded.unpad = true;
+    unpadded.unpad_attention_by_sample = by_sample;
+    ModelInputs in = padded_inputs(c);
+    {
+      SCOPED_TRACE("positions found from the mask");
+      expect_same_logits_and_gradients(c, unpadded, in, rtol);
+    }
+    in.token_positions = in.attention_mask.reshape({-1}).nonzero().reshape({-1});
+    {
+      SCOPED_TRACE("positions listed by the loader");
+      expect_same_logits_and_gradients(c, unpadded, in, rtol);
+    }
+    {
+      SCOPED_TRACE("with a sparse last layer");
+      ModelConfig sparse = unpadded;
+      sparse.sparse_last_layer = true;
+      expect_same_logits_and_gradients(c, sparse, in, rtol);
+    }
+    if (c.arch != Architecture::xlnet) {
+      SCOPED_TRACE("with the fused QKV projection and residual LayerNorm");
+      ModelConfig fused = unpadded;
+      fused.fused_qkv = true;
+      fused.fused_layer_norm = true;
+      expect_same_logits_and_gradients(c, fused, in, rtol);
+    }
   }
 }
 
@@ -376,12 +382,15 @@ TEST_P(ArchitectureTest, UnpaddedModelComputesNothingAtThePadding) {
   const auto poisoned_rows = torch::isnan(clean->forward(in)).any(1);  // the first row has no padding
   EXPECT_TRUE(torch::equal(poisoned_rows, torch::tensor({false, true, true}))) << poisoned_rows;
   c.unpad = true;
-  const auto unpadded = build_classifier(c, 3);
-  const auto source = clean->named_parameters();
-  for (auto& p : unpadded->named_parameters()) p.value().copy_(source[p.key()]);
-  unpadded->eval();
-  const auto logits = unpadded->forward(in);
-  EXPECT_TRUE(torch::allclose(logits, expected, 1e-5, 1e-6)) << logits << "\nclean:\n" << expected;
+  for (const bool by_sample : {false, true}) {
+    c.unpad_attention_by_sample = by_sample && c.arch != Architecture::xlnet;
+    const auto unpadded = build_classifier(c, 3);
+    const auto source = clean->named_parameters();
+    for (auto& p : unpadded->named_parameters()) p.value().copy_(source[p.key()]);
+    unpadded->eval();
+    const auto logits = unpadded->forward(in);
+    EXPECT_TRUE(torch::allclose(logits, expected, 1e-4, 1e-6)) << by_sample << ": " << logits << "\nclean:\n" << expected;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ArchitectureTest,
@@ -602,6 +611,23 @@ TEST(ModelCost, UnpaddingSavesTheProjectionsAndMlpOfEveryPaddingToken) {
 
   const ModelConfig xlnet = shipped_model_config("xlnet-base-cased");
   EXPECT_NEAR(per_token_train_flops(xlnet), 3 * layers * (2 * 4 * h * h + 2 * 2 * h * f), 1.0);  // q, k, v, o: r is per distance
+}
+
+// Unpadded attention sample by sample: each sample's L queries score L keys, not the grid's S x S
+// (QK^T and PV: 4h FLOPs a pair, every layer, trained at 3x), and a sparse last layer's one query
+// L keys, not S. On the grid, nothing is saved.
+TEST(ModelCost, AttentionBySampleSavesThePaddingsScores) {
+  ModelConfig bert = shipped_model_config("bert-base-cased");
+  const double h = 768, layers = 12, s = 128;
+  const std::vector<int64_t> lengths{128, 40, 7};
+  bert.unpad = true;
+  EXPECT_EQ(attention_by_sample_train_flops_saved(bert, 128, lengths), 0.0);
+  bert.unpad_attention_by_sample = true;
+  const double pairs = (s * s - 128.0 * 128) + (s * s - 40.0 * 40) + (s * s - 7.0 * 7);
+  EXPECT_NEAR(attention_by_sample_train_flops_saved(bert, 128, lengths), 3 * layers * 4 * h * pairs, 1.0);
+  bert.sparse_last_layer = true;
+  const double last = (s - 128) + (s - 40) + (s - 7);
+  EXPECT_NEAR(attention_by_sample_train_flops_saved(bert, 128, lengths), 3 * 4 * h * ((layers - 1) * pairs + last), 1.0);
 }
 
 }  // namespace

@@ -72,8 +72,9 @@ void expect_gradients_match(const nlohmann::json& ref, torch::nn::Module& model)
 
 // The model as a user gets it from HF's checkpoint folder: config.json as transformers wrote it,
 // with each setting a spec can pick for the layers (model.attention, model.fused_qkv,
-// model.fused_layer_norm, and for a `classifier` model.sparse_last_layer and model.unpad); every one
-// of them must compute HF's network. XLNet has only the sparse last layer and unpadding.
+// model.fused_layer_norm, and for a `classifier` model.sparse_last_layer and model.unpad, with its
+// attention on the grid or sample by sample); every one of them must compute HF's network. XLNet
+// has only the sparse last layer and unpadding on the grid.
 std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir, bool classifier) {
   const ModelConfig base = read_model_config(dir + "/config.json");
   std::vector<std::pair<std::string, ModelConfig>> configs{{"eager attention", base}};
@@ -88,6 +89,12 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
     configs.emplace_back("eager attention, unpadded, sparse last layer", unpadded);
   }
   if (base.arch == Architecture::xlnet) return configs;
+  if (classifier) {  // as a CPU run attends, unpadded (XLNet's stays on the grid)
+    ModelConfig by_sample = base;
+    by_sample.unpad = true;
+    by_sample.unpad_attention_by_sample = true;
+    configs.emplace_back("eager attention, unpadded, attention sample by sample", by_sample);
+  }
   ModelConfig fused = base;
   fused.fused_qkv = true;
   configs.emplace_back("eager attention, fused QKV", fused);
@@ -111,6 +118,8 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
       configs.emplace_back("SDPA, fused QKV and residual LayerNorm, sparse last layer", sdpa);
       sdpa.unpad = true;
       configs.emplace_back("SDPA, fused QKV and residual LayerNorm, sparse last layer, unpadded", sdpa);
+      sdpa.unpad_attention_by_sample = true;
+      configs.emplace_back("SDPA, fused QKV and residual LayerNorm, sparse last layer, unpadded, by sample", sdpa);
     }
   }
   return configs;

@@ -4,6 +4,8 @@
 // in each architecture's own file.
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -94,10 +96,16 @@ class TokenLayout {
  public:
   TokenLayout() = default;  // padded
   // Unpadded where `unpad` and the batch has padding (in.token_positions, else found from the mask);
-  // a batch without padding stays padded, which is then the same thing without the copies.
-  static TokenLayout of(const ModelInputs& in, bool unpad);
+  // a batch without padding stays padded, which is then the same thing without the copies. With
+  // `by_sample` (a CPU run) the layout also learns where each sample's rows begin and end, so
+  // attention can run sample by sample (attention_by_sample) instead of on the grid.
+  static TokenLayout of(const ModelInputs& in, bool unpad, bool by_sample = false);
 
   bool unpadded() const { return positions_.defined(); }
+  bool attends_by_sample() const { return !sample_rows_.empty(); }
+  std::size_t sample_count() const { return sample_rows_.size(); }
+  // Sample b's rows: the first, and how many (its real tokens), in the unpadded rows.
+  std::pair<int64_t, int64_t> sample_rows(int64_t b) const { return sample_rows_[static_cast<std::size_t>(b)]; }
   // [B, S, ...] on the grid -> [1, T, ...] at the real tokens (ids, positions, token types); an
   // undefined tensor (DistilBERT's token types) stays undefined.
   torch::Tensor to_rows(const torch::Tensor& grid) const;
@@ -113,6 +121,7 @@ class TokenLayout {
   torch::Tensor positions_;  // [T] flat grid positions b * S + s of the real tokens
   torch::Tensor row_of_;     // [B, S]: the row holding each grid position (0 at the padding, never read)
   int64_t batch_ = 0, seq_len_ = 0;
+  std::vector<std::pair<int64_t, int64_t>> sample_rows_;  // by_sample: each sample's first row and count
 };
 
 // Query, key and value [B, H, S, D] from x (in `layout`, H*D wide): three projections, or `fused`,
@@ -132,6 +141,22 @@ torch::Tensor rows_at(const torch::Tensor& x, const TokenLayout& layout, std::op
 // The encoder's output at the position a classifier's head reads, [B, H]: all a sparse last layer
 // computed ([B, 1, H]), else read there from every token's output.
 torch::Tensor head_position(const torch::Tensor& x, const TokenLayout& layout, int64_t position, bool sparse_last_layer);
+
+// How a block's self-attention runs (BERT, DistilBERT, RoBERTa).
+struct SelfAttentionSettings {
+  int64_t heads = 1;
+  bool fused_qkv = false;
+  double dropout_p = 0.0;
+  bool training = false;
+  AttentionKernel kernel = AttentionKernel::eager;
+};
+
+// Multi-head self-attention's context, before the output projection, in the layout of the
+// block's other work: x's ([B, S, H], or the real tokens' rows [1, T, H]), or with `at` that one
+// position, [B, 1, H]. On the grid, or where the layout attends by sample, sample by sample.
+torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias, const TokenLayout& layout,
+                             std::optional<int64_t> at, Linear& query, Linear& key, Linear& value,
+                             const SelfAttentionSettings& settings);
 
 // Attention's context [B, S or 1, H] back in the layout the block's other work runs in: rows where
 // unpadded, unless the block computes one position only.

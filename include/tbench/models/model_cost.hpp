@@ -5,6 +5,7 @@
 // task's: a classifier on one position, or a masked-LM head on every position (HF projects every
 // position onto the vocabulary: 2 H V FLOPs per token, forward, the largest matmul of a small model).
 #include <cstdint>
+#include <vector>
 
 #include "tbench/models/model_config.hpp"
 #include "tbench/spec/spec.hpp"
@@ -38,5 +39,11 @@ double masked_lm_head_train_flops_per_position(const ModelConfig& model, const M
 // tokens too; model.unpad does not, so a step's FLOPs are the per-sample figure less this for
 // every padding token. (Attention runs on the padded grid either way.)
 double per_token_train_flops(const ModelConfig& model);
+
+// Training FLOPs that attention skips when an unpadded model attends sample by sample
+// (ModelConfig::unpad_attention_by_sample) rather than on the padded grid: each sample's queries
+// score its own `lengths[b]` tokens instead of all `seq_len`, in every layer (a sparse last layer's
+// one query too). 0 for a model that attends on the grid.
+double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t seq_len, const std::vector<int64_t>& lengths);
 
 }  // namespace tbench
