@@ -142,6 +142,17 @@ torch::Tensor TokenLayout::at_position(const torch::Tensor& x, int64_t position)
   return x.reshape({-1, x.size(-1)}).index_select(0, row_of_.select(1, position)).unsqueeze(1);
 }
 
+namespace {
+
+// x's query, key and value side by side, [..., 3·H·D], from one GEMM over the three weights stacked.
+torch::Tensor stacked_qkv(const torch::Tensor& x, Linear& query, Linear& key, Linear& value) {
+  const auto weight = torch::cat({query->weight, key->weight, value->weight});
+  const auto bias = torch::cat({query->bias, key->bias, value->bias});
+  return torch::linear(x, weight, bias);
+}
+
+}  // namespace
+
 QueryKeyValue project_qkv(const torch::Tensor& x, const TokenLayout& layout, Linear& query, Linear& key, Linear& value,
                           int64_t heads, bool fused) {
   if (!fused) {
@@ -149,9 +160,7 @@ QueryKeyValue project_qkv(const torch::Tensor& x, const TokenLayout& layout, Lin
             split_heads(layout.to_grid(value(x)), heads)};
   }
   // [B, S, 3·H·D] -> [3, B, H, S, D]: rows of the stacked weight are query's, then key's, then value's.
-  const auto weight = torch::cat({query->weight, key->weight, value->weight});
-  const auto bias = torch::cat({query->bias, key->bias, value->bias});
-  const auto stacked = layout.to_grid(torch::linear(x, weight, bias));
+  const auto stacked = layout.to_grid(stacked_qkv(x, query, key, value));
   const auto b = stacked.size(0), s = stacked.size(1);
   const auto parts = stacked.view({b, s, 3, heads, -1}).permute({2, 0, 3, 1, 4}).unbind(0);
   return {parts[0], parts[1], parts[2]};
@@ -181,9 +190,7 @@ torch::Tensor attention_by_sample(const torch::Tensor& x, const TokenLayout& lay
                                   Linear& query, Linear& key, Linear& value, const SelfAttentionSettings& s) {
   torch::Tensor queries, keys, values;  // every row's at once: one GEMM each (or one for all three)
   if (s.fused_qkv && !at) {
-    const auto weight = torch::cat({query->weight, key->weight, value->weight});
-    const auto bias = torch::cat({query->bias, key->bias, value->bias});
-    const auto parts = torch::linear(x, weight, bias).chunk(3, -1);
+    const auto parts = stacked_qkv(x, query, key, value).chunk(3, -1);
     queries = parts[0], keys = parts[1], values = parts[2];
   } else {
     queries = query(at ? layout.at_position(x, *at) : x);  // [B, 1, H] or [1, T, H]
@@ -191,11 +198,12 @@ torch::Tensor attention_by_sample(const torch::Tensor& x, const TokenLayout& lay
     values = value(x);
   }
   std::vector<torch::Tensor> contexts;
-  for (std::size_t b = 0; b < layout.sample_count(); ++b) {
-    const auto [start, count] = layout.sample_rows(static_cast<int64_t>(b));
-    const int64_t first = start, length = count;  // a lambda cannot capture structured bindings in C++17
-    const auto own = [&](const torch::Tensor& t) { return split_heads(t.narrow(1, first, length), s.heads); };
-    const auto q = at ? split_heads(queries.narrow(0, static_cast<int64_t>(b), 1), s.heads) : own(queries);
+  int64_t sample = 0;
+  for (const auto& [first, length] : layout.sample_rows()) {
+    const auto own = [&, first = first, length = length](const torch::Tensor& t) {
+      return split_heads(t.narrow(1, first, length), s.heads);
+    };
+    const auto q = at ? split_heads(queries.narrow(0, sample++, 1), s.heads) : own(queries);
     contexts.push_back(merge_heads(attention(q, own(keys), own(values), /*bias=*/{}, s.dropout_p, s.training, s.kernel)));
   }
   return torch::cat(contexts, at ? 0 : 1);  // [B, 1, H], or the rows [1, T, H] in order

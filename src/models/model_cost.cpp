@@ -19,23 +19,23 @@ int64_t xlnet_layer_params(const ModelConfig& c) {
   return 5 * h * heads + 3 * heads + 2 * heads + linear_params(h, f) + linear_params(f, h) + 2 * layer_norm_params(h);
 }
 
-// Forward FLOPs of one block for one sequence of s tokens (a multiply-add counts 2), with its
-// output at q of them (s, or 1 in a sparse last layer): keys and values at all s, the rest at q.
-double encoder_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
-  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
-  const double projections = 2.0 * 2 * h * h * q + 2.0 * 2 * h * h * s;  // Q, O; K, V
-  const double ffn = 2.0 * 2 * h * f * q;
-  const double attention = 2.0 * 2 * q * s * h;                          // QK^T and PV over all heads
-  return projections + ffn + attention;
-}
-
-// Forward FLOPs of a block's work token by token, for one token: the projections and the MLP, or
-// with `keys_only` (a sparse last layer's other tokens) its key and value alone.
+// Forward FLOPs of a block's work token by token, for one token (a multiply-add counts 2): the
+// projections and the MLP, or with `keys_only` (a sparse last layer's other tokens) its key and
+// value alone.
 double layer_flops_per_token(const ModelConfig& c, bool keys_only) {
   const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
-  const double heads = static_cast<double>(c.num_heads * c.head_dim());  // = h in every shipped model
+  const double heads = static_cast<double>(c.num_heads * c.head_dim());  // = h: the config check asks h % heads == 0
   const double keys_and_values = 2.0 * 2 * h * heads;
   return keys_only ? keys_and_values : keys_and_values + 2.0 * 2 * h * heads + 2.0 * 2 * h * f;  // + Q, O; MLP
+}
+
+// Forward FLOPs of one block for one sequence of s tokens, with its output at q of them (s, or 1
+// in a sparse last layer): keys and values at all s, the rest at q, and attention's q x s scores.
+double encoder_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
+  const double keys_and_values = layer_flops_per_token(c, /*keys_only=*/true);
+  const double the_rest = layer_flops_per_token(c, /*keys_only=*/false) - keys_and_values;  // Q, O, MLP
+  const double attention = 2.0 * 2 * static_cast<double>(q * s) * static_cast<double>(c.hidden_size);  // QK^T, PV
+  return keys_and_values * static_cast<double>(s) + the_rest * static_cast<double>(q) + attention;
 }
 
 // XLNet's block adds the r projection of the 2s relative distances, the position scores against

@@ -524,7 +524,9 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     // model.unpad: the per-token work ran at the real tokens only (and on the CPU, attention too).
     if (batch.inputs.token_positions.defined()) {
       flops -= static_cast<double>(batch.tokens - batch.real_tokens) * per_token;
-      flops -= attention_by_sample_train_flops_saved(plan.model, length, sample_lengths(batch.inputs.attention_mask));
+      if (plan.model.unpad_attention_by_sample) {  // else nothing is saved, and no need to count lengths
+        flops -= attention_by_sample_train_flops_saved(plan.model, length, sample_lengths(batch.inputs.attention_mask));
+      }
     }
     return flops;
   });

@@ -103,9 +103,8 @@ class TokenLayout {
 
   bool unpadded() const { return positions_.defined(); }
   bool attends_by_sample() const { return !sample_rows_.empty(); }
-  std::size_t sample_count() const { return sample_rows_.size(); }
-  // Sample b's rows: the first, and how many (its real tokens), in the unpadded rows.
-  std::pair<int64_t, int64_t> sample_rows(int64_t b) const { return sample_rows_[static_cast<std::size_t>(b)]; }
+  // Each sample's rows, in order: the first, and how many (its real tokens), in the unpadded rows.
+  const std::vector<std::pair<int64_t, int64_t>>& sample_rows() const { return sample_rows_; }
   // [B, S, ...] on the grid -> [1, T, ...] at the real tokens (ids, positions, token types); an
   // undefined tensor (DistilBERT's token types) stays undefined.
   torch::Tensor to_rows(const torch::Tensor& grid) const;
