@@ -2,12 +2,15 @@
 // the length spread, labels, and the padding efficiency each batching choice would give — and
 // `--histogram FILE`, the length histogram that `data.lengths.histogram` reads, so synthetic
 // data can be shaped like the user's own.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <numeric>
 
 #include "tbench/cli/commands.hpp"
 #include "tbench/data/data_sources.hpp"
+#include "tbench/models/model_cost.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/timing/stats.hpp"
@@ -27,8 +30,19 @@ struct DataOptions {
 
 DataOptions g_data;
 
-// Real tokens over computed tokens for one epoch planned the way a run would plan it.
-double padding_efficiency(const PreparedData& data, const RunSpec& spec, Padding padding, bool bucketed) {
+// One epoch planned the way a run would plan it, with each micro-batch padded by `padding`: the
+// tokens the samples hold, the tokens computed, and (a classifier) the training FLOPs of `model`,
+// as a run's steps count them: each sample's at its batch's padded width, less what model.unpad
+// skips.
+struct EpochWork {
+  double real_tokens = 0, computed_tokens = 0, train_flops = 0, samples = 0;
+
+  double padding_efficiency() const { return computed_tokens > 0 ? real_tokens / computed_tokens : 0.0; }
+  double train_flops_per_sample() const { return samples > 0 ? train_flops / samples : 0.0; }
+};
+
+EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padding, bool bucketed,
+                     const ModelConfig& model) {
   const TokenizedSamples& samples = data.train;
   CollateOptions collate = data.collate;
   collate.padding = padding;
@@ -38,18 +52,28 @@ double padding_efficiency(const PreparedData& data, const RunSpec& spec, Padding
   o.bucket_by_length = bucketed;
   o.drop_last = spec.data.drop_last;
   o.seed = spec.data.seed;
-  double real = 0, computed = 0;
+  const bool counts_flops = spec.task == Task::classification;
+  const double per_token = model.unpad ? per_token_train_flops(model) : 0.0;
+  EpochWork work;
   for (const auto& step : plan_epoch(samples, o, 1)) {
     for (const auto& micro : step) {
-      int64_t longest = 0;
-      for (const int64_t i : micro) {
-        real += static_cast<double>(samples.length(i));
-        longest = std::max(longest, samples.length(i));
+      std::vector<int64_t> lengths;
+      for (const int64_t i : micro) lengths.push_back(samples.length(i));
+      const int64_t width = padded_width(collate, *std::max_element(lengths.begin(), lengths.end()));
+      const double real = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
+      const double computed = static_cast<double>(width) * static_cast<double>(lengths.size());
+      work.real_tokens += real;
+      work.computed_tokens += computed;
+      work.samples += static_cast<double>(lengths.size());
+      if (!counts_flops) continue;
+      work.train_flops += static_cast<double>(lengths.size()) *
+                          run_train_flops_per_sample(model, nullptr, spec.num_labels, width, spec.task);
+      if (model.unpad && real < computed) {
+        work.train_flops -= (computed - real) * per_token + attention_by_sample_train_flops_saved(model, width, lengths);
       }
-      computed += static_cast<double>(padded_width(collate, longest)) * static_cast<double>(micro.size());
     }
   }
-  return computed > 0 ? real / computed : 0.0;
+  return work;
 }
 
 std::map<int64_t, int64_t> length_histogram(const PreparedData& data) {
@@ -82,15 +106,64 @@ json label_counts(const PreparedData& data) {
   return out;
 }
 
+// Each padding choice's efficiency, and for a classifier its training FLOPs per sample, with
+// what model.unpad would leave of them.
+void print_work(const json& report) {
+  const json& p = report["padding_efficiency"];
+  const json& f = report.value("train_flops_per_sample", json::object());
+  const auto row = [&](const std::string& label, const std::string& key) {
+    std::cout << "  " << label << std::string(20 - label.size(), ' ') << format_fixed(p[key].get<double>(), 3);
+    if (f.contains(key)) std::cout << "   " << format_fixed(f[key].get<double>() / 1e9, 2) << " GFLOP";
+    std::cout << "\n";
+  };
+  row("max_length", "max_length");
+  row("longest", "longest");
+  row("longest + buckets", "longest_bucketed");
+  if (!f.contains("unpad")) return;
+  const json& u = f["unpad"];
+  const double unpadded = u["train_flops_per_sample"], as_padded = u["padded_train_flops_per_sample"];
+  std::cout << "  model.unpad              -   " << format_fixed(unpadded / 1e9, 2) << " GFLOP, "
+            << format_fixed(100 * unpadded / as_padded, 0) << "% of the same batches padded ("
+            << u["padding"].get<std::string>() << (u["bucket_by_length"].get<bool>() ? " + buckets" : "") << "); attention "
+            << (u["attention"] == "by_sample" ? "sample by sample, as on the CPU" : "on the padded grid, as on a GPU")
+            << "\n";
+}
+
 int data_command() {
   const RunSpec spec = load_spec(g_data.spec_path, g_data.overrides);
-  const PreparedData data = prepare_data(spec, model_config_for(spec));
+  const ModelConfig model = model_config_for(spec);
+  const PreparedData data = prepare_data(spec, model);
   json report = data.description;
   report["labels"] = label_counts(data);
   report["batch_size"] = spec.train.batch_size;
-  report["padding_efficiency"] = {{"max_length", padding_efficiency(data, spec, Padding::max_length, false)},
-                                  {"longest", padding_efficiency(data, spec, Padding::longest, false)},
-                                  {"longest_bucketed", padding_efficiency(data, spec, Padding::longest, true)}};
+  ModelConfig padded = model;
+  padded.unpad = padded.unpad_attention_by_sample = false;
+  const EpochWork fixed = epoch_work(data, spec, Padding::max_length, false, padded),
+                  longest = epoch_work(data, spec, Padding::longest, false, padded),
+                  bucketed = epoch_work(data, spec, Padding::longest, true, padded);
+  report["padding_efficiency"] = {{"max_length", fixed.padding_efficiency()},
+                                  {"longest", longest.padding_efficiency()},
+                                  {"longest_bucketed", bucketed.padding_efficiency()}};
+  if (spec.task == Task::classification) {
+    // model.unpad as a run of this spec would unpad: its padding and bucketing, on its device.
+    ModelConfig unpadded = model;
+    unpadded.unpad = true;
+    unpadded.unpad_attention_by_sample = !spec.device.is_cuda();
+    const EpochWork unpad = epoch_work(data, spec, spec.data.padding, spec.data.bucket_by_length, unpadded);
+    const EpochWork& as_padded = spec.data.padding == Padding::max_length ? fixed
+                                 : spec.data.bucket_by_length             ? bucketed
+                                                                          : longest;
+    report["train_flops_per_sample"] = {
+        {"model", spec.model.config.empty() ? spec.model.name : spec.model.config},
+        {"max_length", fixed.train_flops_per_sample()},
+        {"longest", longest.train_flops_per_sample()},
+        {"longest_bucketed", bucketed.train_flops_per_sample()},
+        {"unpad", {{"padding", to_string(spec.data.padding)},
+                   {"bucket_by_length", spec.data.bucket_by_length},
+                   {"attention", unpadded.unpad_attention_by_sample ? "by_sample" : "padded_grid"},
+                   {"train_flops_per_sample", unpad.train_flops_per_sample()},
+                   {"padded_train_flops_per_sample", as_padded.train_flops_per_sample()}}}};
+  }
   if (!g_data.histogram_path.empty()) {
     write_file_atomically(g_data.histogram_path, histogram_text(length_histogram(data), spec));
     report["histogram"] = g_data.histogram_path;
@@ -106,7 +179,8 @@ int data_command() {
             << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 " << l["p10"]
             << ", median " << l["median"] << ", p90 " << l["p90"] << ", max " << l["max"] << "\n"
             << (spec.task == Task::classification ? "labels: " + json_text(report["labels"]) + "\n" : "")
-            << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch):\n";
+            << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch)"
+            << (spec.task == Task::classification ? ", and training FLOPs per sample:\n" : ":\n");
   if (report["corpus"].is_object()) {
     const json& c = report["corpus"];
     std::cout << "corpus: " << c["files"] << " file(s) packed into " << c["blocks"] << " blocks of " << c["block_tokens"]
@@ -128,10 +202,7 @@ int data_command() {
               << m["mask_token_id"] << ", never " << json_text(m["never_masked"])
               << " (new spans and orders every epoch)\n";
   }
-  const json& p = report["padding_efficiency"];
-  std::cout << "  max_length          " << format_fixed(p["max_length"].get<double>(), 3) << "\n"
-            << "  longest             " << format_fixed(p["longest"].get<double>(), 3) << "\n"
-            << "  longest + buckets   " << format_fixed(p["longest_bucketed"].get<double>(), 3) << "\n";
+  print_work(report);
   if (!g_data.histogram_path.empty()) {
     std::cout << "length histogram: " << g_data.histogram_path << " (use it as data.lengths.histogram)\n";
   }

@@ -109,16 +109,30 @@ TokenLayout TokenLayout::of(const ModelInputs& in, bool unpad, bool by_sample) {
   layout.row_of_ = torch::zeros({layout.batch_ * layout.seq_len_}, rows.options())
                        .index_copy_(0, layout.positions_, rows)
                        .view({layout.batch_, layout.seq_len_});
-  if (by_sample) {  // a CPU run: reading the mask waits for nothing
-    const auto lengths = in.attention_mask.sum(1).to(torch::kCPU, torch::kLong).contiguous();
-    int64_t first = 0;
-    for (int64_t b = 0; b < layout.batch_; ++b) {
-      const int64_t length = lengths.data_ptr<int64_t>()[b];
-      layout.sample_rows_.emplace_back(first, length);
-      first += length;
-    }
-  }
+  if (by_sample) layout.find_samples(in.attention_mask);
   return layout;
+}
+
+void TokenLayout::find_samples(const torch::Tensor& attention_mask) {
+  // A CPU run: reading the mask waits for nothing.
+  const auto mask = attention_mask.to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t* real = mask.data_ptr<int64_t>();
+  int64_t first_row = 0;
+  bool consecutive = true;
+  for (int64_t b = 0; b < batch_; ++b, real += seq_len_) {
+    int64_t length = 0, start = -1, end = -1;
+    for (int64_t s = 0; s < seq_len_; ++s) {
+      if (real[s] == 0) continue;
+      ++length;
+      if (start < 0) start = s;
+      end = s;
+    }
+    sample_rows_.emplace_back(first_row, length);
+    sample_starts_.push_back(start);
+    consecutive = consecutive && end - start + 1 == length;
+    first_row += length;
+  }
+  if (!consecutive) sample_starts_.clear();
 }
 
 torch::Tensor TokenLayout::to_rows(const torch::Tensor& grid) const {

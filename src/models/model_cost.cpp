@@ -29,32 +29,30 @@ double layer_flops_per_token(const ModelConfig& c, bool keys_only) {
   return keys_only ? keys_and_values : keys_and_values + 2.0 * 2 * h * heads + 2.0 * 2 * h * f;  // + Q, O; MLP
 }
 
-// Forward FLOPs of one block for one sequence of s tokens, with its output at q of them (s, or 1
-// in a sparse last layer): keys and values at all s, the rest at q, and attention's q x s scores.
-double encoder_layer_flops(const ModelConfig& c, int64_t s, int64_t q) {
-  const double keys_and_values = layer_flops_per_token(c, /*keys_only=*/true);
-  const double the_rest = layer_flops_per_token(c, /*keys_only=*/false) - keys_and_values;  // Q, O, MLP
-  const double attention = 2.0 * 2 * static_cast<double>(q * s) * static_cast<double>(c.hidden_size);  // QK^T, PV
-  return keys_and_values * static_cast<double>(s) + the_rest * static_cast<double>(q) + attention;
+// Forward FLOPs of a block's work over the sequence as a whole, for one sequence of s tokens, with
+// its output at all s or (`one_row`, a sparse last layer) one: attention's q x s scores and their
+// weighted sum of the values. XLNet adds the r projection of the 2s relative distances' encodings,
+// the position scores against them (before the shift keeps s) and the segment scores against 2
+// segments; one row reads s encodings.
+double attention_flops(const ModelConfig& c, int64_t s, bool one_row) {
+  const double heads = static_cast<double>(c.num_heads * c.head_dim());  // = hidden_size
+  const double q = one_row ? 1.0 : static_cast<double>(s), keys = static_cast<double>(s);
+  const double scores_and_sum = 2.0 * q * keys * heads + 2.0 * q * keys * heads;  // QK^T (HF's ac), PV
+  if (c.arch != Architecture::xlnet) return scores_and_sum;
+  const double encodings = one_row ? keys : 2.0 * keys;
+  return scores_and_sum + 2.0 * static_cast<double>(c.hidden_size) * heads * encodings  // r
+         + 2.0 * q * encodings * heads                                                  // position scores (bd)
+         + 2.0 * q * 2 * heads;                                                         // segment scores (ef)
 }
 
-// XLNet's block adds the r projection of the 2s relative distances, the position scores against
-// those 2s encodings (before the shift keeps s of them) and the segment scores against 2 segments.
-// With its output at one position only (`one_row`, a sparse last layer), that row reads s encodings.
-double xlnet_layer_flops(const ModelConfig& c, int64_t s, bool one_row) {
-  const double h = static_cast<double>(c.hidden_size), f = static_cast<double>(c.intermediate_size);
-  const double heads = static_cast<double>(c.num_heads * c.head_dim());
-  const double q = one_row ? 1.0 : static_cast<double>(s);
-  const double encodings = static_cast<double>(one_row ? s : 2 * s);
-  const double projections = 2.0 * 2 * h * heads * q      // q, o
-                             + 2.0 * 2 * h * heads * s    // k, v
-                             + 2.0 * h * heads * encodings;  // r
-  const double ffn = 2.0 * 2 * h * f * q;
-  const double attention = 2.0 * q * s * heads            // content scores (ac)
-                           + 2.0 * q * encodings * heads  // position scores (bd)
-                           + 2.0 * q * 2 * heads          // segment scores (ef)
-                           + 2.0 * q * s * heads;         // probabilities x values
-  return projections + ffn + attention;
+// Forward FLOPs of one block for one sequence of s tokens, with its output at all of them or (a
+// sparse last layer) at one: keys and values at all s, the rest at the output's positions, and
+// attention.
+double layer_flops(const ModelConfig& c, int64_t s, bool one_row) {
+  const double keys_and_values = layer_flops_per_token(c, /*keys_only=*/true);
+  const double the_rest = layer_flops_per_token(c, /*keys_only=*/false) - keys_and_values;  // Q, O, MLP
+  return keys_and_values * static_cast<double>(s) + the_rest * (one_row ? 1.0 : static_cast<double>(s)) +
+         attention_flops(c, s, one_row);
 }
 
 // Permutation LM's query stream, m targets over s positions, in each block: its q and o
@@ -93,8 +91,8 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
   double head_flops = 0;
   // A classifier's sparse last layer computes its output at the one position the head reads.
   const bool one_row = c.sparse_last_layer && task == Task::classification;
-  double layer_flops = encoder_layer_flops(c, seq_len, seq_len);
-  double last_layer_flops = encoder_layer_flops(c, seq_len, one_row ? 1 : seq_len);
+  double full_layer_flops = layer_flops(c, seq_len, /*one_row=*/false);
+  double last_layer_flops = layer_flops(c, seq_len, one_row);
   switch (c.arch) {
     case Architecture::bert:
       cost.base_params = embeddings + encoder + linear_params(h, h);  // + pooler
@@ -118,16 +116,14 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
       // + sequence_summary.summary and logits_proj
       cost.classifier_params = cost.base_params + linear_params(h, h) + linear_params(h, num_labels);
       head_flops = 2.0 * h * h + 2.0 * h * num_labels;
-      layer_flops = xlnet_layer_flops(c, seq_len, /*one_row=*/false);
-      last_layer_flops = xlnet_layer_flops(c, seq_len, one_row);
       break;
   }
   if (task == Task::plm) {
     // XLNetLMHeadModel, every position a target (HF's collator): the query stream beside the
     // content stream, then lm_loss (weight tied to the word embedding, so only its bias is new).
     cost.classifier_params = cost.base_params + c.vocab_size;
-    layer_flops += xlnet_query_stream_flops(c, seq_len, seq_len);
-    last_layer_flops = layer_flops;
+    full_layer_flops += xlnet_query_stream_flops(c, seq_len, seq_len);
+    last_layer_flops = full_layer_flops;
     head_flops = 2.0 * static_cast<double>(seq_len) * static_cast<double>(h) * static_cast<double>(c.vocab_size);
   } else if (task != Task::classification) {
     // *ForMaskedLM: the base without a pooler, then the masked-LM head on every position.
@@ -137,7 +133,7 @@ ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, 
     head_flops = masked_lm_head_flops(c, seq_len);
   }
   double flops = head_flops;
-  for (int64_t i = 0; i + 1 < c.num_layers; ++i) flops += layer_flops;
+  for (int64_t i = 0; i + 1 < c.num_layers; ++i) flops += full_layer_flops;
   if (c.num_layers > 0) flops += last_layer_flops;
   cost.forward_flops_per_sample = flops;
   cost.train_flops_per_sample = 3.0 * flops;  // backward costs about twice the forward
@@ -158,17 +154,14 @@ double masked_lm_head_train_flops_per_position(const ModelConfig& model, const M
 double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t seq_len,
                                              const std::vector<int64_t>& lengths) {
   if (!model.unpad_attention_by_sample || model.num_layers == 0) return 0.0;
-  const double per_pair = 2.0 * 2 * static_cast<double>(model.hidden_size);  // QK^T and PV, every head
-  const double s = static_cast<double>(seq_len);
-  double full_layers = 0, sparse_last = 0;  // query-key pairs skipped
-  for (const int64_t length : lengths) {
-    const double l = static_cast<double>(length);
-    full_layers += s * s - l * l;
-    sparse_last += s - l;  // one query against l keys instead of s
-  }
   const bool sparse = model.sparse_last_layer;
-  const double pairs = static_cast<double>(model.num_layers - (sparse ? 1 : 0)) * full_layers + (sparse ? sparse_last : 0.0);
-  return 3.0 * per_pair * pairs;
+  const double full_layers = static_cast<double>(model.num_layers - (sparse ? 1 : 0));
+  double saved = 0;  // forward: each sample's attention over its own length instead of seq_len
+  for (const int64_t length : lengths) {
+    saved += full_layers * (attention_flops(model, seq_len, false) - attention_flops(model, length, false));
+    if (sparse) saved += attention_flops(model, seq_len, true) - attention_flops(model, length, true);
+  }
+  return 3.0 * saved;
 }
 
 double per_token_train_flops(const ModelConfig& model) {

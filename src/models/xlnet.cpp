@@ -105,12 +105,19 @@ class RelativeAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& h, const layers::TokenLayout& layout, const torch::Tensor& positions,
                         const torch::Tensor& other_segment, const torch::Tensor& mask,
                         std::optional<int64_t> at = std::nullopt) {
+    if (attends_by_sample(layout)) return forward_by_sample(h, layout, positions, other_segment, at);
     const Keys keys = keys_of(h, layout, positions, at);
     const auto query_row = [&](const torch::Tensor& t) { return at && t.defined() ? t.narrow(2, *at, 1) : t; };
     const auto rows = layers::rows_at(h, layout, at);
     const auto queries = at ? project_heads(rows, q_) : project_heads(h, layout, q_);
     const auto heads = attend(queries, keys, query_row(other_segment), query_row(mask));
     return post_attention(rows, layers::context_rows(merge(heads), layout, at));
+  }
+
+  // Whether the content stream attends sample by sample in `layout` (model.unpad on the CPU):
+  // where each sample's real tokens are consecutive positions, as the loader pads them.
+  static bool attends_by_sample(const layers::TokenLayout& layout) {
+    return layout.attends_by_sample() && !layout.sample_starts().empty();
   }
 
   // Both streams (pre-training). g: [B, M, d_model], the query stream at the M targets;
@@ -136,14 +143,55 @@ class RelativeAttentionImpl : public torch::nn::Module {
     bool one_row = false;  //   that row's distance to each key, in the keys' order (nothing to shift)
   };
 
-  // Query row i's distance to key j is i - j, the encoding at index S - i + j of S .. 1-S: one row
-  // reads S consecutive encodings, already in place, and projects only those.
   // Keys and values on the padded grid whatever h's layout; the distances' keys depend on positions only.
   Keys keys_of(const torch::Tensor& h, const layers::TokenLayout& layout, const torch::Tensor& positions,
                std::optional<int64_t> at = std::nullopt) {
-    const auto seq = positions.size(1) / 2;
-    const auto encodings = at ? positions.narrow(1, seq - *at, seq) : positions;
+    const auto encodings = encodings_read(positions, positions.size(1) / 2, at);
     return {project_heads(h, layout, k_), project_heads(h, layout, v_), project_heads(encodings, r_), at.has_value()};
+  }
+
+  // The encodings that queries read against `length` keys, from positions (distance d at index S - d
+  // of S .. 1-S): distances length .. 1-length for all the queries, which the shift turns into each
+  // row's own; or for one query at place p among the keys, its distance to each key in the keys'
+  // order: query i's distance to key j is i - j, so that row reads `length` consecutive encodings
+  // already in place, and only those are projected.
+  static torch::Tensor encodings_read(const torch::Tensor& positions, int64_t length, std::optional<int64_t> query_place) {
+    const auto seq = positions.size(1) / 2;
+    return query_place ? positions.narrow(1, seq - *query_place, length) : positions.narrow(1, seq - length, 2 * length);
+  }
+
+  // model.unpad on the CPU: each sample attends over its own L real tokens (rows [1, T, d_model])
+  // as a sequence of L tokens would. The distance between two of its tokens does not depend on
+  // where its padding put them, so its scores are the grid's at the real tokens, against the
+  // encodings of its own distances alone. Within a sample no key is hidden (the padding mask only
+  // hides padding), so there is no mask. With `at`, each sample's one query there ([B, 1, d_model]).
+  torch::Tensor forward_by_sample(const torch::Tensor& h, const layers::TokenLayout& layout,
+                                  const torch::Tensor& positions, const torch::Tensor& other_segment,
+                                  std::optional<int64_t> at) {
+    const auto rows = layers::rows_at(h, layout, at);
+    const auto queries = project(rows, q_), keys = project(h, k_), values = project(h, v_);  // one GEMM each
+    std::vector<torch::Tensor> contexts;
+    for (std::size_t i = 0; i < layout.sample_rows().size(); ++i) {
+      const auto b = static_cast<int64_t>(i);
+      const auto [first, length] = layout.sample_rows()[i];
+      const int64_t start = layout.sample_starts()[i];  // the sample's first position in the grid
+      const auto own = [&, first = first, length = length](const torch::Tensor& t) {
+        return layers::split_heads(t.narrow(1, first, length), heads_);
+      };
+      // Training draws each sample's own dropout on the encodings (positions [B, 2S, d_model]).
+      const auto encodings = positions.narrow(0, positions.size(0) == 1 ? 0 : b, 1);
+      std::optional<int64_t> query_place;  // with `at`: its place among the sample's keys
+      if (at) query_place = *at - start;
+      const Keys sample{own(keys), own(values), project_heads(encodings_read(encodings, length, query_place), r_),
+                        at.has_value()};
+      const auto q = at ? layers::split_heads(queries.narrow(0, b, 1), heads_) : own(queries);
+      torch::Tensor segment;  // the grid's, at the sample's queries and keys
+      if (other_segment.defined()) {
+        segment = other_segment.narrow(0, b, 1).narrow(2, at ? *at : start, at ? 1 : length).narrow(3, start, length);
+      }
+      contexts.push_back(merge(attend(q, sample, segment, /*mask=*/{})));
+    }
+    return post_attention(rows, torch::cat(contexts, at ? 0 : 1));  // [B, 1, d_model] or the rows [1, T, d_model]
   }
 
   // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] (or one row, [B, H, 1, D])
@@ -266,9 +314,10 @@ class TransformerImpl : public torch::nn::Module {
       other_segment = in.token_type_ids.unsqueeze(2).ne(in.token_type_ids.unsqueeze(1)).unsqueeze(1);  // [B, 1, S, S]
     }
 
-    const auto hidden = hidden_keys(in, seq);  // [B, S, S] bool, or undefined
+    // Attending by sample, no key within a sample is hidden: no masks to build.
+    const auto hidden = RelativeAttentionImpl::attends_by_sample(layout) ? torch::Tensor() : hidden_keys(in, seq);
     torch::Tensor mask_h, mask_g;
-    if (hidden.defined()) {
+    if (hidden.defined()) {  // [B, S, S] bool
       // HF's non_tgt_mask: the content stream always sees its own position.
       auto index = torch::arange(seq, torch::TensorOptions(torch::kLong).device(h.device()));
       auto off_diagonal = index.unsqueeze(1).ne(index.unsqueeze(0)).unsqueeze(0);  // [1, S, S]
@@ -322,7 +371,7 @@ TORCH_MODULE(Transformer);
 class ForSequenceClassification : public SequenceClassifier {
  public:
   ForSequenceClassification(const ModelConfig& c, int64_t num_labels)
-      : sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad) {
+      : sparse_last_layer_(c.sparse_last_layer), unpad_(c.unpad), unpad_by_sample_(c.unpad_attention_by_sample) {
     const int64_t d = c.hidden_size;
     transformer_ = register_module("transformer", Transformer(c));
     auto sequence_summary = add_group(*this, "sequence_summary");
@@ -337,7 +386,7 @@ class ForSequenceClassification : public SequenceClassifier {
   torch::Tensor forward(const ModelInputs& in) override {
     // The head reads the last token (<cls>) alone, so a sparse last layer computes only that position.
     const auto last_token = in.input_ids.size(1) - 1;
-    const auto layout = layers::TokenLayout::of(in, unpad_);
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
     const auto h =
         transformer_->forward(in, layout, sparse_last_layer_ ? std::optional<int64_t>(last_token) : std::nullopt);
     // Sequence summary on the last token: dropout -> summary -> tanh -> dropout -> logits_proj.
@@ -347,7 +396,7 @@ class ForSequenceClassification : public SequenceClassifier {
   }
 
  private:
-  bool sparse_last_layer_, unpad_;
+  bool sparse_last_layer_, unpad_, unpad_by_sample_;
   Transformer transformer_{nullptr};
   layers::Dropout summary_dropout_{nullptr};
   layers::Linear summary_{nullptr}, logits_proj_{nullptr};

@@ -207,12 +207,18 @@ DevicePeak device_peak(const RunPlan& plan) {
 }  // namespace
 
 ModelConfig model_config_for(const RunSpec& spec) {
+  ModelConfig model;
   try {
-    return spec.model.config.empty() ? shipped_model_config(spec.model.name) : read_model_config(spec.model.config);
+    model = spec.model.config.empty() ? shipped_model_config(spec.model.name) : read_model_config(spec.model.config);
   } catch (const Error& e) {
     throw input_error(locate_field(spec.source, spec.origin, spec.model.config.empty() ? "model.name" : "model.config") +
                       ": " + e.what());
   }
+  model.sparse_last_layer = spec.model.sparse_last_layer;
+  model.unpad = spec.model.unpad;
+  // On the CPU a small GEMM per sample costs no kernel launch.
+  model.unpad_attention_by_sample = spec.model.unpad && !spec.device.is_cuda();
+  return model;
 }
 
 namespace {
@@ -329,11 +335,6 @@ RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
   plan.model = model_config_for(spec);
-  plan.model.sparse_last_layer = spec.model.sparse_last_layer;  // before the cost: the last layer's FLOPs follow it
-  plan.model.unpad = spec.model.unpad;
-  // On the CPU a small GEMM per sample costs no kernel launch; XLNet's relative attention stays on the grid.
-  plan.model.unpad_attention_by_sample =
-      spec.model.unpad && !spec.device.is_cuda() && plan.model.arch != Architecture::xlnet;
   if (spec.task == Task::distillation) plan.teacher = teacher_config_for(spec);
   check_model_fits(spec, plan.model);
   check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);

@@ -322,8 +322,8 @@ TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
   expect_same_logits_and_gradients(c, sparse, padded_inputs(c));
 }
 
-// model.unpad: the per-token work on the real tokens' rows, attention on the padded grid or (BERT,
-// DistilBERT, RoBERTa, as on the CPU) sample by sample; with the positions found from the mask or
+// model.unpad: the per-token work on the real tokens' rows, attention on the padded grid or (as on
+// the CPU) sample by sample, XLNet's with its left padding; with the positions found from the mask or
 // listed by the loader, with a sparse last layer, and (BERT family) with the fused QKV projection
 // and residual LayerNorm. The GEMMs run over other row counts, so BLAS may sum in another order:
 // LibTorch 2.6's differed from the padded model's in the fifth digit of distilbert's fused logits
@@ -332,7 +332,6 @@ TEST_P(ArchitectureTest, UnpaddedTokensGiveThePaddedLogitsAndGradients) {
   const ModelConfig c = shipped_model_config(GetParam());
   const double rtol = 1e-4;
   for (const bool by_sample : {false, true}) {
-    if (by_sample && c.arch == Architecture::xlnet) continue;  // XLNet attends on the grid
     SCOPED_TRACE(by_sample ? "attention sample by sample" : "attention on the grid");
     ModelConfig unpadded = c;
     unpadded.unpad = true;
@@ -383,7 +382,7 @@ TEST_P(ArchitectureTest, UnpaddedModelComputesNothingAtThePadding) {
   EXPECT_TRUE(torch::equal(poisoned_rows, torch::tensor({false, true, true}))) << poisoned_rows;
   c.unpad = true;
   for (const bool by_sample : {false, true}) {
-    c.unpad_attention_by_sample = by_sample && c.arch != Architecture::xlnet;
+    c.unpad_attention_by_sample = by_sample;
     const auto unpadded = build_classifier(c, 3);
     const auto source = clean->named_parameters();
     for (auto& p : unpadded->named_parameters()) p.value().copy_(source[p.key()]);
@@ -628,6 +627,25 @@ TEST(ModelCost, AttentionBySampleSavesThePaddingsScores) {
   bert.sparse_last_layer = true;
   const double last = (s - 128) + (s - 40) + (s - 7);
   EXPECT_NEAR(attention_by_sample_train_flops_saved(bert, 128, lengths), 3 * 4 * h * ((layers - 1) * pairs + last), 1.0);
+}
+
+// XLNet by sample also encodes only the sample's own distances: per layer and sample, QK^T and PV
+// (2h FLOPs a pair each), the position scores against 2L encodings (4h a query and key), the
+// segment scores (4h a query) and the r projection of 2L encodings (4h^2 a token); a sparse last
+// layer's one query reads L encodings (2h^2 a token) and scores them (2h).
+TEST(ModelCost, XlnetAttentionBySampleSavesThePaddingsScoresAndDistances) {
+  ModelConfig xlnet = shipped_model_config("xlnet-base-cased");
+  const double h = 768, layers = 12, s = 128;
+  const std::vector<int64_t> lengths{128, 40, 7};
+  xlnet.unpad = true;
+  xlnet.unpad_attention_by_sample = true;
+  double pairs = 0, tokens = 0;
+  for (const double l : {128.0, 40.0, 7.0}) pairs += s * s - l * l, tokens += s - l;
+  const double per_layer = 8 * h * pairs + 4 * h * tokens + 4 * h * h * tokens;
+  EXPECT_NEAR(attention_by_sample_train_flops_saved(xlnet, 128, lengths), 3 * layers * per_layer, 1.0);
+  xlnet.sparse_last_layer = true;
+  const double last = (6 * h + 2 * h * h) * tokens;
+  EXPECT_NEAR(attention_by_sample_train_flops_saved(xlnet, 128, lengths), 3 * ((layers - 1) * per_layer + last), 1.0);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ void expect_gradients_match(const nlohmann::json& ref, torch::nn::Module& model)
 // with each setting a spec can pick for the layers (model.attention, model.fused_qkv,
 // model.fused_layer_norm, and for a `classifier` model.sparse_last_layer and model.unpad, with its
 // attention on the grid or sample by sample); every one of them must compute HF's network. XLNet
-// has only the sparse last layer and unpadding on the grid.
+// has only the sparse last layer and unpadding.
 std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::string& dir, bool classifier) {
   const ModelConfig base = read_model_config(dir + "/config.json");
   std::vector<std::pair<std::string, ModelConfig>> configs{{"eager attention", base}};
@@ -87,14 +87,15 @@ std::vector<std::pair<std::string, ModelConfig>> configs_to_check(const std::str
     configs.emplace_back("eager attention, unpadded", unpadded);
     unpadded.sparse_last_layer = true;
     configs.emplace_back("eager attention, unpadded, sparse last layer", unpadded);
-  }
-  if (base.arch == Architecture::xlnet) return configs;
-  if (classifier) {  // as a CPU run attends, unpadded (XLNet's stays on the grid)
+    // As a CPU run attends, unpadded.
     ModelConfig by_sample = base;
     by_sample.unpad = true;
     by_sample.unpad_attention_by_sample = true;
     configs.emplace_back("eager attention, unpadded, attention sample by sample", by_sample);
+    by_sample.sparse_last_layer = true;
+    configs.emplace_back("eager attention, unpadded, attention sample by sample, sparse last layer", by_sample);
   }
+  if (base.arch == Architecture::xlnet) return configs;
   ModelConfig fused = base;
   fused.fused_qkv = true;
   configs.emplace_back("eager attention, fused QKV", fused);

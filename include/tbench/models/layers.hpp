@@ -105,6 +105,11 @@ class TokenLayout {
   bool attends_by_sample() const { return !sample_rows_.empty(); }
   // Each sample's rows, in order: the first, and how many (its real tokens), in the unpadded rows.
   const std::vector<std::pair<int64_t, int64_t>>& sample_rows() const { return sample_rows_; }
+  // Attending by sample, each sample's first real token's position in its sequence, where every
+  // sample's real tokens are consecutive positions (as the loader pads them, on one side); empty
+  // otherwise. XLNet's relative attention needs it: a sample by itself is a sequence of its
+  // length only if no padding sits between its tokens.
+  const std::vector<int64_t>& sample_starts() const { return sample_starts_; }
   // [B, S, ...] on the grid -> [1, T, ...] at the real tokens (ids, positions, token types); an
   // undefined tensor (DistilBERT's token types) stays undefined.
   torch::Tensor to_rows(const torch::Tensor& grid) const;
@@ -117,10 +122,14 @@ class TokenLayout {
   torch::Tensor at_position(const torch::Tensor& x, int64_t position) const;
 
  private:
+  // Each sample's rows and first position, read from the mask [B, S].
+  void find_samples(const torch::Tensor& attention_mask);
+
   torch::Tensor positions_;  // [T] flat grid positions b * S + s of the real tokens
   torch::Tensor row_of_;     // [B, S]: the row holding each grid position (0 at the padding, never read)
   int64_t batch_ = 0, seq_len_ = 0;
   std::vector<std::pair<int64_t, int64_t>> sample_rows_;  // by_sample: each sample's first row and count
+  std::vector<int64_t> sample_starts_;                    // by_sample: each sample's first real position
 };
 
 // Query, key and value [B, H, S, D] from x (in `layout`, H*D wide): three projections, or `fused`,

@@ -49,8 +49,8 @@ struct ModelConfig {
   // A classifier's per-token work runs on the real tokens alone, attention on the padded grid
   // (layers::TokenLayout): the logits, loss and gradients of the padded model, without the padding's work.
   bool unpad = false;
-  // Unpadded, attention runs sample by sample over each sample's own tokens (BERT, DistilBERT,
-  // RoBERTa on the CPU, where a small GEMM costs no kernel launch) rather than on the padded grid.
+  // Unpadded, attention runs sample by sample over each sample's own tokens (on the CPU, where a
+  // small GEMM costs no kernel launch) rather than on the padded grid.
   bool unpad_attention_by_sample = false;
   nlohmann::json raw;                 // the config.json as read
 

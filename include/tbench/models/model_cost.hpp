@@ -43,7 +43,8 @@ double per_token_train_flops(const ModelConfig& model);
 // Training FLOPs that attention skips when an unpadded model attends sample by sample
 // (ModelConfig::unpad_attention_by_sample) rather than on the padded grid: each sample's queries
 // score its own `lengths[b]` tokens instead of all `seq_len`, in every layer (a sparse last layer's
-// one query too). 0 for a model that attends on the grid.
+// one query too), and XLNet's encode only the sample's own 2 lengths[b] distances. 0 for a model
+// that attends on the grid.
 double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t seq_len, const std::vector<int64_t>& lengths);
 
 }  // namespace tbench

@@ -44,7 +44,9 @@ RunPlan prepare_run(const RunSpec& spec);
 // result is still written, marked "interrupted") or run_failed (written, marked "failed").
 ExitCode execute_run(const RunPlan& plan, const RunOptions& options);
 
-// The model config a spec names (shipped or from a file); errors name the spec and the field.
+// The model config a spec names (shipped or from a file), with the spec's switches that change
+// how much work it does (model.sparse_last_layer, model.unpad, and where unpadded attention runs);
+// errors name the spec and the field.
 ModelConfig model_config_for(const RunSpec& spec);
 
 // What the training loop takes from a spec.
