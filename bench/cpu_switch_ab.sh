@@ -7,8 +7,9 @@
 # the two settings run in turn, ROUNDS times (default 2), so drift hits both alike. `tbench
 # compare` gives each pair's throughput ratio with its 95% interval; the table, each run's step
 # time and final loss.
-# Learning: tiny-bert (LEARNING_MODEL) learns the synthetic label (10 epochs of 100 steps, lr 1e-3,
-# dropout 0.1) with each setting under SEEDS seeds (default 3); the table gives each epoch's mean loss per
+# Learning: tiny-bert (LEARNING_MODEL; its runs in OUT/learning, another's in OUT/learning-MODEL)
+# learns the synthetic label (10 epochs of 100 steps, lr 1e-3, dropout 0.1) with each setting under
+# SEEDS seeds (default 3); the table gives each epoch's mean loss per
 # setting, with the spread over seeds. SKIP_SPEED=1 / SKIP_LEARNING=1 leave a part out; SETS="a=1 b=2"
 # adds --set a=1 --set b=2 to every speed run, LEARNING_SETS likewise to every learning run.
 set -euo pipefail
@@ -19,6 +20,9 @@ tbench="${TBENCH:-$root/scripts/tbench}"   # TBENCH=build/tbench: no rebuild fir
 rounds="${ROUNDS:-2}"
 models="${MODELS:-distilbert-base-uncased bert-base-cased xlnet-base-cased}"
 learning_model="${LEARNING_MODEL:-tiny-bert}"
+# tiny-bert's runs in OUT/learning, another model's in OUT/learning-MODEL: the table reads one model's.
+learning_dir="$out/learning"
+[[ $learning_model == tiny-bert ]] || learning_dir="$out/learning-$learning_model"
 extra=() learning_extra=()
 for set in ${SETS:-}; do extra+=(--set "$set"); done
 for set in ${LEARNING_SETS:-}; do learning_extra+=(--set "$set"); done
@@ -72,11 +76,11 @@ PY
 }
 
 learning() {
-  mkdir -p "$out/learning"
+  mkdir -p "$learning_dir"
   cat > "$work/tiny.json" <<JSON
 {"name": "learning", "model": "$learning_model", "data": {"source": "synthetic", "num_samples": 1600, "seq_len": 64},
  "train": {"epochs": 10, "batch_size": 16, "lr": 0.001}, "timing": {"warmup_steps": 3}, "threads": 2,
- "output": "$out/learning/{name}.json"}
+ "output": "$learning_dir/{name}.json"}
 JSON
   for seed in $(seq "${SEEDS:-3}"); do
     for setting in "$baseline" "$candidate"; do
@@ -84,7 +88,7 @@ JSON
         --set name="$learning_model-$setting-seed$seed" ${learning_extra[@]+"${learning_extra[@]}"}
     done
   done
-  python3 - "$out/learning" "$field" "$baseline" "$candidate" <<PY
+  python3 - "$learning_dir" "$field" "$baseline" "$candidate" <<PY
 import json, statistics, sys
 from pathlib import Path
 $setting_of

@@ -1,5 +1,6 @@
 // `tbench data SPEC`: what the spec's data looks like to the model — sample and token counts,
-// the length spread, labels, and the padding efficiency each batching choice would give — and
+// the length spread, labels, and the padding efficiency each batching choice would give, with a
+// classifier's training FLOPs per sample under each and under model.unpad — and
 // `--histogram FILE`, the length histogram that `data.lengths.histogram` reads, so synthetic
 // data can be shaped like the user's own.
 #include <algorithm>
@@ -53,7 +54,6 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
   o.drop_last = spec.data.drop_last;
   o.seed = spec.data.seed;
   const bool counts_flops = spec.task == Task::classification;
-  const double per_token = model.unpad ? per_token_train_flops(model) : 0.0;
   EpochWork work;
   for (const auto& step : plan_epoch(samples, o, 1)) {
     for (const auto& micro : step) {
@@ -67,10 +67,8 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
       work.samples += static_cast<double>(lengths.size());
       if (!counts_flops) continue;
       work.train_flops += static_cast<double>(lengths.size()) *
-                          run_train_flops_per_sample(model, nullptr, spec.num_labels, width, spec.task);
-      if (model.unpad && real < computed) {
-        work.train_flops -= (computed - real) * per_token + attention_by_sample_train_flops_saved(model, width, lengths);
-      }
+                              run_train_flops_per_sample(model, nullptr, spec.num_labels, width, spec.task) -
+                          unpad_train_flops_saved(model, width, lengths);
     }
   }
   return work;
@@ -122,7 +120,7 @@ void print_work(const json& report) {
   if (!f.contains("unpad")) return;
   const json& u = f["unpad"];
   const double unpadded = u["train_flops_per_sample"], as_padded = u["padded_train_flops_per_sample"];
-  std::cout << "  model.unpad              -   " << format_fixed(unpadded / 1e9, 2) << " GFLOP, "
+  std::cout << "  model.unpad             -   " << format_fixed(unpadded / 1e9, 2) << " GFLOP, "
             << format_fixed(100 * unpadded / as_padded, 0) << "% of the same batches padded ("
             << u["padding"].get<std::string>() << (u["bucket_by_length"].get<bool>() ? " + buckets" : "") << "); attention "
             << (u["attention"] == "by_sample" ? "sample by sample, as on the CPU" : "on the padded grid, as on a GPU")
@@ -131,13 +129,12 @@ void print_work(const json& report) {
 
 int data_command() {
   const RunSpec spec = load_spec(g_data.spec_path, g_data.overrides);
-  const ModelConfig model = model_config_for(spec);
-  const PreparedData data = prepare_data(spec, model);
+  ModelConfig padded = model_config_for(spec);
+  padded.unpad = padded.unpad_attention_by_sample = false;
+  const PreparedData data = prepare_data(spec, padded);
   json report = data.description;
   report["labels"] = label_counts(data);
   report["batch_size"] = spec.train.batch_size;
-  ModelConfig padded = model;
-  padded.unpad = padded.unpad_attention_by_sample = false;
   const EpochWork fixed = epoch_work(data, spec, Padding::max_length, false, padded),
                   longest = epoch_work(data, spec, Padding::longest, false, padded),
                   bucketed = epoch_work(data, spec, Padding::longest, true, padded);
@@ -146,9 +143,9 @@ int data_command() {
                                   {"longest_bucketed", bucketed.padding_efficiency()}};
   if (spec.task == Task::classification) {
     // model.unpad as a run of this spec would unpad: its padding and bucketing, on its device.
-    ModelConfig unpadded = model;
-    unpadded.unpad = true;
-    unpadded.unpad_attention_by_sample = !spec.device.is_cuda();
+    RunSpec unpadding = spec;
+    unpadding.model.unpad = true;
+    const ModelConfig unpadded = model_config_for(unpadding);
     const EpochWork unpad = epoch_work(data, spec, spec.data.padding, spec.data.bucket_by_length, unpadded);
     const EpochWork& as_padded = spec.data.padding == Padding::max_length ? fixed
                                  : spec.data.bucket_by_length             ? bucketed

@@ -30,6 +30,8 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   auto attention_mask = torch::zeros({rows, width}, torch::kLong);
   auto token_type_ids = torch::full({rows, width}, o.pad_type_id, torch::kLong);
   auto labels = torch::empty({rows}, torch::kLong);
+  std::vector<int64_t> lengths;
+  lengths.reserve(indices.size());
   int64_t* ids_out = input_ids.data_ptr<int64_t>();
   int64_t* mask_out = attention_mask.data_ptr<int64_t>();
   int64_t* types_out = token_type_ids.data_ptr<int64_t>();
@@ -46,6 +48,7 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
       types_out[first + t] = samples.type_ids.empty() ? 0 : samples.type_ids[begin + static_cast<std::size_t>(t)];
     }
     labels[row] = samples.labels[static_cast<std::size_t>(sample)];
+    lengths.push_back(length);
   }
 
   Batch batch;
@@ -54,6 +57,7 @@ Batch collate(const TokenizedSamples& samples, const std::vector<int64_t>& indic
   batch.samples = rows;
   batch.tokens = rows * width;
   batch.real_tokens = real_tokens;
+  batch.lengths = std::move(lengths);
   if (o.list_token_positions && batch.inputs.has_padding) {
     batch.inputs.token_positions = attention_mask.reshape({-1}).nonzero().reshape({-1});
   }

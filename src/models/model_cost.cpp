@@ -164,6 +164,13 @@ double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t s
   return 3.0 * saved;
 }
 
+double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths) {
+  if (!model.unpad) return 0.0;
+  double padding = 0;
+  for (const int64_t length : lengths) padding += static_cast<double>(width - length);
+  return padding * per_token_train_flops(model) + attention_by_sample_train_flops_saved(model, width, lengths);
+}
+
 double per_token_train_flops(const ModelConfig& model) {
   if (model.num_layers == 0) return 0.0;
   const double others = static_cast<double>(model.num_layers - 1) * layer_flops_per_token(model, false);

@@ -114,11 +114,8 @@ class RelativeAttentionImpl : public torch::nn::Module {
     return post_attention(rows, layers::context_rows(merge(heads), layout, at));
   }
 
-  // Whether the content stream attends sample by sample in `layout` (model.unpad on the CPU):
-  // where each sample's real tokens are consecutive positions, as the loader pads them.
-  static bool attends_by_sample(const layers::TokenLayout& layout) {
-    return layout.attends_by_sample() && !layout.sample_starts().empty();
-  }
+  // Whether the content stream attends sample by sample in `layout` (model.unpad on the CPU).
+  static bool attends_by_sample(const layers::TokenLayout& layout) { return layout.attends_by_sample(); }
 
   // Both streams (pre-training). g: [B, M, d_model], the query stream at the M targets;
   // target_mapping: [B, M, S], one-hot rows placing target m at its position; mask_g also hides
@@ -137,6 +134,7 @@ class RelativeAttentionImpl : public torch::nn::Module {
   }
 
  private:
+  // On the grid; one sample's (attending by sample) has its L tokens for S and batch 1.
   struct Keys {
     torch::Tensor k, v;    // content keys and values [B, H, S, D]
     torch::Tensor k_r;     // the distances' keys [B or 1, H, 2S, D], or for one query row [B or 1, H, S, D]:
@@ -168,6 +166,10 @@ class RelativeAttentionImpl : public torch::nn::Module {
   torch::Tensor forward_by_sample(const torch::Tensor& h, const layers::TokenLayout& layout,
                                   const torch::Tensor& positions, const torch::Tensor& other_segment,
                                   std::optional<int64_t> at) {
+    // A sample is a sequence of its own only if no padding sits between its tokens: the loader pads
+    // on one side. Refused rather than run on the grid, whose work the step's FLOPs would not count.
+    TORCH_CHECK(!layout.sample_starts().empty(),
+                "XLNet attends sample by sample only where each sample's real tokens are consecutive positions");
     const auto rows = layers::rows_at(h, layout, at);
     const auto queries = project(rows, q_), keys = project(h, k_), values = project(h, v_);  // one GEMM each
     std::vector<torch::Tensor> contexts;
@@ -178,7 +180,7 @@ class RelativeAttentionImpl : public torch::nn::Module {
       const auto own = [&, first = first, length = length](const torch::Tensor& t) {
         return layers::split_heads(t.narrow(1, first, length), heads_);
       };
-      // Training draws each sample's own dropout on the encodings (positions [B, 2S, d_model]).
+      // Training dropped the encodings out sample by sample (positions [B, 2S, d_model]): this one's row.
       const auto encodings = positions.narrow(0, positions.size(0) == 1 ? 0 : b, 1);
       std::optional<int64_t> query_place;  // with `at`: its place among the sample's keys
       if (at) query_place = *at - start;

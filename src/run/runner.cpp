@@ -353,18 +353,14 @@ RunPlan prepare_run(const RunSpec& spec) {
   }
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
-  if (spec.model.unpad) {
-    // The per-token work at the real tokens alone: seq_len less the mean length, a sample's padding
-    // under max_length, and at most that with dynamic padding; each step records its own count.
+  if (spec.model.unpad && plan.data->train.size() > 0) {
+    // The work at the real tokens alone, each sample padded to seq_len as under max_length (at most
+    // that with dynamic padding); each step records its own count.
     const TokenizedSamples& train = plan.data->train;
-    plan.cost.train_flops_per_sample -= (static_cast<double>(spec.data.seq_len) - train.mean_length()) *
-                                        per_token_train_flops(plan.model);
     std::vector<int64_t> lengths;
     for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
-    if (!lengths.empty()) {
-      plan.cost.train_flops_per_sample -= attention_by_sample_train_flops_saved(plan.model, spec.data.seq_len, lengths) /
-                                          static_cast<double>(lengths.size());
-    }
+    plan.cost.train_flops_per_sample -=
+        unpad_train_flops_saved(plan.model, spec.data.seq_len, lengths) / static_cast<double>(lengths.size());
   }
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
@@ -499,12 +495,6 @@ std::unique_ptr<GpuMonitor> gpu_monitor_for(const torch::Device& device) {
   return std::make_unique<GpuMonitor>(std::move(source), kGpuSampleInterval);
 }
 
-// Each sample's real tokens, from a batch's host-side attention mask.
-std::vector<int64_t> sample_lengths(const torch::Tensor& attention_mask) {
-  const auto lengths = attention_mask.sum(1).to(torch::kLong).contiguous();
-  return {lengths.data_ptr<int64_t>(), lengths.data_ptr<int64_t>() + lengths.numel()};
-}
-
 // The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
@@ -512,7 +502,6 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
   const double head_per_position = masked_lm_head_train_flops_per_position(plan.model, teacher);
-  const double per_token = per_token_train_flops(plan.model);
   trainer.set_flops_model([&](const Batch& batch) {
     const int64_t length = batch.inputs.input_ids.size(1);
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
@@ -523,12 +512,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
       flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
     }
     // model.unpad: the per-token work ran at the real tokens only (and on the CPU, attention too).
-    if (batch.inputs.token_positions.defined()) {
-      flops -= static_cast<double>(batch.tokens - batch.real_tokens) * per_token;
-      if (plan.model.unpad_attention_by_sample) {  // else nothing is saved, and no need to count lengths
-        flops -= attention_by_sample_train_flops_saved(plan.model, length, sample_lengths(batch.inputs.attention_mask));
-      }
-    }
+    flops -= unpad_train_flops_saved(plan.model, length, batch.lengths);
     return flops;
   });
   const bool writes_result = plan.launch.rank == 0;

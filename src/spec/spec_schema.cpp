@@ -121,8 +121,9 @@ const std::vector<Field>& fields() {
        set(&RunSpec::model, &ModelRef::sparse_last_layer)},
       {"model.unpad", Kind::boolean, false, -1e300, {},
        "task classification: run each layer's per-token work (projections, MLP, LayerNorms, dropout) on the real "
-       "tokens alone and only attention on the padded batch, whose mask keeps padding out: HF's logits, loss and "
-       "gradients without the padding's work (HF computes every padded position)",
+       "tokens alone, and attention on the padded batch, whose mask keeps padding out (on the CPU, sample by sample "
+       "over each sample's own tokens): HF's logits, loss and gradients without the padding's work (HF computes "
+       "every padded position)",
        set(&RunSpec::model, &ModelRef::unpad)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "support/expect_error.hpp"
+#include "tbench/models/layers.hpp"
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/files.hpp"
@@ -231,6 +232,8 @@ TEST(Collate, MarksBatchesWithoutPadding) {
 
 // model.unpad: a padded batch lists its real tokens' flat positions (row * width + column), on the
 // right or, for XLNet, the left; a batch without padding lists none (the model keeps it padded).
+// Each batch has its samples' lengths, and their real tokens are consecutive, so a CPU run's
+// layout knows where each sample starts (XLNet's attention by sample needs it).
 TEST(Collate, ListsTheRealTokensOfPaddedBatchesForUnpadding) {
   const auto s = samples_of_lengths({4, 4, 2});
   CollateOptions o{4, Padding::max_length, 0, 0, false, {}, {}};
@@ -242,6 +245,10 @@ TEST(Collate, ListsTheRealTokensOfPaddedBatchesForUnpadding) {
   const Batch left = collate(s, {2, 0}, o);
   EXPECT_TRUE(torch::equal(left.inputs.token_positions, torch::tensor({2, 3, 4, 5, 6, 7}, torch::kLong)));
   EXPECT_FALSE(collate(s, {0, 1}, o).inputs.token_positions.defined());
+  EXPECT_EQ(right.lengths, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(left.lengths, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(layers::TokenLayout::of(right.inputs, true, true).sample_starts(), (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(layers::TokenLayout::of(left.inputs, true, true).sample_starts(), (std::vector<int64_t>{2, 0}));
 }
 
 std::vector<int64_t> all_samples(const std::vector<StepBatches>& plan) {

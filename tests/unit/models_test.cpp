@@ -314,6 +314,33 @@ TEST(TokenLayout, MovesRealTokensBetweenRowsAndTheGrid) {
   EXPECT_TRUE(torch::equal(padded.at_position(grid, 1), grid.narrow(1, 1, 1)));
 }
 
+// Attending by sample, the layout gives each sample's rows and, where every sample's real tokens are
+// consecutive positions, where each starts. XLNet's relative attention needs that: a mask with a
+// hole inside a sample is refused, not run on the grid behind the step's FLOPs.
+TEST(TokenLayout, FindsWhereEachSampleStartsForAttentionBySample) {
+  ModelInputs in;
+  in.attention_mask = torch::tensor({1, 1, 1, 0, 0, 0, 1, 1}, torch::kLong).view({2, 4});
+  in.input_ids = torch::arange(8, torch::kLong).view({2, 4});
+  in.has_padding = true;
+  EXPECT_TRUE(layers::TokenLayout::of(in, true).sample_starts().empty());  // on the grid: not needed
+  const auto layout = layers::TokenLayout::of(in, true, /*by_sample=*/true);
+  EXPECT_EQ(layout.sample_rows(), (std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 2}}));
+  EXPECT_EQ(layout.sample_starts(), (std::vector<int64_t>{0, 2}));
+
+  in.attention_mask = torch::tensor({1, 0, 1, 1, 1, 1, 1, 0}, torch::kLong).view({2, 4});
+  const auto holed = layers::TokenLayout::of(in, true, true);
+  EXPECT_EQ(holed.sample_rows(), (std::vector<std::pair<int64_t, int64_t>>{{0, 3}, {3, 3}}));
+  EXPECT_TRUE(holed.sample_starts().empty());
+
+  ModelConfig c = shipped_model_config("tiny-xlnet");
+  c.unpad = c.unpad_attention_by_sample = true;
+  in.input_ids = torch::randint(5, c.vocab_size, {2, 4}, torch::kLong);
+  in.token_type_ids = torch::zeros({2, 4}, torch::kLong);
+  const auto model = build_classifier(c, 2);
+  model->eval();
+  EXPECT_THROW(model->forward(in), c10::Error);
+}
+
 // model.sparse_last_layer: the last layer at the head's position only.
 TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
   const ModelConfig c = shipped_model_config(GetParam());

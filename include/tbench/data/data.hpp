@@ -31,6 +31,7 @@ struct Batch {
   int64_t samples = 0;
   int64_t tokens = 0;       // computed tokens: batch x padded length
   int64_t real_tokens = 0;  // tokens that are not padding
+  std::vector<int64_t> lengths;  // each sample's real tokens, in row order
 };
 
 // Every sample of a dataset, tokens stored back to back (a few bytes per token, not a tensor per

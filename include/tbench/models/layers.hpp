@@ -106,9 +106,9 @@ class TokenLayout {
   // Each sample's rows, in order: the first, and how many (its real tokens), in the unpadded rows.
   const std::vector<std::pair<int64_t, int64_t>>& sample_rows() const { return sample_rows_; }
   // Attending by sample, each sample's first real token's position in its sequence, where every
-  // sample's real tokens are consecutive positions (as the loader pads them, on one side); empty
-  // otherwise. XLNet's relative attention needs it: a sample by itself is a sequence of its
-  // length only if no padding sits between its tokens.
+  // sample has real tokens and they are consecutive positions (as the loader pads them, on one
+  // side); empty otherwise. XLNet's relative attention needs it: a sample by itself is a sequence
+  // of its length only if no padding sits between its tokens.
   const std::vector<int64_t>& sample_starts() const { return sample_starts_; }
   // [B, S, ...] on the grid -> [1, T, ...] at the real tokens (ids, positions, token types); an
   // undefined tensor (DistilBERT's token types) stays undefined.

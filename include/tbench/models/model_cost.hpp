@@ -43,8 +43,14 @@ double per_token_train_flops(const ModelConfig& model);
 // Training FLOPs that attention skips when an unpadded model attends sample by sample
 // (ModelConfig::unpad_attention_by_sample) rather than on the padded grid: each sample's queries
 // score its own `lengths[b]` tokens instead of all `seq_len`, in every layer (a sparse last layer's
-// one query too), and XLNet's encode only the sample's own 2 lengths[b] distances. 0 for a model
-// that attends on the grid.
+// one query too), and XLNet's read only the encodings of the sample's own distances. 0 for a
+// model that attends on the grid.
 double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t seq_len, const std::vector<int64_t>& lengths);
+
+// Training FLOPs that model.unpad skips in a batch of samples of `lengths` real tokens padded to
+// `width`: the per-token work of every padding token, and where attention runs by sample, the
+// padding's share of it. 0 for a model that does not unpad. A run's steps and `tbench data` both
+// count with it.
+double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths);
 
 }  // namespace tbench
