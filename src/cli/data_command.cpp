@@ -33,8 +33,8 @@ DataOptions g_data;
 
 // One epoch planned the way a run would plan it, with each micro-batch padded by `padding`: the
 // tokens the samples hold, the tokens computed, and (a classifier) the training FLOPs of `model`,
-// as a run's steps count them: each sample's at its batch's padded width, less what model.unpad
-// skips.
+// as a run's steps count them: each sample's at its batch's padded width, less what the batch does
+// not spend (batch_train_flops_saved).
 struct EpochWork {
   double real_tokens = 0, computed_tokens = 0, train_flops = 0, samples = 0;
 
@@ -68,7 +68,7 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
       if (!counts_flops) continue;
       work.train_flops += static_cast<double>(lengths.size()) *
                               run_train_flops_per_sample(model, nullptr, spec.num_labels, width, spec.task) -
-                          unpad_train_flops_saved(model, width, lengths);
+                          batch_train_flops_saved(model, width, lengths);
     }
   }
   return work;

@@ -1,5 +1,7 @@
 #include "tbench/models/model_cost.hpp"
 
+#include <algorithm>
+
 namespace tbench {
 namespace {
 
@@ -162,6 +164,25 @@ double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t s
     if (sparse) saved += attention_flops(model, seq_len, true) - attention_flops(model, length, true);
   }
   return 3.0 * saved;
+}
+
+double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, int64_t samples, bool by_sample) {
+  const bool drawn_per_sample = model.dropout_in_training && model.hidden_dropout > 0;
+  if (model.arch != Architecture::xlnet || drawn_per_sample || by_sample || samples < 2 || model.num_layers == 0) {
+    return 0.0;
+  }
+  const double h = static_cast<double>(model.hidden_size), heads = static_cast<double>(model.num_heads * model.head_dim());
+  const double w = static_cast<double>(width);
+  const bool one_row = model.sparse_last_layer;  // a classifier's last layer reads `width` encodings
+  const double encodings = static_cast<double>(model.num_layers - (one_row ? 1 : 0)) * 2.0 * w + (one_row ? w : 0.0);
+  return 3.0 * static_cast<double>(samples - 1) * 2.0 * h * heads * encodings;
+}
+
+double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths) {
+  const bool padded = std::any_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l < width; });
+  const bool by_sample = model.unpad && model.unpad_attention_by_sample && padded;  // else the grid
+  return unpad_train_flops_saved(model, width, lengths) +
+         shared_encodings_train_flops_saved(model, width, static_cast<int64_t>(lengths.size()), by_sample);
 }
 
 double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths) {

@@ -218,6 +218,7 @@ ModelConfig model_config_for(const RunSpec& spec) {
   model.unpad = spec.model.unpad;
   // On the CPU a small GEMM per sample costs no kernel launch.
   model.unpad_attention_by_sample = spec.model.unpad && !spec.device.is_cuda();
+  model.dropout_in_training = spec.train.dropout;
   return model;
 }
 
@@ -362,6 +363,11 @@ RunPlan prepare_run(const RunSpec& spec) {
     plan.cost.train_flops_per_sample -=
         unpad_train_flops_saved(plan.model, spec.data.seq_len, lengths) / static_cast<double>(lengths.size());
   }
+  // XLNet without dropout: one copy of the encodings per batch of the spec's size, on the grid.
+  plan.cost.train_flops_per_sample -=
+      shared_encodings_train_flops_saved(plan.model, spec.data.seq_len, spec.train.batch_size,
+                                         plan.model.unpad_attention_by_sample) /
+      static_cast<double>(spec.train.batch_size);
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   check_profile_window(spec, plan.steps);
@@ -511,8 +517,9 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     if (batch.inputs.scored_positions.defined()) {
       flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
     }
-    // model.unpad: the per-token work ran at the real tokens only (and on the CPU, attention too).
-    flops -= unpad_train_flops_saved(plan.model, length, batch.lengths);
+    // model.unpad: the per-token work ran at the real tokens only (and on the CPU, attention too);
+    // XLNet without dropout: one copy of the encodings for the batch.
+    flops -= batch_train_flops_saved(plan.model, length, batch.lengths);
     return flops;
   });
   const bool writes_result = plan.launch.rank == 0;

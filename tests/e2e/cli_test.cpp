@@ -129,7 +129,10 @@ TEST_F(Cli, UnpaddedTokensTrainTheSameClassifierWithoutThePaddingsWork) {
     const double per_token = per_token_train_flops(shipped_model_config(model));
     const double seq_len = unpadded["spec"]["data"]["seq_len"], mean_length = unpadded["data"]["lengths"]["mean"];
     ASSERT_LT(mean_length, seq_len - 1);
-    const double per_sample = padded["model"]["train_flops_per_sample"].get<double>() - (seq_len - mean_length) * per_token;
+    // A sample's work at the padded width, as HF does it (the padded run, without dropout, counts
+    // tiny-xlnet's encodings once per batch: Cli.XlnetWithoutDropoutCountsOneCopyOfTheEncodingsPerBatch).
+    const double padded_sample = model_cost(shipped_model_config(model), 2, static_cast<int64_t>(seq_len)).train_flops_per_sample;
+    const double per_sample = padded_sample - (seq_len - mean_length) * per_token;
     EXPECT_LT(unpadded["model"]["train_flops_per_sample"].get<double>(), per_sample - 1.0);
     ASSERT_EQ(padded["iterations"].size(), unpadded["iterations"].size());
     for (std::size_t i = 0; i < padded["iterations"].size(); ++i) {
@@ -137,11 +140,41 @@ TEST_F(Cli, UnpaddedTokensTrainTheSameClassifierWithoutThePaddingsWork) {
       EXPECT_NEAR(b["loss"].get<double>(), a["loss"].get<double>(), 1e-4 * a["loss"].get<double>()) << "step " << i;
       const double padding = b["tokens"].get<double>() - b["real_tokens"].get<double>();
       EXPECT_GT(padding, 0) << "step " << i;
-      const double without_padding = a["train_flops"].get<double>() - padding * per_token;
+      const double without_padding = b["samples"].get<double>() * padded_sample - padding * per_token;
       // Sample by sample on the CPU: fewer scores too (ModelCost.*AttentionBySample*).
       EXPECT_LT(b["train_flops"].get<double>(), without_padding - 1.0) << "step " << i;
     }
   }
+}
+
+// XLNet trained without dropout projects the distances' encodings once for the batch, where HF (and
+// a run with dropout, each sample drawing its own) projects them per sample: each step's FLOPs
+// count the copies it made, (samples - 1) x 2 h^2 x 2S x layers x 3 fewer.
+TEST_F(Cli, XlnetWithoutDropoutCountsOneCopyOfTheEncodingsPerBatch) {
+  const auto run = [&](bool dropout) {
+    const std::string out = dir.file(dropout ? "xlnet-dropout.json" : "xlnet-eval.json");
+    auto spec = testing::tiny_spec(out);
+    spec["model"] = "tiny-xlnet";
+    spec["train"]["dropout"] = dropout;
+    const auto r = run_tbench("run -q " + spec_path(spec, dropout ? "xlnet-dropout-spec.json" : "xlnet-eval-spec.json"));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return testing::read_json(out);
+  };
+  const nlohmann::json with = run(true), without = run(false);
+  const ModelConfig c = shipped_model_config("tiny-xlnet");
+  const double h = static_cast<double>(c.hidden_size), s = with["spec"]["data"]["seq_len"];
+  ASSERT_GT(c.hidden_dropout, 0.0);
+  ASSERT_EQ(with["iterations"].size(), without["iterations"].size());
+  for (std::size_t i = 0; i < with["iterations"].size(); ++i) {
+    const auto &a = with["iterations"][i], &b = without["iterations"][i];
+    const double samples = a["samples"];
+    const double copies = (samples - 1) * 2 * h * h * 2 * s * static_cast<double>(c.num_layers) * 3;
+    EXPECT_NEAR(a["train_flops"].get<double>() - b["train_flops"].get<double>(), copies, 1.0) << "step " << i;
+  }
+  const double batch = with["spec"]["train"]["batch_size"];
+  const double per_sample_copy = 2 * h * h * 2 * s * static_cast<double>(c.num_layers) * 3;
+  EXPECT_NEAR(with["model"]["train_flops_per_sample"].get<double>() - without["model"]["train_flops_per_sample"].get<double>(),
+              (batch - 1) / batch * per_sample_copy, 1.0);
 }
 
 // timing.profile_steps: the run's last steps run under the profiler, are marked and left out of

@@ -656,6 +656,37 @@ TEST(ModelCost, AttentionBySampleSavesThePaddingsScores) {
   EXPECT_NEAR(attention_by_sample_train_flops_saved(bert, 128, lengths), 3 * 4 * h * ((layers - 1) * pairs + last), 1.0);
 }
 
+// XLNet on the grid without dropout projects the distances' encodings (2S of them, S for a sparse
+// last layer's one row) once for the batch, not once per sample: 2 h^2 FLOPs an encoding, trained
+// at 3x, for every sample but one. With dropout each sample draws its own; by sample, each projects
+// its own slice; other models have none.
+TEST(ModelCost, XlnetWithoutDropoutProjectsTheEncodingsOncePerBatch) {
+  ModelConfig xlnet = shipped_model_config("xlnet-base-cased");
+  const double h = 768, layers = 12, s = 128, batch = 8;
+  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, 8, false), 0.0);  // dropout drawn per sample
+  xlnet.dropout_in_training = false;
+  const double per_copy = 3 * layers * 2 * h * h * 2 * s;
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, 8, false), (batch - 1) * per_copy, 1.0);
+  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, 1, false), 0.0);
+  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, 8, /*by_sample=*/true), 0.0);
+  xlnet.sparse_last_layer = true;
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, 8, false),
+              (batch - 1) * 3 * 2 * h * h * ((layers - 1) * 2 * s + s), 1.0);
+  xlnet.sparse_last_layer = false;
+  xlnet.dropout_in_training = true;
+  xlnet.hidden_dropout = 0;
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, 8, false), (batch - 1) * per_copy, 1.0);
+
+  ModelConfig bert = shipped_model_config("bert-base-cased");
+  bert.dropout_in_training = false;
+  EXPECT_EQ(shared_encodings_train_flops_saved(bert, 128, 8, false), 0.0);
+  // A batch's savings: unpadding's and the shared encodings', the latter on the grid only.
+  xlnet.unpad = xlnet.unpad_attention_by_sample = true;
+  const std::vector<int64_t> full{128, 128}, padded{128, 40};
+  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, full), shared_encodings_train_flops_saved(xlnet, 128, 2, false), 1.0);
+  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, padded), unpad_train_flops_saved(xlnet, 128, padded), 1.0);
+}
+
 // XLNet by sample also encodes only the sample's own distances: per layer and sample, QK^T and PV
 // (2h FLOPs a pair each), the position scores against 2L encodings (4h a query and key), the
 // segment scores (4h a query) and the r projection of 2L encodings (4h^2 a token); a sparse last

@@ -52,6 +52,10 @@ struct ModelConfig {
   // Unpadded, attention runs sample by sample over each sample's own tokens (on the CPU, where a
   // small GEMM costs no kernel launch) rather than on the padded grid.
   bool unpad_attention_by_sample = false;
+  // The run trains with dropout (train.dropout; false trains in eval mode). XLNet then draws each
+  // sample's own dropout on the distances' encodings, so it projects them once per sample; without
+  // it, once for the batch (ModelCost: shared_encodings_train_flops_saved).
+  bool dropout_in_training = true;
   nlohmann::json raw;                 // the config.json as read
 
   int64_t head_dim() const { return hidden_size / num_heads; }

@@ -49,8 +49,18 @@ double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t s
 
 // Training FLOPs that model.unpad skips in a batch of samples of `lengths` real tokens padded to
 // `width`: the per-token work of every padding token, and where attention runs by sample, the
-// padding's share of it. 0 for a model that does not unpad. A run's steps and `tbench data` both
-// count with it.
+// padding's share of it. 0 for a model that does not unpad.
 double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths);
+
+// XLNet on the grid projects the distances' encodings once for a batch of `samples` where no
+// dropout draws them per sample (ModelConfig::dropout_in_training, hidden_dropout); HF and the
+// per-sample figure project them once per sample: the training FLOPs of the other samples' copies.
+// 0 for other models, with dropout, and attending by sample (each sample projects its own slice).
+double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, int64_t samples, bool by_sample);
+
+// Training FLOPs a batch of samples of `lengths` real tokens padded to `width` does not spend
+// against its samples' figure at that width: model.unpad's, and XLNet's shared encodings. A run's
+// steps and `tbench data` both count with it.
+double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths);
 
 }  // namespace tbench
