@@ -105,7 +105,7 @@ class RelativeAttentionImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& h, const layers::TokenLayout& layout, const torch::Tensor& positions,
                         const torch::Tensor& other_segment, const torch::Tensor& mask,
                         std::optional<int64_t> at = std::nullopt) {
-    if (attends_by_sample(layout)) return forward_by_sample(h, layout, positions, other_segment, at);
+    if (layout.attends_by_sample()) return forward_by_sample(h, layout, positions, other_segment, at);
     const Keys keys = keys_of(h, layout, positions, at);
     const auto query_row = [&](const torch::Tensor& t) { return at && t.defined() ? t.narrow(2, *at, 1) : t; };
     const auto rows = layers::rows_at(h, layout, at);
@@ -113,9 +113,6 @@ class RelativeAttentionImpl : public torch::nn::Module {
     const auto heads = attend(queries, keys, query_row(other_segment), query_row(mask));
     return post_attention(rows, layers::context_rows(merge(heads), layout, at));
   }
-
-  // Whether the content stream attends sample by sample in `layout` (model.unpad on the CPU).
-  static bool attends_by_sample(const layers::TokenLayout& layout) { return layout.attends_by_sample(); }
 
   // Both streams (pre-training). g: [B, M, d_model], the query stream at the M targets;
   // target_mapping: [B, M, S], one-hot rows placing target m at its position; mask_g also hides
@@ -317,7 +314,7 @@ class TransformerImpl : public torch::nn::Module {
     }
 
     // Attending by sample, no key within a sample is hidden: no masks to build.
-    const auto hidden = RelativeAttentionImpl::attends_by_sample(layout) ? torch::Tensor() : hidden_keys(in, seq);
+    const auto hidden = layout.attends_by_sample() ? torch::Tensor() : hidden_keys(in, seq);
     torch::Tensor mask_h, mask_g;
     if (hidden.defined()) {  // [B, S, S] bool
       // HF's non_tgt_mask: the content stream always sees its own position.

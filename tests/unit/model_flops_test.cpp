@@ -17,6 +17,7 @@
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/masked_lm.hpp"
 #include "tbench/models/model_cost.hpp"
+#include "support/model_inputs.hpp"
 
 namespace tbench {
 namespace {
@@ -83,24 +84,12 @@ class CountedProducts {
 thread_local double CountedProducts::flops_ = 0;
 thread_local int CountedProducts::depth_ = 0;
 
-// Three samples of 12, 9 and 5 real tokens (on the right, XLNet's on the left) in two segments.
-ModelInputs padded_batch(const ModelConfig& c, bool unpadded_batch = false) {
-  torch::manual_seed(11);
-  const int64_t batch = 3, width = 12;
-  ModelInputs in;
-  in.input_ids = torch::randint(c.pad_token_id + 1, c.vocab_size, {batch, width}, torch::kLong);
-  in.attention_mask = torch::ones({batch, width}, torch::kLong);
-  in.token_type_ids = torch::zeros({batch, width}, torch::kLong);
-  in.token_type_ids.narrow(1, 6, 6).fill_(c.type_vocab_size > 1 || c.arch == Architecture::xlnet ? 1 : 0);
-  in.has_padding = !unpadded_batch;
-  if (unpadded_batch) return in;
-  const int64_t real[] = {12, 9, 5};
-  for (int64_t row = 0; row < batch; ++row) {
-    const int64_t pad = width - real[row];
-    const int64_t start = c.arch == Architecture::xlnet ? 0 : real[row];
-    in.input_ids[row].narrow(0, start, pad).fill_(c.pad_token_id);
-    in.attention_mask[row].narrow(0, start, pad).fill_(0);
-  }
+using testing::padded_inputs;
+
+// The same tokens with none of them padding, as a batch the host knows has none.
+ModelInputs unpadded_inputs(const ModelConfig& c) {
+  ModelInputs in = testing::random_inputs(c, 3, 12);
+  in.has_padding = false;
   return in;
 }
 
@@ -157,7 +146,7 @@ TEST_P(ModelFlops, ClassifierCountsEveryProductItRuns) {
     c.fused_qkv = s.fused_qkv;
     torch::manual_seed(5);
     const auto model = build_classifier(c, 3);
-    const ModelInputs in = padded_batch(c, s.unpadded_batch);
+    const ModelInputs in = s.unpadded_batch ? unpadded_inputs(c) : padded_inputs(c);
     const double counted = counted_forward_flops(*model, [&] { model->forward(in); });
     ASSERT_GT(counted, 0.0);
     EXPECT_NEAR(modelled_forward_flops(c, in, Task::classification, 3), counted, 1e-9 * counted);
@@ -172,7 +161,7 @@ TEST(ModelFlopsXlnet, WithDropoutProjectsTheEncodingsPerSample) {
   c.hidden_dropout = c.attention_dropout = c.classifier_dropout = 1e-12;
   torch::manual_seed(5);
   const auto model = build_classifier(c, 3);
-  const ModelInputs in = padded_batch(c);
+  const ModelInputs in = padded_inputs(c);
   model->train();
   torch::NoGradGuard no_grad;
   CountedProducts counted;
@@ -212,7 +201,7 @@ TEST_P(ModelFlops, MaskedLmCountsEveryProductItRuns) {
   c.dropout_in_training = false;
   torch::manual_seed(5);
   const auto model = build_masked_lm(c);
-  ModelInputs in = padded_batch(c);
+  ModelInputs in = padded_inputs(c);
   const double dense = counted_forward_flops(*model, [&] { model->forward(in); });
   ASSERT_GT(dense, 0.0);
   EXPECT_NEAR(modelled_forward_flops(c, in, Task::mlm, 2), dense, 1e-9 * dense);

@@ -10,18 +10,13 @@
 #include "tbench/models/bert.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/xlnet.hpp"
+#include "support/model_inputs.hpp"
 
 namespace tbench {
 namespace {
 
-ModelInputs random_inputs(const ModelConfig& c, int64_t batch, int64_t seq) {
-  torch::manual_seed(3);
-  ModelInputs in;
-  in.input_ids = torch::randint(c.pad_token_id + 1, c.vocab_size, {batch, seq}, torch::kLong);
-  in.attention_mask = torch::ones({batch, seq}, torch::kLong);
-  in.token_type_ids = torch::zeros({batch, seq}, torch::kLong);
-  return in;
-}
+using testing::padded_inputs;
+using testing::random_inputs;
 
 std::set<std::string> parameter_names(const torch::nn::Module& m) {
   std::set<std::string> names;
@@ -232,21 +227,6 @@ void spread_weights(torch::nn::Module& model) {
   for (auto& p : model.named_parameters()) {
     if (p.key().find("layer_norm") == std::string::npos) p.value().normal_(0.0, 0.3);
   }
-}
-
-// Padded inputs (on the right, or XLNet's left; rows of 12, 9 and 5 real tokens) with two segments.
-ModelInputs padded_inputs(const ModelConfig& c) {
-  ModelInputs in = random_inputs(c, 3, 12);
-  const int64_t real[] = {12, 9, 5};
-  for (int64_t row = 0; row < 3; ++row) {
-    const int64_t pad = 12 - real[row];
-    const int64_t start = c.arch == Architecture::xlnet ? 0 : real[row];  // XLNet pads on the left
-    in.input_ids[row].narrow(0, start, pad).fill_(c.pad_token_id);
-    in.attention_mask[row].narrow(0, start, pad).fill_(0);
-    in.token_type_ids[row].narrow(0, 6, 6).fill_(c.type_vocab_size > 1 || c.arch == Architecture::xlnet ? 1 : 0);
-  }
-  in.has_padding = true;
-  return in;
 }
 
 // A layer setting that must compute the same network: same weights, the padded inputs, and the
