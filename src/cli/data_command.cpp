@@ -1,6 +1,7 @@
 // `tbench data SPEC`: what the spec's data looks like to the model — sample and token counts,
-// the length spread, labels, and the padding efficiency each batching choice would give, with a
-// classifier's training FLOPs per sample under each and under model.unpad — and
+// the length spread, labels, and the padding efficiency each batching choice would give, with the
+// training FLOPs per sample under each and under model.unpad (a classifier, or a masked LM that
+// scores every position) — and
 // `--histogram FILE`, the length histogram that `data.lengths.histogram` reads, so synthetic
 // data can be shaped like the user's own.
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "tbench/cli/commands.hpp"
 #include "tbench/data/data_sources.hpp"
@@ -32,7 +34,7 @@ struct DataOptions {
 DataOptions g_data;
 
 // One epoch planned the way a run would plan it, with each micro-batch padded by `padding`: the
-// tokens the samples hold, the tokens computed, and (a classifier) the training FLOPs of `model`,
+// tokens the samples hold, the tokens computed, and (flops_follow_lengths) the training FLOPs of the models,
 // as a run's steps count them: each sample's at its batch's padded width, less what the batch does
 // not spend (batch_train_flops_saved).
 struct EpochWork {
@@ -42,8 +44,29 @@ struct EpochWork {
   double train_flops_per_sample() const { return samples > 0 ? train_flops / samples : 0.0; }
 };
 
+// The models whose work a run of the spec counts: the trained one and, for distillation, its teacher.
+struct RunModels {
+  ModelConfig model;
+  std::optional<ModelConfig> teacher;
+
+  const ModelConfig* teacher_or_null() const { return teacher ? &*teacher : nullptr; }
+};
+
+RunModels run_models(const RunSpec& spec) {
+  RunModels models{model_config_for(spec), std::nullopt};
+  if (spec.task == Task::distillation) models.teacher = teacher_config_for(spec);
+  return models;
+}
+
+// Whether a step's FLOPs follow from its samples' lengths alone: a classifier's and a dense
+// masked-LM head's do; sparse prediction's depend on the masks drawn, and plm's on its targets.
+bool flops_follow_lengths(const RunSpec& spec) {
+  if (spec.task == Task::classification) return true;
+  return (spec.task == Task::mlm || spec.task == Task::distillation) && !spec.mlm.sparse_prediction;
+}
+
 EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padding, bool bucketed,
-                     const ModelConfig& model) {
+                     const RunModels& models) {
   const TokenizedSamples& samples = data.train;
   CollateOptions collate = data.collate;
   collate.padding = padding;
@@ -53,7 +76,8 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
   o.bucket_by_length = bucketed;
   o.drop_last = spec.data.drop_last;
   o.seed = spec.data.seed;
-  const bool counts_flops = spec.task == Task::classification;
+  const bool counts_flops = flops_follow_lengths(spec);
+  const RunHeads heads = run_heads(spec, models.teacher_or_null());
   EpochWork work;
   for (const auto& step : plan_epoch(samples, o, 1)) {
     for (const auto& micro : step) {
@@ -66,9 +90,10 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
       work.computed_tokens += computed;
       work.samples += static_cast<double>(lengths.size());
       if (!counts_flops) continue;
-      work.train_flops += static_cast<double>(lengths.size()) *
-                              run_train_flops_per_sample(model, nullptr, spec.num_labels, width, spec.task) -
-                          batch_train_flops_saved(model, width, lengths);
+      work.train_flops += static_cast<double>(lengths.size()) * run_train_flops_per_sample(
+                                                                     models.model, models.teacher_or_null(),
+                                                                     spec.num_labels, width, spec.task) -
+                          batch_train_flops_saved(models.model, width, lengths, heads);
     }
   }
   return work;
@@ -104,8 +129,8 @@ json label_counts(const PreparedData& data) {
   return out;
 }
 
-// Each padding choice's efficiency, and for a classifier its training FLOPs per sample, with
-// what model.unpad would leave of them.
+// Each padding choice's efficiency, and (where lengths decide them) its training FLOPs per sample,
+// with what model.unpad would leave of them.
 void print_work(const json& report) {
   const json& p = report["padding_efficiency"];
   const json& f = report.value("train_flops_per_sample", json::object());
@@ -129,9 +154,10 @@ void print_work(const json& report) {
 
 int data_command() {
   const RunSpec spec = load_spec(g_data.spec_path, g_data.overrides);
-  ModelConfig padded = model_config_for(spec);
-  padded.unpad = padded.unpad_attention_by_sample = false;
-  const PreparedData data = prepare_data(spec, padded);
+  RunSpec padded_spec = spec;
+  padded_spec.model.unpad = false;
+  const RunModels padded = run_models(padded_spec);
+  const PreparedData data = prepare_data(spec, padded.model);
   json report = data.description;
   report["labels"] = label_counts(data);
   report["batch_size"] = spec.train.batch_size;
@@ -141,11 +167,11 @@ int data_command() {
   report["padding_efficiency"] = {{"max_length", fixed.padding_efficiency()},
                                   {"longest", longest.padding_efficiency()},
                                   {"longest_bucketed", bucketed.padding_efficiency()}};
-  if (spec.task == Task::classification) {
+  if (flops_follow_lengths(spec)) {
     // model.unpad as a run of this spec would unpad: its padding and bucketing, on its device.
     RunSpec unpadding = spec;
     unpadding.model.unpad = true;
-    const ModelConfig unpadded = model_config_for(unpadding);
+    const RunModels unpadded = run_models(unpadding);
     const EpochWork unpad = epoch_work(data, spec, spec.data.padding, spec.data.bucket_by_length, unpadded);
     const EpochWork& as_padded = spec.data.padding == Padding::max_length ? fixed
                                  : spec.data.bucket_by_length             ? bucketed
@@ -157,7 +183,7 @@ int data_command() {
         {"longest_bucketed", bucketed.train_flops_per_sample()},
         {"unpad", {{"padding", to_string(spec.data.padding)},
                    {"bucket_by_length", spec.data.bucket_by_length},
-                   {"attention", unpadded.unpad_attention_by_sample ? "by_sample" : "padded_grid"},
+                   {"attention", unpadded.model.unpad_attention_by_sample ? "by_sample" : "padded_grid"},
                    {"train_flops_per_sample", unpad.train_flops_per_sample()},
                    {"padded_train_flops_per_sample", as_padded.train_flops_per_sample()}}}};
   }
@@ -175,13 +201,15 @@ int data_command() {
             << " eval), " << report["truncated_samples"] << " truncated to seq_len " << spec.data.seq_len << "\n"
             << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 " << l["p10"]
             << ", median " << l["median"] << ", p90 " << l["p90"] << ", max " << l["max"] << "\n"
-            << (spec.task == Task::classification ? "labels: " + json_text(report["labels"]) + "\n" : "")
-            << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch)"
-            << (spec.task == Task::classification ? ", and training FLOPs per sample:\n" : ":\n");
+            << (spec.task == Task::classification ? "labels: " + json_text(report["labels"]) + "\n" : "");
   if (report["corpus"].is_object()) {
     const json& c = report["corpus"];
-    std::cout << "corpus: " << c["files"] << " file(s) packed into " << c["blocks"] << " blocks of " << c["block_tokens"]
-              << " tokens\n";
+    if (c.contains("lines")) {
+      std::cout << "corpus: " << c["files"] << " file(s), " << c["lines"] << " lines, a sample each\n";
+    } else {
+      std::cout << "corpus: " << c["files"] << " file(s) packed into " << c["blocks"] << " blocks of "
+                << c["block_tokens"] << " tokens\n";
+    }
   }
   if (report["masking"].is_object()) {
     const json& m = report["masking"];
@@ -199,6 +227,8 @@ int data_command() {
               << m["mask_token_id"] << ", never " << json_text(m["never_masked"])
               << " (new spans and orders every epoch)\n";
   }
+  std::cout << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch)"
+            << (flops_follow_lengths(spec) ? ", and training FLOPs per sample:\n" : ":\n");
   print_work(report);
   if (!g_data.histogram_path.empty()) {
     std::cout << "length histogram: " << g_data.histogram_path << " (use it as data.lengths.histogram)\n";

@@ -160,7 +160,7 @@ std::optional<CachedSamples> cached_samples(const RunSpec& spec, const ModelConf
   return cached;
 }
 
-// A plain-text corpus packed into seq_len blocks (masked-LM tasks).
+// A plain-text corpus packed into seq_len blocks, or read a line a sample (masked-LM tasks).
 Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
@@ -171,24 +171,32 @@ Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
   } catch (const Error& e) {
     fail_field(spec, "data.path", e.what());
   }
-  std::string key = "corpus|" + std::to_string(d.seq_len) + "|" + std::to_string(d.num_samples) + "|" + tokenizer->fingerprint();
+  std::string key = std::string(d.line_by_line ? "corpus-lines|" : "corpus|") + std::to_string(d.seq_len) + "|" +
+                    std::to_string(d.num_samples) + "|" + tokenizer->fingerprint();
   for (const auto& f : files) key += "|" + describe_file(f);
   const std::string cache_path = token_cache_path(d.cache_dir.empty() ? default_cache_dir() : d.cache_dir, d.path, key);
   if (auto cached = cached_samples(spec, model, cache_path, key)) {
     loaded.samples = std::move(cached->samples);
     loaded.cache = {{"path", cache_path}, {"hit", true}};
   } else {
-    loaded.samples = pack_corpus(files, *tokenizer, d.seq_len, d.num_samples);
+    loaded.samples = d.line_by_line ? corpus_lines(files, *tokenizer, d.seq_len, d.num_samples)
+                                    : pack_corpus(files, *tokenizer, d.seq_len, d.num_samples);
     if (d.cache) {
       save_token_cache(cache_path, key, {loaded.samples, {}});
       loaded.cache = {{"path", cache_path}, {"hit", false}};
     }
   }
   if (loaded.samples.size() == 0) {
-    fail_field(spec, "data.path", "'" + d.path + "' holds fewer than data.seq_len " + std::to_string(d.seq_len) +
-                                      " tokens: not one block to train on");
+    fail_field(spec, "data.path", "'" + d.path + "' " +
+                                      (d.line_by_line ? std::string("holds no line that is not blank")
+                                                      : "holds fewer than data.seq_len " + std::to_string(d.seq_len) +
+                                                            " tokens: not one block to train on"));
   }
-  loaded.corpus = {{"files", files.size()}, {"blocks", loaded.samples.size()}, {"block_tokens", d.seq_len}};
+  if (d.line_by_line) {
+    loaded.corpus = {{"files", files.size()}, {"lines", loaded.samples.size()}};
+  } else {
+    loaded.corpus = {{"files", files.size()}, {"blocks", loaded.samples.size()}, {"block_tokens", d.seq_len}};
+  }
   return loaded;
 }
 

@@ -1,5 +1,6 @@
 // Plain-text corpora for masked-LM training: .txt files (Gutenberg books, say) tokenized line by
-// line and packed into fixed-length blocks, as HF's run_mlm groups texts.
+// line and packed into fixed-length blocks, as HF's run_mlm groups texts, or each line a sample of
+// its own (data.line_by_line), as run_mlm's --line_by_line and HF's distillation example read them.
 #include <algorithm>
 #include <filesystem>
 #include <limits>
@@ -17,21 +18,22 @@ bool is_blank(const std::string& line) {
   return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f'; });
 }
 
-// Appends the ids of every non-blank line of `text`, each with the model's special tokens.
-// Blank lines (paragraph breaks) are skipped: HF's run_mlm would add an empty [CLS] [SEP] for each.
-void append_lines(const std::string& text, const Tokenizer& tokenizer, std::vector<int64_t>& stream,
-                  std::size_t enough) {
+// Calls `take` with each non-blank line of `text`, without its line break, until it returns false.
+// Blank lines (paragraph breaks) are skipped, as HF's run_mlm skips them with --line_by_line
+// (without it HF would add an empty [CLS] [SEP] for each). Returns false where `take` stopped.
+template <typename Take>
+bool for_each_line(const std::string& text, Take take) {
   std::size_t start = 0;
-  while (start < text.size() && stream.size() < enough) {
+  while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, end - start);
     start = end + 1;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (is_blank(line)) continue;
-    const Encoding encoding = tokenizer.encode(line, nullptr, /*max_length=*/0);
-    stream.insert(stream.end(), encoding.input_ids.begin(), encoding.input_ids.end());
+    if (!take(line)) return false;
   }
+  return true;
 }
 
 }  // namespace
@@ -55,10 +57,15 @@ TokenizedSamples pack_corpus(const std::vector<std::string>& files, const Tokeni
                              int64_t max_blocks) {
   const std::size_t enough = max_blocks > 0 ? static_cast<std::size_t>(max_blocks * block_size)
                                             : std::numeric_limits<std::size_t>::max();
+  // Every line with the model's special tokens, back to back.
   std::vector<int64_t> stream;
+  const auto append = [&](const std::string& line) {
+    const Encoding encoding = tokenizer.encode(line, nullptr, /*max_length=*/0);
+    stream.insert(stream.end(), encoding.input_ids.begin(), encoding.input_ids.end());
+    return stream.size() < enough;
+  };
   for (const auto& file : files) {
-    if (stream.size() >= enough) break;
-    append_lines(read_file(file, "a corpus file"), tokenizer, stream, enough);
+    if (!for_each_line(read_file(file, "a corpus file"), append)) break;
   }
   TokenizedSamples samples;
   const std::size_t blocks = std::min(stream.size(), enough) / static_cast<std::size_t>(block_size);
@@ -68,6 +75,23 @@ TokenizedSamples pack_corpus(const std::vector<std::string>& files, const Tokeni
     samples.ids.insert(samples.ids.end(), first, first + block_size);  // ids were checked against the vocabulary
     samples.offsets.push_back(static_cast<int64_t>(samples.ids.size()));
     samples.labels.push_back(0);  // no class: the targets are the tokens themselves
+  }
+  return samples;
+}
+
+TokenizedSamples corpus_lines(const std::vector<std::string>& files, const Tokenizer& tokenizer, int64_t seq_len,
+                              int64_t max_lines) {
+  TokenizedSamples samples;
+  const auto add = [&](const std::string& line) {
+    const Encoding encoding = tokenizer.encode(line, nullptr, seq_len);
+    if (encoding.truncated) ++samples.truncated;
+    // No token types, as packed blocks: one segment (HF's masked-LM collators give BERT's and
+    // RoBERTa's zeros, and its permutation collator drops XLNet's). No label: the targets are the tokens.
+    samples.add(encoding.input_ids, /*sample_type_ids=*/{}, /*label=*/0);
+    return max_lines <= 0 || samples.size() < max_lines;
+  };
+  for (const auto& file : files) {
+    if (!for_each_line(read_file(file, "a corpus file"), add)) break;
   }
   return samples;
 }

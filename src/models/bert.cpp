@@ -140,7 +140,8 @@ class ForSequenceClassification : public SequenceClassifier {
 // HF's BertForMaskedLM: the encoder without its pooler, then BertOnlyMLMHead.
 class ForMaskedLM : public MaskedLanguageModel {
  public:
-  explicit ForMaskedLM(const ModelConfig& c) : activation_(c.activation) {
+  explicit ForMaskedLM(const ModelConfig& c)
+      : activation_(c.activation), unpad_(c.unpad), unpad_by_sample_(c.unpad_attention_by_sample) {
     auto bert = add_group(*this, "bert");
     embeddings_ = bert->register_module("embeddings", Embeddings(c));
     encoder_ = bert->register_module("encoder", Encoder(c));
@@ -153,15 +154,17 @@ class ForMaskedLM : public MaskedLanguageModel {
   }
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
-    auto hidden = encode(embeddings_, encoder_, in, layers::TokenLayout{});
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
+    auto hidden = encode(embeddings_, encoder_, in, layout);
     // scores = LayerNorm(act(W_t h + b_t)) E^T + b, with E the word embeddings.
-    auto logits = layers::masked_lm_scores(hidden, in.scored_positions, transform_, activation_, transform_norm_,
-                                           embeddings_->word_embeddings->weight, bias_);
-    return {logits, hidden};
+    auto logits = layers::masked_lm_scores(hidden, layout, in.scored_positions, transform_, activation_,
+                                           transform_norm_, embeddings_->word_embeddings->weight, bias_);
+    return {logits, hidden, layout.positions()};
   }
 
  private:
   std::string activation_;
+  bool unpad_, unpad_by_sample_;
   Embeddings embeddings_{nullptr};
   Encoder encoder_{nullptr};
   layers::Linear transform_{nullptr};

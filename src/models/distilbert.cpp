@@ -155,7 +155,8 @@ class ForSequenceClassification : public SequenceClassifier {
 // in HF) -> vocab_projector.
 class ForMaskedLM : public MaskedLanguageModel {
  public:
-  explicit ForMaskedLM(const ModelConfig& c) : body_(*this, c), activation_(c.activation) {
+  explicit ForMaskedLM(const ModelConfig& c)
+      : body_(*this, c), activation_(c.activation), unpad_(c.unpad), unpad_by_sample_(c.unpad_attention_by_sample) {
     vocab_transform_ = register_module("vocab_transform", layers::linear(c.hidden_size, c.hidden_size));
     vocab_layer_norm_ = register_module("vocab_layer_norm", layers::layer_norm(c.hidden_size, 1e-12));
     bias_ = add_group(*this, "vocab_projector")->register_parameter("bias", torch::zeros({c.vocab_size}));
@@ -164,15 +165,17 @@ class ForMaskedLM : public MaskedLanguageModel {
   }
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
-    auto hidden = body_.forward(in, layers::TokenLayout{});
-    auto logits = layers::masked_lm_scores(hidden, in.scored_positions, vocab_transform_, activation_, vocab_layer_norm_,
-                                           body_.embeddings->word_embeddings->weight, bias_);
-    return {logits, hidden};
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
+    auto hidden = body_.forward(in, layout);
+    auto logits = layers::masked_lm_scores(hidden, layout, in.scored_positions, vocab_transform_, activation_,
+                                           vocab_layer_norm_, body_.embeddings->word_embeddings->weight, bias_);
+    return {logits, hidden, layout.positions()};
   }
 
  private:
   Body body_;
   std::string activation_;
+  bool unpad_, unpad_by_sample_;
   layers::Linear vocab_transform_{nullptr};
   torch::nn::LayerNorm vocab_layer_norm_{nullptr};
   torch::Tensor bias_;

@@ -151,6 +151,11 @@ torch::Tensor TokenLayout::to_grid(const torch::Tensor& rows) const {
       .view({batch_, seq_len_, width});
 }
 
+torch::Tensor TokenLayout::rows_of(const torch::Tensor& grid_positions) const {
+  if (!unpadded()) return grid_positions;
+  return row_of_.reshape({-1}).index_select(0, grid_positions);
+}
+
 torch::Tensor TokenLayout::at_position(const torch::Tensor& x, int64_t position) const {
   if (!unpadded()) return x.narrow(1, position, 1);
   return x.reshape({-1, x.size(-1)}).index_select(0, row_of_.select(1, position)).unsqueeze(1);
@@ -243,11 +248,13 @@ torch::nn::LayerNorm layer_norm(int64_t size, double eps) {
   return torch::nn::LayerNorm(torch::nn::LayerNormOptions({size}).eps(eps));
 }
 
-torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const torch::Tensor& scored_positions, Linear& transform,
+torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const TokenLayout& layout,
+                               const torch::Tensor& scored_positions, Linear& transform,
                                const std::string& activation_name, torch::nn::LayerNorm& norm,
                                const torch::Tensor& word_embeddings, const torch::Tensor& bias) {
-  const auto rows =
-      scored_positions.defined() ? hidden.reshape({-1, hidden.size(-1)}).index_select(0, scored_positions) : hidden;
+  const auto rows = scored_positions.defined()
+                        ? hidden.reshape({-1, hidden.size(-1)}).index_select(0, layout.rows_of(scored_positions))
+                        : hidden;
   const auto transformed = norm(activation(activation_name, transform(rows)));
   return torch::linear(transformed, word_embeddings, bias);
 }

@@ -62,7 +62,8 @@ class ForSequenceClassification : public SequenceClassifier {
 // HF's RobertaForMaskedLM: RobertaLMHead applies the exact gelu, whatever the config's hidden_act.
 class ForMaskedLM : public MaskedLanguageModel {
  public:
-  explicit ForMaskedLM(const ModelConfig& c) : pad_(c.pad_token_id) {
+  explicit ForMaskedLM(const ModelConfig& c)
+      : pad_(c.pad_token_id), unpad_(c.unpad), unpad_by_sample_(c.unpad_attention_by_sample) {
     auto roberta = add_group(*this, "roberta");
     embeddings_ = roberta->register_module("embeddings", bert::Embeddings(c));
     encoder_ = roberta->register_module("encoder", bert::Encoder(c));
@@ -74,14 +75,16 @@ class ForMaskedLM : public MaskedLanguageModel {
   }
 
   MaskedLmOutputs forward(const ModelInputs& in) override {
-    auto hidden = encode(embeddings_, encoder_, in, pad_, layers::TokenLayout{});
-    auto logits = layers::masked_lm_scores(hidden, in.scored_positions, dense_, "gelu", norm_,
+    const auto layout = layers::TokenLayout::of(in, unpad_, unpad_by_sample_);
+    auto hidden = encode(embeddings_, encoder_, in, pad_, layout);
+    auto logits = layers::masked_lm_scores(hidden, layout, in.scored_positions, dense_, "gelu", norm_,
                                            embeddings_->word_embeddings->weight, bias_);
-    return {logits, hidden};
+    return {logits, hidden, layout.positions()};
   }
 
  private:
   int64_t pad_;
+  bool unpad_, unpad_by_sample_;
   bert::Embeddings embeddings_{nullptr};
   bert::Encoder encoder_{nullptr};
   layers::Linear dense_{nullptr};

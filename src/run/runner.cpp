@@ -206,6 +206,22 @@ DevicePeak device_peak(const RunPlan& plan) {
 
 }  // namespace
 
+namespace {
+
+// Where a batch's padding is skipped: the spec's model.unpad for the trained model and a
+// distillation teacher alike (the loss reads both at the same rows).
+void apply_unpad(const RunSpec& spec, ModelConfig& model) {
+  model.unpad = spec.model.unpad;
+  // On the CPU a small GEMM per sample costs no kernel launch.
+  model.unpad_attention_by_sample = spec.model.unpad && !spec.device.is_cuda();
+}
+
+}  // namespace
+
+RunHeads run_heads(const RunSpec& spec, const ModelConfig* teacher) {
+  return {spec.task, teacher, (spec.task == Task::mlm || spec.task == Task::distillation) && spec.mlm.sparse_prediction};
+}
+
 ModelConfig model_config_for(const RunSpec& spec) {
   ModelConfig model;
   try {
@@ -215,23 +231,25 @@ ModelConfig model_config_for(const RunSpec& spec) {
                       ": " + e.what());
   }
   model.sparse_last_layer = spec.model.sparse_last_layer;
-  model.unpad = spec.model.unpad;
-  // On the CPU a small GEMM per sample costs no kernel launch.
-  model.unpad_attention_by_sample = spec.model.unpad && !spec.device.is_cuda();
+  apply_unpad(spec, model);
   model.dropout_in_training = spec.train.dropout;
   return model;
 }
 
-namespace {
-
 ModelConfig teacher_config_for(const RunSpec& spec) {
   const ModelRef& t = spec.distillation.teacher;
+  ModelConfig teacher;
   try {
-    return t.config.empty() ? shipped_model_config(t.name) : read_model_config(t.config);
+    teacher = t.config.empty() ? shipped_model_config(t.name) : read_model_config(t.config);
   } catch (const Error& e) {
     throw input_error(locate_field(spec.source, spec.origin, "distillation.teacher") + ": " + e.what());
   }
+  apply_unpad(spec, teacher);
+  teacher.dropout_in_training = false;  // frozen, in eval mode
+  return teacher;
 }
+
+namespace {
 
 // What each task asks of its models: a masked-LM head (not XLNet's permutation LM) or XLNet's, and
 // a teacher that scores the same vocabulary and, for the cosine loss, has hidden states of the same width.
@@ -361,7 +379,8 @@ RunPlan prepare_run(const RunSpec& spec) {
     std::vector<int64_t> lengths;
     for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
     plan.cost.train_flops_per_sample -=
-        unpad_train_flops_saved(plan.model, spec.data.seq_len, lengths) / static_cast<double>(lengths.size());
+        run_unpad_train_flops_saved(plan.model, run_heads(spec, teacher), spec.data.seq_len, lengths) /
+        static_cast<double>(lengths.size());
   }
   // XLNet without dropout: one copy of the encodings per batch of the spec's size, on the grid.
   plan.cost.train_flops_per_sample -=
@@ -508,6 +527,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
   const double head_per_position = masked_lm_head_train_flops_per_position(plan.model, teacher);
+  const RunHeads heads = run_heads(plan.spec, teacher);
   trainer.set_flops_model([&](const Batch& batch) {
     const int64_t length = batch.inputs.input_ids.size(1);
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
@@ -517,9 +537,9 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     if (batch.inputs.scored_positions.defined()) {
       flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
     }
-    // model.unpad: the per-token work ran at the real tokens only (and on the CPU, attention too);
-    // XLNet without dropout: one copy of the encodings for the batch.
-    flops -= batch_train_flops_saved(plan.model, length, batch.lengths);
+    // model.unpad: the per-token work and a masked-LM head ran at the real tokens only (and on the
+    // CPU, attention too); XLNet without dropout: one copy of the encodings for the batch.
+    flops -= batch_train_flops_saved(plan.model, length, batch.lengths, heads);
     return flops;
   });
   const bool writes_result = plan.launch.rank == 0;

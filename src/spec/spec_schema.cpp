@@ -120,10 +120,10 @@ const std::vector<Field>& fields() {
        "with fewer FLOPs (HF computes the layer at every position and reads one)",
        set(&RunSpec::model, &ModelRef::sparse_last_layer)},
       {"model.unpad", Kind::boolean, false, -1e300, {},
-       "task classification: run each layer's per-token work (projections, MLP, LayerNorms, dropout) on the real "
-       "tokens alone, and attention on the padded batch, whose mask keeps padding out (on the CPU, sample by sample "
-       "over each sample's own tokens): HF's logits, loss and gradients without the padding's work (HF computes "
-       "every padded position)",
+       "tasks classification, mlm and distillation: run each layer's per-token work (projections, MLP, LayerNorms, "
+       "dropout) and a masked-LM head on the real tokens alone, and attention on the padded batch, whose mask keeps "
+       "padding out (on the CPU, sample by sample over each sample's own tokens); a distillation teacher too: HF's "
+       "logits, loss and gradients without the padding's work (HF computes every padded position)",
        set(&RunSpec::model, &ModelRef::unpad)},
       {"num_labels", Kind::integer, 2, 2, {}, "classes of the sequence classifier", set(&RunSpec::num_labels)},
       {"data.source", Kind::choice, "synthetic", -1e300, choice_list<DataSource>(),
@@ -181,6 +181,11 @@ const std::vector<Field>& fields() {
       {"data.padding", Kind::choice, "max_length", -1e300, choice_list<Padding>(),
        "pad every batch to seq_len, or to its longest sample (dynamic padding)",
        set(&RunSpec::data, &DataSpec::padding)},
+      {"data.line_by_line", Kind::boolean, false, -1e300, {},
+       "corpus: each non-blank line is a sample, truncated to seq_len and padded per data.padding (HF run_mlm's "
+       "--line_by_line; HF's distillation example trains on such sentences); false packs the lines into blocks of "
+       "exactly seq_len tokens",
+       set(&RunSpec::data, &DataSpec::line_by_line)},
       {"data.bucket_by_length", Kind::boolean, false, -1e300, {}, "batch samples of similar length together",
        set(&RunSpec::data, &DataSpec::bucket_by_length)},
       {"data.drop_last", Kind::boolean, true, -1e300, {}, "leave out the last, partial step of an epoch",
@@ -570,6 +575,10 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
     v.fail("data.source", "corpus is unlabelled text, for task mlm, distillation or plm; a classifier needs text or "
                           "tokenized data with labels");
   }
+  if (spec.data.line_by_line && source != DataSource::corpus) {
+    v.fail("data.line_by_line", std::string("reads a corpus's lines as samples; data.source is '") + to_string(source) +
+                                    "' (each of its samples is already one)");
+  }
   const std::string task_is = std::string("(task is ") + to_string(spec.task) + ")";
   if (!masked_lm && given.contains("mlm")) v.fail("mlm", "only used with task mlm or distillation " + task_is);
   if (spec.task != Task::plm && given.contains("plm")) v.fail("plm", "only used with task plm " + task_is);
@@ -577,8 +586,8 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
     v.fail("model.sparse_last_layer", "only used with task classification " + task_is + ": this task's head reads "
                                       "every position of the last layer");
   }
-  if (pretraining && spec.model.unpad) {
-    v.fail("model.unpad", "only used with task classification " + task_is);
+  if (spec.task == Task::plm && spec.model.unpad) {
+    v.fail("model.unpad", "not with task plm " + task_is + ": XLNet's two-stream attention runs on the padded grid");
   }
   // A distillation section under a classification task is a forgotten `task: distillation`; under
   // mlm it is ignored, so a sweep can take a spec across both masked-LM tasks.

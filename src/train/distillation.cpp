@@ -28,25 +28,28 @@ class Distillation final : public TrainingObjective {
   LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
     const MaskedLmOutputs s = student(inputs);
     const MaskedLmOutputs t = teacher(inputs);
-    // Scores are rows of [positions, vocab]: every position's, or with sparse prediction the
-    // masked ones' (which the spec allows only with restrict_ce_to_mask).
+    // Scores are rows of [positions, vocab]: every position's (unpadded, every real token's), or
+    // with sparse prediction the masked ones' (which the spec allows only with restrict_ce_to_mask).
+    // Both models are unpadded alike (model.unpad), so their rows are the same tokens.
+    TORCH_CHECK(s.positions.defined() == t.positions.defined(), "the student and the teacher must both unpad or neither");
     const auto vocab = s.logits.size(-1);
     const auto student_scores = s.logits.view({-1, vocab}), teacher_scores = t.logits.view({-1, vocab});
-    const auto targets = scored_labels(labels, inputs);
+    const auto targets = scored_labels(labels, inputs, s.positions);
     const auto masked = targets.ne(kIgnoreLabel);
     TORCH_CHECK(loss_.restrict_ce_to_mask || !inputs.scored_positions.defined(),
                 "mlm.sparse_prediction needs distillation.restrict_ce_to_mask");
-    const auto real = inputs.attention_mask.ne(0);
-    const auto ce = distillation_kl(student_scores, teacher_scores, loss_.temperature,
-                                    loss_.restrict_ce_to_mask ? masked : real.reshape({-1}));
+    const auto real = at_rows(inputs.attention_mask.ne(0), s.positions);  // every row, unpadded
+    const auto ce = distillation_kl(student_scores, teacher_scores, loss_.temperature, loss_.restrict_ce_to_mask ? masked : real);
     const auto mlm = masked_cross_entropy(student_scores, targets);
-    const auto cos = cosine_distance(s.hidden, t.hidden, real);
+    const auto width = s.hidden.size(-1);
+    const auto cos = cosine_distance(s.hidden.reshape({-1, width}), t.hidden.reshape({-1, width}), real);
     const auto total = loss_.alpha_ce * ce + loss_.alpha_mlm * mlm + loss_.alpha_cos * cos;
     return {total, {ce.detach(), mlm.detach(), cos.detach()}};
   }
 
   void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
-    add_masked_lm_scores(student(inputs).logits, scored_labels(labels, inputs), sums);
+    const MaskedLmOutputs s = student(inputs);
+    add_masked_lm_scores(s.logits, scored_labels(labels, inputs, s.positions), sums);
   }
 
   torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return student(inputs).logits; }
@@ -55,14 +58,14 @@ class Distillation final : public TrainingObjective {
   MaskedLmOutputs student(const ModelInputs& inputs) {
     AutocastGuard autocast(precision_, device_);
     MaskedLmOutputs out = student_.forward(inputs);
-    return {out.logits.to(torch::kFloat), out.hidden.to(torch::kFloat)};
+    return {out.logits.to(torch::kFloat), out.hidden.to(torch::kFloat), out.positions};
   }
 
   MaskedLmOutputs teacher(const ModelInputs& inputs) {
     torch::NoGradGuard no_grad;
     AutocastGuard autocast(loss_.teacher_precision, device_);
     MaskedLmOutputs out = teacher_.forward(inputs);
-    return {out.logits.to(torch::kFloat), out.hidden.to(torch::kFloat)};
+    return {out.logits.to(torch::kFloat), out.hidden.to(torch::kFloat), out.positions};
   }
 
   MaskedLanguageModel& student_;

@@ -67,20 +67,24 @@ class MaskedLm final : public TrainingObjective {
   bool reports_perplexity() const override { return true; }
 
   LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
-    const auto logits = forward(inputs);
-    return {masked_cross_entropy(logits.view({-1, logits.size(-1)}), scored_labels(labels, inputs)), {}};
+    const MaskedLmOutputs out = forward(inputs);
+    const auto scores = out.logits.view({-1, out.logits.size(-1)});
+    return {masked_cross_entropy(scores, scored_labels(labels, inputs, out.positions)), {}};
   }
 
   void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {
-    add_masked_lm_scores(forward(inputs), scored_labels(labels, inputs), sums);
+    const MaskedLmOutputs out = forward(inputs);
+    add_masked_lm_scores(out.logits, scored_labels(labels, inputs, out.positions), sums);
   }
 
-  torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return forward(inputs); }
+  torch::Tensor masked_lm_scores(const ModelInputs& inputs) override { return forward(inputs).logits; }
 
  private:
-  torch::Tensor forward(const ModelInputs& inputs) {
+  MaskedLmOutputs forward(const ModelInputs& inputs) {
     AutocastGuard autocast(precision_, device_);
-    return model_.forward(inputs).logits.to(torch::kFloat);
+    MaskedLmOutputs out = model_.forward(inputs);
+    out.logits = out.logits.to(torch::kFloat);
+    return out;
   }
 
   MaskedLanguageModel& model_;
@@ -103,9 +107,13 @@ torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor&
   return mean_over_selected(per_row, selected);
 }
 
-torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs) {
-  const auto flat = labels.reshape({-1});
-  return inputs.scored_positions.defined() ? flat.index_select(0, inputs.scored_positions) : flat;
+torch::Tensor at_rows(const torch::Tensor& grid, const torch::Tensor& rows) {
+  const auto flat = grid.reshape({-1});
+  return rows.defined() ? flat.index_select(0, rows) : flat;
+}
+
+torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs, const torch::Tensor& rows) {
+  return at_rows(labels, inputs.scored_positions.defined() ? inputs.scored_positions : rows);
 }
 
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {

@@ -9,6 +9,7 @@
 #include "support/cli.hpp"
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
+#include "tbench/models/model_cost.hpp"
 
 namespace tbench {
 namespace {
@@ -203,6 +204,80 @@ TEST(TasksCli, CorpusIsPackedReportedAndCached) {
   EXPECT_EQ(testing::read_json(dir.file("corpus.json"))["data"]["cache"]["hit"], true);
 }
 
+// A corpus read a line a sample (data.line_by_line), distilled and masked-LM trained with
+// model.unpad: without dropout the losses are the padded runs' step by step, and each step's FLOPs
+// leave out the padding's work in the student, its head and the teacher. `tbench data` says so
+// before a run; the cache keeps lines and blocks apart.
+TEST(TasksCli, LineByLineCorpusTrainsUnpaddedAsPadded) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("books"));
+  std::string text;
+  const std::vector<std::string> sentences = {"the ship sailed", "every sailor looked at the mountain above the harbour",
+                                              "dawn", "the island was green and the sea was calm at dawn"};
+  for (int i = 0; i < 60; ++i) text += sentences[static_cast<std::size_t>(i) % sentences.size()] + "\n\n";
+  dir.write("books/one.txt", text);
+  const auto spec_for = [&](const std::string& task, bool unpad, const std::string& name) {
+    auto spec = task == "mlm" ? masked_lm_spec(dir.file(name + ".json")) : distillation_spec(dir.file(name + ".json"));
+    spec["model"] = {{"name", task == "mlm" ? "tiny-bert" : "tiny-distilbert"}, {"unpad", unpad}};
+    spec["train"]["dropout"] = false;
+    spec["data"] = {{"source", "corpus"},   {"path", dir.file("books")},    {"line_by_line", true},
+                    {"seq_len", 12},        {"eval_fraction", 0.1},         {"cache_dir", dir.file("cache")},
+                    {"tokenizer", {{"path", kWordpiece}}}};
+    return dir.write(name + "-spec.json", spec.dump());
+  };
+  for (const std::string task : {"mlm", "distillation"}) {
+    SCOPED_TRACE(task);
+    const auto run = [&](bool unpad) {
+      const std::string name = task + (unpad ? "-unpadded" : "-padded");
+      const auto r = run_tbench("run -q " + spec_for(task, unpad, name));
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return testing::read_json(dir.file(name + ".json"));
+    };
+    const json padded = run(false), unpadded = run(true);
+    expect_schema(unpadded);
+    EXPECT_EQ(unpadded["data"]["corpus"], json({{"files", 1}, {"lines", 60}}));
+    EXPECT_EQ(unpadded["data"]["truncated_samples"], 30);  // the two long sentences' lines, cut to 12 tokens
+    EXPECT_LT(unpadded["model"]["train_flops_per_sample"].get<double>(), padded["model"]["train_flops_per_sample"].get<double>());
+    // What the padding costs per token at the least: the student's layers and head, the teacher's forward.
+    const ModelConfig student = shipped_model_config(task == "mlm" ? "tiny-bert" : "tiny-distilbert");
+    const ModelConfig teacher = shipped_model_config("tiny-bert");
+    const bool distils = task == "distillation";
+    const double per_padding_token = per_token_train_flops(student) +
+                                     masked_lm_head_train_flops_per_position(student, distils ? &teacher : nullptr) +
+                                     (distils ? per_token_train_flops(teacher) / 3 : 0.0);
+    ASSERT_EQ(padded["iterations"].size(), unpadded["iterations"].size());
+    for (std::size_t i = 0; i < padded["iterations"].size(); ++i) {
+      const json &a = padded["iterations"][i], &b = unpadded["iterations"][i];
+      EXPECT_NEAR(b["loss"].get<double>(), a["loss"].get<double>(), 1e-4 * a["loss"].get<double>()) << "step " << i;
+      if (distils) {
+        for (const char* term : {"ce", "mlm", "cos"}) {
+          EXPECT_NEAR(b["loss_terms"][term].get<double>(), a["loss_terms"][term].get<double>(),
+                      1e-4 * std::abs(a["loss_terms"][term].get<double>()) + 1e-6) << "step " << i << " " << term;
+        }
+      }
+      const double padding = b["tokens"].get<double>() - b["real_tokens"].get<double>();
+      ASSERT_GT(padding, 0) << "step " << i;
+      // Attending sample by sample on the CPU, fewer scores too.
+      EXPECT_LT(b["train_flops"].get<double>(), a["train_flops"].get<double>() - padding * per_padding_token) << "step " << i;
+    }
+    for (std::size_t e = 0; e < padded["epochs"].size(); ++e) {
+      EXPECT_NEAR(unpadded["epochs"][e]["eval"]["loss"].get<double>(), padded["epochs"][e]["eval"]["loss"].get<double>(),
+                  1e-4 * padded["epochs"][e]["eval"]["loss"].get<double>());
+    }
+  }
+  const auto data = run_tbench("data " + spec_for("distillation", false, "data"));
+  ASSERT_EQ(data.exit_code, 0) << data.err;
+  EXPECT_NE(data.out.find("corpus: 1 file(s), 60 lines, a sample each"), std::string::npos) << data.out;
+  EXPECT_NE(data.out.find("model.unpad"), std::string::npos) << data.out;
+  // The same files packed into blocks are another tokenization: not read from the lines' cache.
+  auto packed = testing::read_json(spec_for("mlm", false, "packed"));
+  packed["data"]["line_by_line"] = false;
+  ASSERT_EQ(run_tbench("run -q " + dir.write("packed-spec.json", packed.dump())).exit_code, 0);
+  const json blocks = testing::read_json(dir.file("packed.json"));
+  EXPECT_EQ(blocks["data"]["cache"]["hit"], false);
+  EXPECT_TRUE(blocks["data"]["corpus"].contains("blocks"));
+}
+
 // Reports keep a model's tasks in separate rows unless the columns are the tasks.
 TEST(TasksCli, ReportKeepsTasksApart) {
   ScratchDir dir;
@@ -302,10 +377,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "model.sparse_last_layer", "only used with task classification"},
         BadTaskSpec{"SparseLastLayerUnderPermutationLm", {"task=plm", "model=tiny-xlnet", "model.sparse_last_layer=true"},
                     "model.sparse_last_layer", "reads every position"},
-        BadTaskSpec{"UnpaddedMaskedLm", {"task=mlm", "model.unpad=true"}, "model.unpad",
-                    "only used with task classification"},
         BadTaskSpec{"UnpaddedPermutationLm", {"task=plm", "model=tiny-xlnet", "model.unpad=true"}, "model.unpad",
-                    "only used with task classification"},
+                    "not with task plm"},
+        BadTaskSpec{"LinesOfSyntheticData", {"task=mlm", "data.line_by_line=true"}, "data.line_by_line",
+                    "data.source is 'synthetic'"},
         BadTaskSpec{"PermutationLmIsXlnets", {"task=plm", "model=tiny-bert"}, "task", "masked LM (task mlm)"},
         BadTaskSpec{"PermutationLmNeedsAnEvenLength", {"task=plm", "model=tiny-xlnet", "data.seq_len=15"},
                     "data.seq_len", "must be even"},

@@ -1,5 +1,6 @@
-// Masked-LM and distillation: the heads under HF's names, the masking, the packed corpus, the
-// losses against their definitions, the student's start from its teacher, and the cost model.
+// Masked-LM and distillation: the heads under HF's names, the masking, the corpus (packed or a
+// line a sample), the losses against their definitions, the heads unpadded (model.unpad), the
+// student's start from its teacher, and the cost model.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -262,6 +263,38 @@ TEST(Corpus, LinesAreEncodedConcatenatedAndCutIntoBlocks) {
   EXPECT_THROW(corpus_files(dir.file("missing")), Error);
 }
 
+// run_mlm's --line_by_line: each non-blank line a sample of its own with [CLS] .. [SEP], in file
+// order, truncated to seq_len (and counted), no token types; data.num_samples caps the lines.
+TEST(Corpus, LineByLineMakesEachNonBlankLineASample) {
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("books/b"));
+  dir.write("books/b/second.txt", "the island\n");
+  dir.write("books/a.txt", "the ship sailed\n\n   \nat dawn\r\nthe ship sailed at dawn to the island");
+  const auto files = corpus_files(dir.file("books"));
+  const auto tokenizer = fixture_wordpiece();
+  const int64_t seq_len = 6;
+  const TokenizedSamples lines = corpus_lines(files, *tokenizer, seq_len, 0);
+  const std::vector<std::string> expected = {"the ship sailed", "at dawn", "the ship sailed at dawn to the island",
+                                             "the island"};
+  ASSERT_EQ(lines.size(), 4);
+  for (int64_t i = 0; i < lines.size(); ++i) {
+    const auto e = tokenizer->encode(expected[static_cast<std::size_t>(i)], nullptr, seq_len);
+    const auto begin = lines.ids.begin() + lines.offsets[static_cast<std::size_t>(i)];
+    EXPECT_EQ(std::vector<int64_t>(begin, begin + lines.length(i)), e.input_ids) << i;
+    EXPECT_EQ(lines.labels[static_cast<std::size_t>(i)], 0);
+  }
+  EXPECT_EQ(lines.length(2), seq_len);  // truncated, [SEP] kept last
+  EXPECT_EQ(lines.ids[static_cast<std::size_t>(lines.offsets[3] - 1)], tokenizer->encode("x", nullptr, 0).input_ids.back());
+  int64_t longer = 0;
+  for (const auto& line : expected) longer += tokenizer->encode(line, nullptr, 0).input_ids.size() > seq_len ? 1 : 0;
+  ASSERT_GT(longer, 0);
+  EXPECT_EQ(lines.truncated, longer);
+  EXPECT_TRUE(lines.type_ids.empty());
+  EXPECT_EQ(corpus_lines(files, *tokenizer, seq_len, 2).size(), 2);  // data.num_samples caps the lines
+  dir.write("blank/only.txt", "\n  \n\t\n");
+  EXPECT_EQ(corpus_lines(corpus_files(dir.file("blank")), *tokenizer, seq_len, 0).size(), 0);
+}
+
 // ---- losses --------------------------------------------------------------------------------------
 
 // Perplexity is exp of the mean cross-entropy over the masked tokens, computed here by hand.
@@ -500,6 +533,104 @@ TEST(SparsePrediction, DistillationOnTheMaskedTokensIsTheSame) {
   DistillationLoss every_token;
   auto unrestricted = distillation_objective(*student, *teacher, every_token, Precision::fp32, torch::kCPU);
   EXPECT_THROW(unrestricted->loss(batch.inputs, batch.labels), c10::Error);
+}
+
+// ---- model.unpad ---------------------------------------------------------------------------------
+
+// The same tokens with the real tokens' positions listed (as the loader lists them for model.unpad),
+// or not (the model then finds them from the mask).
+ModelInputs listing_real_tokens(ModelInputs inputs, bool listed) {
+  inputs.token_positions = listed ? inputs.attention_mask.reshape({-1}).nonzero().reshape({-1}) : torch::Tensor();
+  return inputs;
+}
+
+ModelConfig unpadded(ModelConfig c, bool by_sample) {
+  c.unpad = true;
+  c.unpad_attention_by_sample = by_sample;
+  return c;
+}
+
+// A model built for `c` with `source`'s weights.
+std::shared_ptr<MaskedLanguageModel> masked_lm_like(const ModelConfig& c, MaskedLanguageModel& source) {
+  auto model = build_masked_lm(c);
+  torch::NoGradGuard no_grad;
+  const auto weights = source.named_parameters();
+  for (auto& p : model->named_parameters()) p.value().copy_(weights[p.key()]);
+  return model;
+}
+
+// Unpadded, a masked LM scores the real tokens alone, [1, T, V] (or with sparse prediction its
+// masked ones, [N, V]), and its loss and every gradient are the padded model's, whose padding
+// rows never reach the loss: attention on the grid and sample by sample, listed or found tokens.
+// Dropout is off (eval mode) so the two forwards are the same network.
+TEST(UnpaddedMaskedLm, SameLossAndGradientsAsThePaddedModel) {
+  torch::set_num_threads(1);
+  const Batch batch = sparse_batch(5);
+  const int64_t real = batch.inputs.attention_mask.sum().item<int64_t>();
+  ASSERT_LT(real, batch.inputs.attention_mask.numel());
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta"}) {
+    torch::manual_seed(23);
+    auto padded = build_masked_lm(shipped_model_config(name));
+    padded->eval();
+    auto padded_objective = masked_lm_objective(*padded, Precision::fp32, torch::kCPU);
+    const auto full = loss_and_gradients(*padded_objective, every_position(batch.inputs), batch.labels);
+    const auto sparse = loss_and_gradients(*padded_objective, batch.inputs, batch.labels);
+    for (const bool by_sample : {false, true}) {
+      const std::string setting = std::string(name) + (by_sample ? ", by sample" : ", on the grid");
+      auto model = masked_lm_like(unpadded(shipped_model_config(name), by_sample), *padded);
+      model->eval();
+      auto objective = masked_lm_objective(*model, Precision::fp32, torch::kCPU);
+      for (const bool listed : {true, false}) {
+        const ModelInputs in = listing_real_tokens(every_position(batch.inputs), listed);
+        torch::NoGradGuard no_grad;
+        const MaskedLmOutputs out = model->forward(in);
+        EXPECT_EQ(out.logits.sizes(), (std::vector<int64_t>{1, real, 1000})) << setting;
+        EXPECT_EQ(out.hidden.sizes(), (std::vector<int64_t>{1, real, 32})) << setting;
+        EXPECT_TRUE(torch::equal(out.positions, batch.inputs.attention_mask.reshape({-1}).nonzero().reshape({-1})));
+      }
+      expect_same(loss_and_gradients(*objective, listing_real_tokens(every_position(batch.inputs), true), batch.labels),
+                  full, setting);
+      expect_same(loss_and_gradients(*objective, listing_real_tokens(batch.inputs, true), batch.labels), sparse,
+                  setting + ", sparse prediction");
+      EvalSums unpadded_sums = zero_eval_sums(torch::kCPU), padded_sums = zero_eval_sums(torch::kCPU);
+      torch::NoGradGuard no_grad;
+      objective->score(listing_real_tokens(every_position(batch.inputs), true), batch.labels, unpadded_sums);
+      padded_objective->score(every_position(batch.inputs), batch.labels, padded_sums);
+      EXPECT_NEAR(unpadded_sums.loss_sum.item<double>(), padded_sums.loss_sum.item<double>(),
+                  1e-5 * padded_sums.loss_sum.item<double>()) << setting;
+      EXPECT_EQ(unpadded_sums.correct.item<int64_t>(), padded_sums.correct.item<int64_t>()) << setting;
+      EXPECT_EQ(unpadded_sums.count.item<int64_t>(), padded_sums.count.item<int64_t>()) << setting;
+    }
+  }
+}
+
+// Distillation with both models unpadded: the KL term over every real token (or the masked ones),
+// the masked-LM term and the hidden states' cosine term are the padded run's, as is every gradient.
+TEST(UnpaddedMaskedLm, DistillationTermsAndGradientsAreThePaddedOnes) {
+  torch::set_num_threads(1);
+  const Batch batch = sparse_batch(6);
+  torch::manual_seed(24);
+  auto teacher = build_masked_lm(shipped_model_config("tiny-bert"));
+  auto student = build_masked_lm(shipped_model_config("tiny-distilbert"));
+  student->eval();
+  for (const bool by_sample : {false, true}) {
+    auto unpadded_teacher = masked_lm_like(unpadded(shipped_model_config("tiny-bert"), by_sample), *teacher);
+    auto unpadded_student = masked_lm_like(unpadded(shipped_model_config("tiny-distilbert"), by_sample), *student);
+    unpadded_student->eval();
+    for (const bool restrict : {false, true}) {
+      DistillationLoss loss;
+      loss.restrict_ce_to_mask = restrict;
+      auto padded_run = distillation_objective(*student, *teacher, loss, Precision::fp32, torch::kCPU);
+      auto unpadded_run = distillation_objective(*unpadded_student, *unpadded_teacher, loss, Precision::fp32, torch::kCPU);
+      const std::string setting = std::string(by_sample ? "by sample" : "on the grid") + (restrict ? ", KL on the masked" : "");
+      const ModelInputs in = every_position(batch.inputs);
+      expect_same(loss_and_gradients(*unpadded_run, listing_real_tokens(in, true), batch.labels),
+                  loss_and_gradients(*padded_run, in, batch.labels), setting);
+      // A teacher that does not unpad beside a student that does: refused, not misread.
+      auto mixed = distillation_objective(*unpadded_student, *teacher, loss, Precision::fp32, torch::kCPU);
+      EXPECT_THROW(mixed->loss(listing_real_tokens(in, true), batch.labels), c10::Error) << setting;
+    }
+  }
 }
 
 // ---- training ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ATen/record_function.h>
@@ -100,11 +101,12 @@ std::vector<int64_t> lengths_of(const ModelInputs& in) {
 
 // What the model says a forward pass over `in` costs: every sample's figure at the batch's width,
 // less what the batch does not spend.
-double modelled_forward_flops(const ModelConfig& c, const ModelInputs& in, Task task, int64_t num_labels) {
+double modelled_forward_flops(const ModelConfig& c, const ModelInputs& in, Task task, int64_t num_labels,
+                              bool sparse_prediction = false) {
   const int64_t width = in.input_ids.size(1);
   const auto lengths = lengths_of(in);
   return static_cast<double>(lengths.size()) * model_cost(c, num_labels, width, task).forward_flops_per_sample -
-         batch_train_flops_saved(c, width, lengths) / 3.0;
+         batch_train_flops_saved(c, width, lengths, {task, nullptr, sparse_prediction}) / 3.0;
 }
 
 double counted_forward_flops(torch::nn::Module& model, const std::function<void()>& forward) {
@@ -194,23 +196,58 @@ TEST(ModelFlopsXlnet, PermutationLmCountsBothStreams) {
 }
 
 // The masked-LM heads score every position against the vocabulary, or with mlm.sparse_prediction
-// only the listed ones (each step's count leaves the others out: the trainer's FLOPs model).
+// only the listed ones (each step's count leaves the others out: the trainer's FLOPs model);
+// unpadded (model.unpad), every real token, or the listed ones among them.
 TEST_P(ModelFlops, MaskedLmCountsEveryProductItRuns) {
-  ModelConfig c = shipped_model_config(GetParam());
-  if (c.arch == Architecture::xlnet) GTEST_SKIP() << "XLNet pre-trains with permutation LM (task plm)";
-  c.dropout_in_training = false;
-  torch::manual_seed(5);
-  const auto model = build_masked_lm(c);
-  ModelInputs in = padded_inputs(c);
-  const double dense = counted_forward_flops(*model, [&] { model->forward(in); });
-  ASSERT_GT(dense, 0.0);
-  EXPECT_NEAR(modelled_forward_flops(c, in, Task::mlm, 2), dense, 1e-9 * dense);
+  ModelConfig base = shipped_model_config(GetParam());
+  if (base.arch == Architecture::xlnet) GTEST_SKIP() << "XLNet pre-trains with permutation LM (task plm)";
+  base.dropout_in_training = false;
+  for (const auto& [name, unpad, by_sample] : std::vector<std::tuple<std::string, bool, bool>>{
+           {"padded", false, false}, {"unpadded, attention on the grid", true, false}, {"unpadded by sample", true, true}}) {
+    SCOPED_TRACE(name);
+    ModelConfig c = base;
+    c.unpad = unpad;
+    c.unpad_attention_by_sample = by_sample;
+    torch::manual_seed(5);
+    const auto model = build_masked_lm(c);
+    ModelInputs in = padded_inputs(c);
+    const double dense = counted_forward_flops(*model, [&] { model->forward(in); });
+    ASSERT_GT(dense, 0.0);
+    EXPECT_NEAR(modelled_forward_flops(c, in, Task::mlm, 2), dense, 1e-9 * dense);
 
-  in.scored_positions = torch::tensor({0, 5, 13, 30}, torch::kLong);
-  const double sparse = counted_forward_flops(*model, [&] { model->forward(in); });
-  const double skipped = static_cast<double>(in.input_ids.numel() - in.scored_positions.numel()) *
-                         masked_lm_head_train_flops_per_position(c, nullptr) / 3.0;
-  EXPECT_NEAR(modelled_forward_flops(c, in, Task::mlm, 2) - skipped, sparse, 1e-9 * sparse);
+    in.scored_positions = torch::tensor({0, 5, 13, 26}, torch::kLong);  // real tokens (12, 9 and 5 of 12)
+    const double sparse = counted_forward_flops(*model, [&] { model->forward(in); });
+    const double skipped = static_cast<double>(in.input_ids.numel() - in.scored_positions.numel()) *
+                           masked_lm_head_train_flops_per_position(c, nullptr) / 3.0;
+    EXPECT_NEAR(modelled_forward_flops(c, in, Task::mlm, 2, /*sparse_prediction=*/true) - skipped, sparse, 1e-9 * sparse);
+  }
+}
+
+// Distillation, in the units a run's steps count (the student's forward and backward as 3x its
+// forward, the teacher's forward once): the student's and the teacher's products, padded and both
+// unpadded, against run_train_flops_per_sample less batch_train_flops_saved with the teacher.
+TEST(ModelFlopsDistillation, CountsTheStudentsTrainingAndTheTeachersForward) {
+  for (const auto& [name, unpad, by_sample] : std::vector<std::tuple<std::string, bool, bool>>{
+           {"padded", false, false}, {"unpadded, attention on the grid", true, false}, {"unpadded by sample", true, true}}) {
+    SCOPED_TRACE(name);
+    ModelConfig student = shipped_model_config("tiny-distilbert"), teacher = shipped_model_config("tiny-bert");
+    for (ModelConfig* c : {&student, &teacher}) {
+      c->unpad = unpad;
+      c->unpad_attention_by_sample = by_sample;
+      c->dropout_in_training = false;
+    }
+    torch::manual_seed(6);
+    const auto student_model = build_masked_lm(student), teacher_model = build_masked_lm(teacher);
+    const ModelInputs in = padded_inputs(student);
+    const double counted = 3.0 * counted_forward_flops(*student_model, [&] { student_model->forward(in); }) +
+                           counted_forward_flops(*teacher_model, [&] { teacher_model->forward(in); });
+    const int64_t width = in.input_ids.size(1);
+    const auto lengths = lengths_of(in);
+    const double modelled =
+        static_cast<double>(lengths.size()) * run_train_flops_per_sample(student, &teacher, 2, width, Task::distillation) -
+        batch_train_flops_saved(student, width, lengths, {Task::distillation, &teacher, false});
+    EXPECT_NEAR(modelled, counted, 1e-9 * counted);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, ModelFlops, ::testing::Values("tiny-bert", "tiny-distilbert", "tiny-roberta", "tiny-xlnet"));

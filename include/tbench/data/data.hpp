@@ -97,6 +97,12 @@ std::vector<std::string> corpus_files(const std::string& path);
 TokenizedSamples pack_corpus(const std::vector<std::string>& files, const Tokenizer& tokenizer, int64_t block_size,
                              int64_t max_blocks);
 
+// HF's run_mlm with --line_by_line: every non-blank line is a sample of its own, encoded with the
+// model's special tokens and truncated to `seq_len` (counted in `truncated`), in file order; the
+// batches pad them (data.padding). `max_lines` > 0 stops there.
+TokenizedSamples corpus_lines(const std::vector<std::string>& files, const Tokenizer& tokenizer, int64_t seq_len,
+                              int64_t max_lines);
+
 // --- masked-LM corruption ---------------------------------------------------------------------------
 
 inline constexpr int64_t kIgnoreLabel = -100;  // labels of unmasked positions: no loss (HF's -100)

@@ -102,6 +102,11 @@ class TokenLayout {
   static TokenLayout of(const ModelInputs& in, bool unpad, bool by_sample = false);
 
   bool unpadded() const { return positions_.defined(); }
+  // Unpadded, the flat grid positions (b * S + s) of the rows, [T]; undefined on the grid.
+  const torch::Tensor& positions() const { return positions_; }
+  // The rows holding these flat grid positions of real tokens (a masked-LM head's scored ones);
+  // on the grid, the positions themselves.
+  torch::Tensor rows_of(const torch::Tensor& grid_positions) const;
   bool attends_by_sample() const { return !sample_rows_.empty(); }
   // Each sample's rows, in order: the first, and how many (its real tokens), in the unpadded rows.
   const std::vector<std::pair<int64_t, int64_t>>& sample_rows() const { return sample_rows_; }
@@ -175,8 +180,10 @@ torch::nn::LayerNorm layer_norm(int64_t size, double eps);
 // LayerNorm(act(W x + b)), then a score against every word embedding (the decoder's weight is the
 // embedding table, tied as in HF) plus a bias per token. hidden [B, S, H] -> [B, S, vocab_size] at
 // every position when scored_positions is undefined, else [N, vocab_size] at the N listed flat
-// positions only (ModelInputs::scored_positions, mlm.sparse_prediction).
-torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const torch::Tensor& scored_positions, Linear& transform,
+// positions only (ModelInputs::scored_positions, mlm.sparse_prediction). hidden is in `layout`:
+// unpadded ([1, T, H], model.unpad), every position means every real token, [1, T, vocab_size].
+torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const TokenLayout& layout,
+                               const torch::Tensor& scored_positions, Linear& transform,
                                const std::string& activation_name, torch::nn::LayerNorm& norm,
                                const torch::Tensor& word_embeddings, const torch::Tensor& bias);
 

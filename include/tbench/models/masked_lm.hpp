@@ -13,8 +13,16 @@
 namespace tbench {
 
 struct MaskedLmOutputs {
-  torch::Tensor logits;  // [B, S, vocab_size], every position (as HF computes them); XLNet: [B, M, V]
-  torch::Tensor hidden;  // [B, S, H]: the last layer's hidden states, before the head (XLNet: [B, M, H])
+  // [B, S, vocab_size], every position (as HF computes them); with inputs.scored_positions
+  // (mlm.sparse_prediction) [N, vocab_size] at those; unpadded, [1, T, vocab_size] at the real
+  // tokens, `positions`' order. XLNet: [B, M, V].
+  torch::Tensor logits;
+  // The last layer's hidden states, before the head: [B, S, H], or unpadded the real tokens' rows
+  // [1, T, H] (XLNet: [B, M, H]).
+  torch::Tensor hidden;
+  // model.unpad: the flat grid positions (b * S + s) of the rows of `hidden` (and of dense
+  // `logits`), [T]; undefined where they are the grid.
+  torch::Tensor positions{};
 };
 
 class MaskedLanguageModel : public torch::nn::Module {

@@ -48,8 +48,9 @@ double per_token_train_flops(const ModelConfig& model);
 double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t seq_len, const std::vector<int64_t>& lengths);
 
 // Training FLOPs that model.unpad skips in a batch of samples of `lengths` real tokens padded to
-// `width`: the per-token work of every padding token, and where attention runs by sample, the
-// padding's share of it. 0 for a model that does not unpad.
+// `width`: the per-token work of every padding token in the encoder, and where attention runs by
+// sample, the padding's share of it (a task's head: run_unpad_train_flops_saved). 0 for a model
+// that does not unpad.
 double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths);
 
 // XLNet on the grid projects the distances' encodings once for a batch of `samples` where no
@@ -58,9 +59,25 @@ double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const st
 // 0 for other models, with dropout, and attending by sample (each sample projects its own slice).
 double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, int64_t samples, bool by_sample);
 
+// What a run computes beside its model's encoder, for the work model.unpad skips: the task's head
+// (a masked-LM head scores every position, padding included, unless mlm.sparse_prediction keeps it
+// to the masked ones) and a distillation teacher's forward (unpadded as the student is).
+struct RunHeads {
+  Task task = Task::classification;
+  const ModelConfig* teacher = nullptr;
+  bool sparse_prediction = false;
+};
+
+// Training FLOPs that model.unpad skips in a run's batch: the model's (unpad_train_flops_saved),
+// and for mlm and distillation the dense masked-LM head's at each padding token and the teacher's
+// forward share of both. 0 for a model that does not unpad.
+double run_unpad_train_flops_saved(const ModelConfig& model, const RunHeads& heads, int64_t width,
+                                   const std::vector<int64_t>& lengths);
+
 // Training FLOPs a batch of samples of `lengths` real tokens padded to `width` does not spend
-// against its samples' figure at that width: model.unpad's, and XLNet's shared encodings. A run's
-// steps and `tbench data` both count with it.
-double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths);
+// against its samples' figure at that width: model.unpad's (run_unpad_train_flops_saved), and
+// XLNet's shared encodings. A run's steps and `tbench data` both count with it.
+double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths,
+                               const RunHeads& heads = {});
 
 }  // namespace tbench

@@ -131,6 +131,7 @@ struct DataSpec {
   LengthSpec lengths;
   TokenizerSpec tokenizer;
   Padding padding = Padding::max_length;
+  bool line_by_line = false;      // corpus: each non-blank line a sample (false: packed into seq_len blocks)
   bool bucket_by_length = false;  // group similar lengths into a batch (with padding longest)
   bool drop_last = true;          // false: the last, partial step is trained too
   double eval_fraction = 0;       // held out for eval loss and accuracy after each epoch

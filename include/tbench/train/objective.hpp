@@ -75,9 +75,13 @@ torch::Tensor distillation_kl(const torch::Tensor& student, const torch::Tensor&
 // 1 - cos(student_i, teacher_i) averaged over the selected rows: HF's CosineEmbeddingLoss with
 // target 1 on the real tokens' hidden states. student, teacher [..., H].
 torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor& teacher, const torch::Tensor& selected);
-// The labels of the positions the masked-LM head scored, in its order: every position's, flat
-// [B*S], or with inputs.scored_positions (mlm.sparse_prediction) only those, [N].
-torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs);
+// A [B, S] tensor flat at the listed flat positions (b * S + s), in their order, [N]; at every
+// position, [B*S], where `rows` is undefined.
+torch::Tensor at_rows(const torch::Tensor& grid, const torch::Tensor& rows);
+// The labels of the positions the masked-LM head scored, in its order: with
+// inputs.scored_positions (mlm.sparse_prediction) only those, [N]; else, unpadded, the real
+// tokens' (`rows`, MaskedLmOutputs::positions), [T]; else every position's, flat [B*S].
+torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs, const torch::Tensor& rows = {});
 // Adds masked-token cross-entropy (summed), right predictions and the masked-token count.
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums);
 
