@@ -12,6 +12,7 @@
 
 #include "tbench/cli/commands.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/version.hpp"
 
 int main(int argc, char** argv) {
   // A file-size limit (ulimit -f, common on clusters) would kill us with SIGXFSZ mid-write; ignored,
@@ -23,7 +24,8 @@ int main(int argc, char** argv) {
 
   CLI::App app{"tbench: benchmark transformer fine-tuning on LibTorch"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(TBENCH_VERSION));
+  // The revision too ("-dirty": built with tracked files changed), as every result records it.
+  app.set_version_flag("--version", "tbench " + std::string(tbench::version()) + " (git " + tbench::git_sha() + ")");
   tbench::register_commands(app);
   try {
     app.parse(argc, argv);

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -73,6 +74,36 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
       if (it["epoch"] == epoch["epoch"]) sum += it["seconds"].get<double>();
     }
     EXPECT_LE(sum, epoch["seconds"].get<double>());
+  }
+}
+
+// The source tree's commit, as git names it now; empty where the tree is not a git checkout.
+std::string source_commit() {
+  std::string commit;
+  if (FILE* git = popen(("git -C '" + std::string(TBENCH_SOURCE_DIR) + "' rev-parse --short=12 HEAD 2>/dev/null").c_str(), "r")) {
+    char buffer[64] = {};
+    if (std::fgets(buffer, sizeof buffer, git)) commit = buffer;
+    pclose(git);
+  }
+  while (!commit.empty() && (commit.back() == '\n' || commit.back() == ' ')) commit.pop_back();
+  return commit;
+}
+
+// `--version` and every result name the revision the binary was built from, recorded at build
+// time (not when CMake last ran): the commit, "-dirty" if tracked files differed from it.
+TEST_F(Cli, VersionAndResultsNameTheRevisionBuilt) {
+  const auto version = run_tbench("--version");
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  const std::string out = dir.file("tiny.json");
+  ASSERT_EQ(run_tbench("run --quiet " + spec_path(testing::tiny_spec(out))).exit_code, 0);
+  const std::string recorded = testing::read_json(out)["env"]["tbench"]["git"];
+  EXPECT_EQ(version.out, "tbench " + std::string(TBENCH_VERSION) + " (git " + recorded + ")\n");
+  const std::string commit = source_commit();
+  if (commit.empty()) {
+    EXPECT_EQ(recorded, "unknown");
+  } else {
+    // The tests run on the binary built from this tree (ctest after the build).
+    EXPECT_TRUE(recorded == commit || recorded == commit + "-dirty") << recorded << " vs " << commit;
   }
 }
 

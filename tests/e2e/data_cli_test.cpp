@@ -252,46 +252,59 @@ TEST_F(DataCli, DataCommandDescribesTheDataAndWritesAHistogramSyntheticRunsCanUs
   EXPECT_NEAR(result["data"]["lengths"]["mean"].get<double>(), report["lengths"]["mean"].get<double>(), 4.0);
 }
 
-// A classifier's training FLOPs per sample under each padding, and what model.unpad leaves of them,
+// A classifier's and a distillation's training FLOPs per sample under each padding, and what model.unpad leaves of them,
 // are what runs of the spec then count step by step (one epoch, the same batches).
 TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) {
-  json spec = testing::tiny_spec(dir.file("{name}.json"));
-  spec["data"] = {{"seq_len", 32}, {"num_samples", 64}, {"lengths", {{"distribution", "uniform"}, {"min", 4}}}};
-  spec["model"] = {{"name", "tiny-bert"}};
-  spec["train"]["epochs"] = 1;
-  const std::string path = write_spec(spec);
-  const auto r = run_tbench("data --json " + path);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const json flops = json::parse(r.out)["train_flops_per_sample"];
-  EXPECT_EQ(flops["unpad"]["padding"], "max_length");
-  EXPECT_EQ(flops["unpad"]["attention"], "by_sample");
-  const auto counted = [&](const std::string& name, const std::vector<std::string>& sets) {
-    std::string command = "run --quiet --set name=" + name;
-    for (const auto& set : sets) command += " --set " + set;
-    const auto run = run_tbench(command + " " + path);
-    EXPECT_EQ(run.exit_code, 0) << run.err;
-    const json result = testing::read_json(dir.file(name + ".json"));
-    double total = 0, samples = 0;
-    for (const auto& it : result["iterations"]) {
-      total += it["train_flops"].get<double>();
-      samples += it["samples"].get<double>();
-    }
-    return total / samples;
-  };
-  const double fixed = flops["max_length"], longest = flops["longest"], bucketed = flops["longest_bucketed"],
-               unpadded = flops["unpad"]["train_flops_per_sample"];
-  EXPECT_NEAR(counted("fixed", {}), fixed, 1e-9 * fixed);
-  EXPECT_NEAR(counted("longest", {"data.padding=longest"}), longest, 1e-9 * longest);
-  EXPECT_NEAR(counted("bucketed", {"data.padding=longest", "data.bucket_by_length=true"}), bucketed, 1e-9 * bucketed);
-  EXPECT_NEAR(counted("unpadded", {"model.unpad=true"}), unpadded, 1e-9 * unpadded);
-  EXPECT_DOUBLE_EQ(flops["unpad"]["padded_train_flops_per_sample"].get<double>(), fixed);
-  EXPECT_LT(unpadded, bucketed);
-  EXPECT_LT(bucketed, longest);
-  EXPECT_LT(longest, fixed);
+  // A classifier, and a distillation (a masked-LM head at every position and a teacher's forward).
+  for (const std::string task : {"classification", "distillation"}) {
+    SCOPED_TRACE(task);
+    json spec = testing::tiny_spec(dir.file(task + "-{name}.json"));
+    spec["data"] = {{"seq_len", 32}, {"num_samples", 64}, {"lengths", {{"distribution", "uniform"}, {"min", 4}}}};
+    spec["model"] = {{"name", task == "classification" ? "tiny-bert" : "tiny-distilbert"}};
+    spec["task"] = task;
+    if (task == "distillation") spec["distillation"] = {{"teacher", "tiny-bert"}};
+    spec["train"]["epochs"] = 1;
+    const std::string path = write_spec(spec);
+    const auto r = run_tbench("data --json " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json flops = json::parse(r.out)["train_flops_per_sample"];
+    EXPECT_EQ(flops["unpad"]["padding"], "max_length");
+    EXPECT_EQ(flops["unpad"]["attention"], "by_sample");
+    const auto counted = [&](const std::string& name, const std::vector<std::string>& sets) {
+      std::string command = "run --quiet --set name=" + name;
+      for (const auto& set : sets) command += " --set " + set;
+      const auto run = run_tbench(command + " " + path);
+      EXPECT_EQ(run.exit_code, 0) << run.err;
+      const json result = testing::read_json(dir.file(task + "-" + name + ".json"));
+      double total = 0, samples = 0;
+      for (const auto& it : result["iterations"]) {
+        total += it["train_flops"].get<double>();
+        samples += it["samples"].get<double>();
+      }
+      return total / samples;
+    };
+    const double fixed = flops["max_length"], longest = flops["longest"], bucketed = flops["longest_bucketed"],
+                 unpadded = flops["unpad"]["train_flops_per_sample"];
+    EXPECT_NEAR(counted("fixed", {}), fixed, 1e-9 * fixed);
+    EXPECT_NEAR(counted("longest", {"data.padding=longest"}), longest, 1e-9 * longest);
+    EXPECT_NEAR(counted("bucketed", {"data.padding=longest", "data.bucket_by_length=true"}), bucketed, 1e-9 * bucketed);
+    EXPECT_NEAR(counted("unpadded", {"model.unpad=true"}), unpadded, 1e-9 * unpadded);
+    EXPECT_DOUBLE_EQ(flops["unpad"]["padded_train_flops_per_sample"].get<double>(), fixed);
+    EXPECT_LT(unpadded, bucketed);
+    EXPECT_LT(bucketed, longest);
+    EXPECT_LT(longest, fixed);
 
-  const auto text = run_tbench("data " + path);
-  EXPECT_NE(text.out.find("model.unpad"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("GFLOP"), std::string::npos) << text.out;
+    const auto text = run_tbench("data " + path);
+    EXPECT_NE(text.out.find("model.unpad"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("GFLOP"), std::string::npos) << text.out;
+  }
+  // Sparse prediction's FLOPs depend on the masks drawn, not the lengths alone: none are given.
+  json sparse = testing::tiny_spec(dir.file("sparse.json"));
+  sparse["task"] = "mlm";
+  sparse["mlm"] = {{"sparse_prediction", true}};
+  const auto r = run_tbench("data --json " + write_spec(sparse));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(json::parse(r.out).contains("train_flops_per_sample"));
 }
 
 // Permutation LM pads a batch to an even length; `tbench data` counts the same computed tokens as
