@@ -6,7 +6,8 @@
 execute_process(COMMAND git rev-parse --short=12 HEAD WORKING_DIRECTORY ${SOURCE_DIR}
                 OUTPUT_VARIABLE TBENCH_GIT_SHA OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 if(TBENCH_GIT_SHA)
-  execute_process(COMMAND git status --porcelain --untracked-files=no WORKING_DIRECTORY ${SOURCE_DIR}
+  # --no-optional-locks: a build must not take .git/index.lock from a commit running beside it.
+  execute_process(COMMAND git --no-optional-locks status --porcelain --untracked-files=no WORKING_DIRECTORY ${SOURCE_DIR}
                   OUTPUT_VARIABLE changes OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
   if(changes)
     string(APPEND TBENCH_GIT_SHA "-dirty")

@@ -77,7 +77,7 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
   o.drop_last = spec.data.drop_last;
   o.seed = spec.data.seed;
   const bool counts_flops = flops_follow_lengths(spec);
-  const RunHeads heads = run_heads(spec, models.teacher_or_null());
+  const TaskWork task = task_work(spec, models.teacher_or_null());
   EpochWork work;
   for (const auto& step : plan_epoch(samples, o, 1)) {
     for (const auto& micro : step) {
@@ -93,7 +93,7 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
       work.train_flops += static_cast<double>(lengths.size()) * run_train_flops_per_sample(
                                                                      models.model, models.teacher_or_null(),
                                                                      spec.num_labels, width, spec.task) -
-                          batch_train_flops_saved(models.model, width, lengths, heads);
+                          batch_train_flops_saved(models.model, width, lengths, task);
     }
   }
   return work;

@@ -8,14 +8,24 @@
 #include "tbench/data/data.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/files.hpp"
+#include "tbench/tokenize/unicode_text.hpp"
+#include "../tokenize/tokenizer_support.hpp"
 
 namespace tbench {
 namespace {
 
 namespace fs = std::filesystem;
 
+// Python's str.isspace, which HF's run_mlm asks of a line: every code point Unicode white space
+// (NBSP, U+3000 and the like too) or one of U+001C..U+001F, which Python counts and Unicode does not.
 bool is_blank(const std::string& line) {
-  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f'; });
+  for (std::size_t at = 0; at < line.size();) {
+    const tokenize::CodePoint c = tokenize::decode_utf8(line, at);
+    const bool separator = c.value >= 0x1C && c.value <= 0x1F;
+    if (!c.valid || !(unicode::is_white_space(c.value) || separator)) return false;
+    at += c.size;
+  }
+  return true;
 }
 
 // Calls `take` with each non-blank line of `text`, without its line break, until it returns false.

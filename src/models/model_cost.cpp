@@ -179,25 +179,25 @@ double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t widt
 }
 
 double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths,
-                               const RunHeads& heads) {
+                               const TaskWork& task) {
   const bool padded = std::any_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l < width; });
   const bool by_sample = model.unpad && model.unpad_attention_by_sample && padded;  // else the grid
-  return run_unpad_train_flops_saved(model, heads, width, lengths) +
+  return run_unpad_train_flops_saved(model, task, width, lengths) +
          shared_encodings_train_flops_saved(model, width, static_cast<int64_t>(lengths.size()), by_sample);
 }
 
-double run_unpad_train_flops_saved(const ModelConfig& model, const RunHeads& heads, int64_t width,
+double run_unpad_train_flops_saved(const ModelConfig& model, const TaskWork& task, int64_t width,
                                    const std::vector<int64_t>& lengths) {
   if (!model.unpad) return 0.0;
   double saved = unpad_train_flops_saved(model, width, lengths);
-  const bool masked_lm = heads.task == Task::mlm || heads.task == Task::distillation;
-  if (masked_lm && !heads.sparse_prediction) {
+  const bool masked_lm = task.task == Task::mlm || task.task == Task::distillation;
+  if (masked_lm && !task.sparse_prediction) {
     double padding = 0;
     for (const int64_t length : lengths) padding += static_cast<double>(width - length);
-    saved += padding * masked_lm_head_train_flops_per_position(model, heads.teacher);  // the teacher's head too
+    saved += padding * masked_lm_head_train_flops_per_position(model, task.teacher);  // the teacher's head too
   }
   // The teacher runs forward only: a third of its training figure.
-  if (heads.teacher) saved += unpad_train_flops_saved(*heads.teacher, width, lengths) / 3.0;
+  if (task.teacher) saved += unpad_train_flops_saved(*task.teacher, width, lengths) / 3.0;
   return saved;
 }
 

@@ -218,7 +218,7 @@ void apply_unpad(const RunSpec& spec, ModelConfig& model) {
 
 }  // namespace
 
-RunHeads run_heads(const RunSpec& spec, const ModelConfig* teacher) {
+TaskWork task_work(const RunSpec& spec, const ModelConfig* teacher) {
   return {spec.task, teacher, (spec.task == Task::mlm || spec.task == Task::distillation) && spec.mlm.sparse_prediction};
 }
 
@@ -379,7 +379,7 @@ RunPlan prepare_run(const RunSpec& spec) {
     std::vector<int64_t> lengths;
     for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
     plan.cost.train_flops_per_sample -=
-        run_unpad_train_flops_saved(plan.model, run_heads(spec, teacher), spec.data.seq_len, lengths) /
+        run_unpad_train_flops_saved(plan.model, task_work(spec, teacher), spec.data.seq_len, lengths) /
         static_cast<double>(lengths.size());
   }
   // XLNet without dropout: one copy of the encodings per batch of the spec's size, on the grid.
@@ -527,7 +527,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
   const double head_per_position = masked_lm_head_train_flops_per_position(plan.model, teacher);
-  const RunHeads heads = run_heads(plan.spec, teacher);
+  const TaskWork task = task_work(plan.spec, teacher);
   trainer.set_flops_model([&](const Batch& batch) {
     const int64_t length = batch.inputs.input_ids.size(1);
     auto [it, added] = flops_at_length.try_emplace(length, 0.0);
@@ -539,7 +539,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
     }
     // model.unpad: the per-token work and a masked-LM head ran at the real tokens only (and on the
     // CPU, attention too); XLNet without dropout: one copy of the encodings for the batch.
-    flops -= batch_train_flops_saved(plan.model, length, batch.lengths, heads);
+    flops -= batch_train_flops_saved(plan.model, length, batch.lengths, task);
     return flops;
   });
   const bool writes_result = plan.launch.rank == 0;

@@ -38,7 +38,7 @@ class Distillation final : public TrainingObjective {
     const auto masked = targets.ne(kIgnoreLabel);
     TORCH_CHECK(loss_.restrict_ce_to_mask || !inputs.scored_positions.defined(),
                 "mlm.sparse_prediction needs distillation.restrict_ce_to_mask");
-    const auto real = at_rows(inputs.attention_mask.ne(0), s.positions);  // every row, unpadded
+    const auto real = at_positions(inputs.attention_mask.ne(0), s.positions);  // unpadded, every row
     const auto ce = distillation_kl(student_scores, teacher_scores, loss_.temperature, loss_.restrict_ce_to_mask ? masked : real);
     const auto mlm = masked_cross_entropy(student_scores, targets);
     const auto width = s.hidden.size(-1);

@@ -107,13 +107,13 @@ torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor&
   return mean_over_selected(per_row, selected);
 }
 
-torch::Tensor at_rows(const torch::Tensor& grid, const torch::Tensor& rows) {
+torch::Tensor at_positions(const torch::Tensor& grid, const torch::Tensor& positions) {
   const auto flat = grid.reshape({-1});
-  return rows.defined() ? flat.index_select(0, rows) : flat;
+  return positions.defined() ? flat.index_select(0, positions) : flat;
 }
 
-torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs, const torch::Tensor& rows) {
-  return at_rows(labels, inputs.scored_positions.defined() ? inputs.scored_positions : rows);
+torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs, const torch::Tensor& unpadded) {
+  return at_positions(labels, inputs.scored_positions.defined() ? inputs.scored_positions : unpadded);
 }
 
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums) {

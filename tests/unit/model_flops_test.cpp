@@ -169,7 +169,7 @@ TEST(ModelFlopsXlnet, WithDropoutProjectsTheEncodingsPerSample) {
   CountedProducts counted;
   model->forward(in);
   EXPECT_NEAR(modelled_forward_flops(c, in, Task::classification, 3), counted.flops(), 1e-9 * counted.flops());
-  EXPECT_EQ(batch_train_flops_saved(c, 12, lengths_of(in)), 0.0);
+  EXPECT_EQ(batch_train_flops_saved(c, 12, lengths_of(in), {}), 0.0);
 }
 
 // XLNet's permutation LM: the query stream at every position (HF's collator makes each one a
@@ -191,7 +191,7 @@ TEST(ModelFlopsXlnet, PermutationLmCountsBothStreams) {
   ASSERT_GT(counted, 0.0);
   const std::vector<int64_t> lengths(batch, width);
   const double modelled = static_cast<double>(batch) * model_cost(c, 2, width, Task::plm).forward_flops_per_sample -
-                          batch_train_flops_saved(c, width, lengths) / 3.0;
+                          batch_train_flops_saved(c, width, lengths, {}) / 3.0;
   EXPECT_NEAR(modelled, counted, 1e-9 * counted);
 }
 

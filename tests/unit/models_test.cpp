@@ -663,8 +663,8 @@ TEST(ModelCost, XlnetWithoutDropoutProjectsTheEncodingsOncePerBatch) {
   // A batch's savings: unpadding's and the shared encodings', the latter on the grid only.
   xlnet.unpad = xlnet.unpad_attention_by_sample = true;
   const std::vector<int64_t> full{128, 128}, padded{128, 40};
-  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, full), shared_encodings_train_flops_saved(xlnet, 128, 2, false), 1.0);
-  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, padded), unpad_train_flops_saved(xlnet, 128, padded), 1.0);
+  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, full, {}), shared_encodings_train_flops_saved(xlnet, 128, 2, false), 1.0);
+  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, padded, {}), unpad_train_flops_saved(xlnet, 128, padded), 1.0);
 }
 
 // XLNet by sample also encodes only the sample's own distances: per layer and sample, QK^T and PV

@@ -104,8 +104,8 @@ class TokenLayout {
   bool unpadded() const { return positions_.defined(); }
   // Unpadded, the flat grid positions (b * S + s) of the rows, [T]; undefined on the grid.
   const torch::Tensor& positions() const { return positions_; }
-  // The rows holding these flat grid positions of real tokens (a masked-LM head's scored ones);
-  // on the grid, the positions themselves.
+  // The rows holding these flat grid positions (a masked-LM head's scored ones), which must be
+  // real tokens: a padding position has no row and reads row 0. On the grid, the positions themselves.
   torch::Tensor rows_of(const torch::Tensor& grid_positions) const;
   bool attends_by_sample() const { return !sample_rows_.empty(); }
   // Each sample's rows, in order: the first, and how many (its real tokens), in the unpadded rows.

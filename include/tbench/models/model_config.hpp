@@ -46,8 +46,9 @@ struct ModelConfig {
   // token; XLNet's last): keys and values still come from every position, so the logits, loss and
   // gradients are those of the full layer, whose other outputs nothing reads.
   bool sparse_last_layer = false;
-  // A classifier's per-token work runs on the real tokens alone, attention on the padded grid
-  // (layers::TokenLayout): the logits, loss and gradients of the padded model, without the padding's work.
+  // The per-token work (and a masked-LM head) runs on the real tokens alone, attention on the padded
+  // grid or by sample (layers::TokenLayout): the logits, loss and gradients of the padded model,
+  // without the padding's work. Classifiers, masked LMs and a distillation teacher.
   bool unpad = false;
   // Unpadded, attention runs sample by sample over each sample's own tokens (on the CPU, where a
   // small GEMM costs no kernel launch) rather than on the padded grid.

@@ -59,10 +59,10 @@ double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const st
 // 0 for other models, with dropout, and attending by sample (each sample projects its own slice).
 double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, int64_t samples, bool by_sample);
 
-// What a run computes beside its model's encoder, for the work model.unpad skips: the task's head
-// (a masked-LM head scores every position, padding included, unless mlm.sparse_prediction keeps it
-// to the masked ones) and a distillation teacher's forward (unpadded as the student is).
-struct RunHeads {
+// What a run's task computes beside its model's encoder, for the work model.unpad skips: the task's
+// head (a masked-LM head scores every position, padding included, unless mlm.sparse_prediction
+// keeps it to the masked ones) and a distillation teacher's forward (unpadded as the student is).
+struct TaskWork {
   Task task = Task::classification;
   const ModelConfig* teacher = nullptr;
   bool sparse_prediction = false;
@@ -71,13 +71,13 @@ struct RunHeads {
 // Training FLOPs that model.unpad skips in a run's batch: the model's (unpad_train_flops_saved),
 // and for mlm and distillation the dense masked-LM head's at each padding token and the teacher's
 // forward share of both. 0 for a model that does not unpad.
-double run_unpad_train_flops_saved(const ModelConfig& model, const RunHeads& heads, int64_t width,
+double run_unpad_train_flops_saved(const ModelConfig& model, const TaskWork& task, int64_t width,
                                    const std::vector<int64_t>& lengths);
 
 // Training FLOPs a batch of samples of `lengths` real tokens padded to `width` does not spend
 // against its samples' figure at that width: model.unpad's (run_unpad_train_flops_saved), and
 // XLNet's shared encodings. A run's steps and `tbench data` both count with it.
 double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths,
-                               const RunHeads& heads = {});
+                               const TaskWork& task);
 
 }  // namespace tbench

@@ -50,9 +50,9 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options);
 ModelConfig model_config_for(const RunSpec& spec);
 // A distillation's teacher config (distillation.teacher), unpadded as the student is.
 ModelConfig teacher_config_for(const RunSpec& spec);
-// What a run of `spec` computes beside its model's encoder (its head, `teacher`'s forward), for
-// the FLOPs that model.unpad skips.
-RunHeads run_heads(const RunSpec& spec, const ModelConfig* teacher);
+// What a run of `spec` computes beside its model's encoder (its task's head, `teacher`'s forward),
+// for the FLOPs that model.unpad skips.
+TaskWork task_work(const RunSpec& spec, const ModelConfig* teacher);
 
 // What the training loop takes from a spec.
 TrainerConfig trainer_config(const RunSpec& spec);

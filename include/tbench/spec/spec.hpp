@@ -96,7 +96,7 @@ struct ModelRef {
   bool fused_qkv = false;  // one projection GEMM for query, key and value
   bool fused_layer_norm = false;  // LayerNorm(residual + Dropout(x)) as one pass (a CUDA kernel on GPUs)
   bool sparse_last_layer = false;  // classification: the last layer only at the position the head reads
-  bool unpad = false;  // classification: per-token work on the real tokens only, attention on the padded grid
+  bool unpad = false;  // classification, mlm, distillation: per-token work (and a masked-LM head) at the real tokens only
 };
 
 // The tokenizer for text datasets. Empty paths and unset switches are found from `path` (a

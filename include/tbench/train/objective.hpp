@@ -43,7 +43,8 @@ class TrainingObjective {
   virtual void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) = 0;
   // Eval reports a perplexity, exp(mean loss per masked token): the masked-LM tasks.
   virtual bool reports_perplexity() const { return false; }
-  // The trained masked LM's scores [B, S, V] as float (undefined for a classifier): pseudo-perplexity.
+  // The trained masked LM's scores [B, S, V] as float (undefined for a classifier): pseudo-perplexity,
+  // whose batches have no padding (an unpadding model would score the real tokens' rows otherwise).
   virtual torch::Tensor masked_lm_scores(const ModelInputs& inputs) { return {}; }
 };
 
@@ -75,13 +76,14 @@ torch::Tensor distillation_kl(const torch::Tensor& student, const torch::Tensor&
 // 1 - cos(student_i, teacher_i) averaged over the selected rows: HF's CosineEmbeddingLoss with
 // target 1 on the real tokens' hidden states. student, teacher [..., H].
 torch::Tensor cosine_distance(const torch::Tensor& student, const torch::Tensor& teacher, const torch::Tensor& selected);
-// A [B, S] tensor flat at the listed flat positions (b * S + s), in their order, [N]; at every
-// position, [B*S], where `rows` is undefined.
-torch::Tensor at_rows(const torch::Tensor& grid, const torch::Tensor& rows);
+// A [B, S] tensor at the listed flat positions (b * S + s), in their order, [N]; at every
+// position, [B*S], where `positions` is undefined.
+torch::Tensor at_positions(const torch::Tensor& grid, const torch::Tensor& positions);
 // The labels of the positions the masked-LM head scored, in its order: with
 // inputs.scored_positions (mlm.sparse_prediction) only those, [N]; else, unpadded, the real
-// tokens' (`rows`, MaskedLmOutputs::positions), [T]; else every position's, flat [B*S].
-torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs, const torch::Tensor& rows = {});
+// tokens' (`unpadded`, MaskedLmOutputs::positions), [T]; else every position's, flat [B*S].
+torch::Tensor scored_labels(const torch::Tensor& labels, const ModelInputs& inputs,
+                            const torch::Tensor& unpadded = {});
 // Adds masked-token cross-entropy (summed), right predictions and the masked-token count.
 void add_masked_lm_scores(const torch::Tensor& logits, const torch::Tensor& labels, EvalSums& sums);
 
