@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
@@ -85,6 +86,24 @@ double estimate_bytes_per_step(const ResultFile& r) {
   return parameter_bytes + activation_bytes;
 }
 
+namespace {
+
+// The timed steps' mean FLOPs as the run counted them, where every timed step has its count.
+std::optional<double> counted_flops_per_step(const ResultFile& r) {
+  double sum = 0;
+  int64_t steps = 0;
+  for (const auto& it : r.iterations) {
+    if (it.warmup || it.profiled) continue;
+    if (!(it.train_flops > 0)) return std::nullopt;
+    sum += it.train_flops;
+    ++steps;
+  }
+  if (steps == 0) return std::nullopt;
+  return sum / static_cast<double>(steps);
+}
+
+}  // namespace
+
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual) {
   TargetPrediction p;
   p.precision = r.precision;
@@ -101,7 +120,9 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
     throw input_error("--target: " + target.name + " has no " + r.precision + " tensor throughput in its spec");
   }
   const double samples_per_step = static_cast<double>(r.batch_size * r.grad_accum);
-  p.flops_per_step = r.train_flops_per_sample * samples_per_step;
+  // A step's own count where the run recorded it: with padding `longest`, model.unpad or sparse
+  // prediction the steps do less than the plan's figure at seq_len for every sample.
+  p.flops_per_step = counted_flops_per_step(r).value_or(r.train_flops_per_sample * samples_per_step);
   p.bytes_per_step = estimate_bytes_per_step(r);
   p.source_step_seconds = mean(r.step_seconds);
   // An additive roofline: a training step runs its matmuls (compute-bound) and its elementwise

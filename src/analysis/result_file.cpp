@@ -110,6 +110,7 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
     record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
     record.ended_at = it.contains("ended_at") && it["ended_at"].is_number() ? it["ended_at"].get<double>() : 0.0;
     if (it.contains("tokens")) record.tokens = read.integer(it["tokens"], where + "/tokens", 0);
+    if (it.contains("train_flops")) record.train_flops = read.number(it["train_flops"], where + "/train_flops");
     record.profiled = it.contains("profiled") && it["profiled"].is_boolean() && it["profiled"].get<bool>();
     r.iterations.push_back(record);
     if (record.profiled) continue;  // slowed by the profiler, like the summary leaves them out

@@ -356,6 +356,35 @@ TEST_F(Analysis, PredictTargetCalibratesOnTheMeasuredDevice) {
   EXPECT_THROW(predict_target(load_result(write("fp16.json", fp16)), target, nullptr), Error);
 }
 
+// Steps that recorded their FLOPs (dynamic padding, model.unpad, sparse prediction: fewer than the
+// plan's figure at seq_len) calibrate with the timed steps' own mean, warm-up and profiled steps left out.
+TEST_F(Analysis, PredictTargetCalibratesWithTheStepsCountedFlops) {
+  json result = make_result("m", "h", 0.2, 1, 10);
+  double timed_sum = 0;
+  int timed = 0;
+  for (std::size_t i = 0; i < result["iterations"].size(); ++i) {
+    json& it = result["iterations"][i];
+    const double flops = 2e9 + 1e8 * static_cast<double>(i % 4);  // below 8 samples x 1 GFLOP
+    it["train_flops"] = it["warmup"].get<bool>() ? 50e9 : flops;
+    if (i == 6) it["profiled"] = true;
+    if (!it["warmup"].get<bool>() && i != 6) {
+      timed_sum += flops;
+      ++timed;
+    }
+  }
+  DeviceSpec target;
+  target.name = "Test GPU";
+  target.fp32_tflops = 10;
+  target.memory_gbps = 1e6;
+  const TargetPrediction p = predict_target(load_result(write("counted.json", result)), target, nullptr);
+  ASSERT_GT(timed, 0);
+  EXPECT_NEAR(p.flops_per_step, timed_sum / timed, 1);
+  EXPECT_NEAR(p.source_efficiency, p.flops_per_step / 100e9 / 0.2, 1e-9);
+  // One timed step without its count: the plan's figure for every step.
+  result["iterations"][8].erase("train_flops");
+  EXPECT_NEAR(predict_target(load_result(write("partly.json", result)), target, nullptr).flops_per_step, 8e9, 1);
+}
+
 // An fp32 run with TF32 on used TF32's peak for its MFU; the target's TF32 peak is the one to scale to.
 TEST_F(Analysis, PredictTargetUsesTheTf32PeakForTf32Runs) {
   json source = make_result("m", "h", 0.2, 1, 10);

@@ -16,6 +16,7 @@ namespace tbench {
 struct ResultIteration {
   int64_t epoch = 0, samples = 0;
   int64_t tokens = 0;  // padded tokens this rank ran (0: an older result without them)
+  double train_flops = 0;  // this rank's step FLOPs as the run counted them (0: an older result)
   double seconds = 0, ended_at = 0;
   bool warmup = false;
   bool profiled = false;  // timing.profile_steps: slowed by the profiler, kept out of step_seconds
@@ -175,6 +176,9 @@ struct TargetPrediction {
   // "kernel profile" where the source has one (profile.bounds) and both bandwidths are known,
   // else "roofline" (the step's FLOPs and estimated bytes, one efficiency calibrated on the source).
   std::string method;
+  // The source's timed steps' mean FLOPs, as the run counted them step by step (dynamic padding,
+  // model.unpad and sparse prediction change them per batch); a result without them,
+  // model.train_flops_per_sample for every sample.
   double flops_per_step = 0, bytes_per_step = 0;
   double source_step_seconds = 0, source_peak_flops = 0, source_efficiency = 0;
   double predicted_step_seconds = 0, naive_step_seconds = 0, roofline_step_seconds = 0;
