@@ -69,6 +69,24 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   return p;
 }
 
+namespace {
+
+// The timed steps' mean padded tokens, where every timed step recorded them.
+std::optional<double> timed_tokens_per_step(const ResultFile& r) {
+  double sum = 0;
+  int64_t steps = 0;
+  for (const auto& it : r.iterations) {
+    if (it.warmup || it.profiled) continue;
+    if (it.tokens <= 0) return std::nullopt;
+    sum += static_cast<double>(it.tokens);
+    ++steps;
+  }
+  if (steps == 0) return std::nullopt;
+  return sum / static_cast<double>(steps);
+}
+
+}  // namespace
+
 double estimate_bytes_per_step(const ResultFile& r) {
   const double params = static_cast<double>(r.params);
   // Weights read forward and backward, gradients written, AdamW reads w, g, m, v and writes
@@ -78,11 +96,15 @@ double estimate_bytes_per_step(const ResultFile& r) {
   // bytes in 16-bit, the 5*a*s/h being attention's [S, S] scores, probabilities and dropout
   // mask, which SDPA's fused kernels recompute instead of storing. Doubled for fp32, written
   // forward and read back in backward.
+  // The tokens are the padded ones the timed steps computed (dynamic padding makes them fewer than
+  // seq_len per sample; model.unpad's rows are fewer still, which this leaves in), else seq_len's.
   const double hidden = r.hidden_size, layers = r.num_layers, heads = r.num_heads;
-  const double s = static_cast<double>(r.seq_len), b = static_cast<double>(r.batch_size * r.grad_accum);
+  const double b = static_cast<double>(r.batch_size * r.grad_accum);
+  const double tokens = timed_tokens_per_step(r).value_or(static_cast<double>(r.seq_len) * b);
+  const double s = tokens / b;  // the mean padded length: attention's S x S
   const double width = r.precision == "fp32" ? 2.0 : 1.0;
   const double per_token = 34.0 + (r.stores_attention_scores ? 5.0 * heads * s / hidden : 0.0);
-  const double activation_bytes = 2.0 * layers * s * b * hidden * per_token * width;
+  const double activation_bytes = 2.0 * layers * tokens * hidden * per_token * width;
   return parameter_bytes + activation_bytes;
 }
 

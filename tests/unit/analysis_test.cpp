@@ -420,6 +420,26 @@ TEST_F(Analysis, PredictTargetAddsTheMemorySideWhereTheSourceBandwidthIsKnown) {
   EXPECT_NEAR(p.naive_step_seconds, 0.4, 1e-12);  // same peak: the naive ratio sees no change
 }
 
+// The memory side's activations are at the padded tokens the timed steps computed: half of them
+// (dynamic padding to a mean length of 8 of seq_len 16) store half the tokens, with attention's
+// S x S at the shorter length; a result without per-step tokens is taken at seq_len.
+TEST_F(Analysis, BytesPerStepFollowTheTokensTheStepsComputed) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  const ResultFile full = load_result(write("full.json", source));
+  for (auto& it : source["iterations"]) it["tokens"] = it["warmup"].get<bool>() ? 128 : 64;
+  const ResultFile shorter = load_result(write("shorter.json", source));
+  for (auto& it : source["iterations"]) it.erase("tokens");
+  const ResultFile without = load_result(write("without.json", source));
+  // 1e6 parameters, 2 layers of hidden 64 and 4 heads, fp32 (2 bytes a 16-bit activation, doubled).
+  const double parameters = 10.0 * 4.0 * 1e6;
+  const auto activations = [&](const ResultFile& r, double tokens, double length) {
+    return 2.0 * 2 * tokens * 64 * (34.0 + (r.stores_attention_scores ? 5.0 * 4 * length / 64 : 0.0)) * 2.0;
+  };
+  EXPECT_NEAR(estimate_bytes_per_step(full), parameters + activations(full, 128, 16), 1);
+  EXPECT_NEAR(estimate_bytes_per_step(shorter), parameters + activations(shorter, 64, 8), 1);
+  EXPECT_NEAR(estimate_bytes_per_step(without), estimate_bytes_per_step(full), 1);
+}
+
 // A CUDA run's profile of its steps `first`..`last`: `compute_ms` and `memory_ms` of kernel time
 // in all, as profile.bounds records it.
 json device_profile(int first, int last, double compute_ms, double memory_ms) {

@@ -196,7 +196,8 @@ struct TargetPrediction {
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual);
 
 // Bytes one training step moves through memory (weights, gradients, AdamW state, activations):
-// an estimate for the roofline's memory side.
+// an estimate for the roofline's memory side, its activations at the padded tokens the timed
+// steps computed (seq_len's for a result without them).
 double estimate_bytes_per_step(const ResultFile& r);
 
 }  // namespace tbench
