@@ -71,14 +71,17 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
 
 namespace {
 
-// The timed steps' mean padded tokens, where every timed step recorded them.
-std::optional<double> timed_tokens_per_step(const ResultFile& r) {
+// The timed steps' mean of a figure each step records (`of`), where every timed step recorded it
+// (above 0); none for older results without it.
+template <typename Figure>
+std::optional<double> timed_step_mean(const ResultFile& r, Figure of) {
   double sum = 0;
   int64_t steps = 0;
   for (const auto& it : r.iterations) {
     if (it.warmup || it.profiled) continue;
-    if (it.tokens <= 0) return std::nullopt;
-    sum += static_cast<double>(it.tokens);
+    const double value = static_cast<double>(of(it));
+    if (!(value > 0)) return std::nullopt;
+    sum += value;
     ++steps;
   }
   if (steps == 0) return std::nullopt;
@@ -100,31 +103,14 @@ double estimate_bytes_per_step(const ResultFile& r) {
   // seq_len per sample; model.unpad's rows are fewer still, which this leaves in), else seq_len's.
   const double hidden = r.hidden_size, layers = r.num_layers, heads = r.num_heads;
   const double b = static_cast<double>(r.batch_size * r.grad_accum);
-  const double tokens = timed_tokens_per_step(r).value_or(static_cast<double>(r.seq_len) * b);
+  const double tokens = timed_step_mean(r, [](const ResultIteration& it) { return it.tokens; })
+                            .value_or(static_cast<double>(r.seq_len) * b);
   const double s = tokens / b;  // the mean padded length: attention's S x S
   const double width = r.precision == "fp32" ? 2.0 : 1.0;
   const double per_token = 34.0 + (r.stores_attention_scores ? 5.0 * heads * s / hidden : 0.0);
   const double activation_bytes = 2.0 * layers * tokens * hidden * per_token * width;
   return parameter_bytes + activation_bytes;
 }
-
-namespace {
-
-// The timed steps' mean FLOPs as the run counted them, where every timed step has its count.
-std::optional<double> counted_flops_per_step(const ResultFile& r) {
-  double sum = 0;
-  int64_t steps = 0;
-  for (const auto& it : r.iterations) {
-    if (it.warmup || it.profiled) continue;
-    if (!(it.train_flops > 0)) return std::nullopt;
-    sum += it.train_flops;
-    ++steps;
-  }
-  if (steps == 0) return std::nullopt;
-  return sum / static_cast<double>(steps);
-}
-
-}  // namespace
 
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual) {
   TargetPrediction p;
@@ -144,7 +130,8 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   const double samples_per_step = static_cast<double>(r.batch_size * r.grad_accum);
   // A step's own count where the run recorded it: with padding `longest`, model.unpad or sparse
   // prediction the steps do less than the plan's figure at seq_len for every sample.
-  p.flops_per_step = counted_flops_per_step(r).value_or(r.train_flops_per_sample * samples_per_step);
+  p.flops_per_step = timed_step_mean(r, [](const ResultIteration& it) { return it.train_flops; })
+                         .value_or(r.train_flops_per_sample * samples_per_step);
   p.bytes_per_step = estimate_bytes_per_step(r);
   p.source_step_seconds = mean(r.step_seconds);
   // An additive roofline: a training step runs its matmuls (compute-bound) and its elementwise

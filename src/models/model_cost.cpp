@@ -82,6 +82,13 @@ double masked_lm_head_flops(const ModelConfig& c, int64_t s) {
   return static_cast<double>(s) * (2.0 * h * h + 2.0 * h * v);
 }
 
+// The padding tokens of samples of `lengths` real tokens padded to `width`.
+double padding_tokens(int64_t width, const std::vector<int64_t>& lengths) {
+  double padding = 0;
+  for (const int64_t length : lengths) padding += static_cast<double>(width - length);
+  return padding;
+}
+
 }  // namespace
 
 ModelCost model_cost(const ModelConfig& c, int64_t num_labels, int64_t seq_len, Task task) {
@@ -191,10 +198,8 @@ double run_unpad_train_flops_saved(const ModelConfig& model, const TaskWork& tas
   if (!model.unpad) return 0.0;
   double saved = unpad_train_flops_saved(model, width, lengths);
   const bool masked_lm = task.task == Task::mlm || task.task == Task::distillation;
-  if (masked_lm && !task.sparse_prediction) {
-    double padding = 0;
-    for (const int64_t length : lengths) padding += static_cast<double>(width - length);
-    saved += padding * masked_lm_head_train_flops_per_position(model, task.teacher);  // the teacher's head too
+  if (masked_lm && !task.sparse_prediction) {  // the teacher's head too
+    saved += padding_tokens(width, lengths) * masked_lm_head_train_flops_per_position(model, task.teacher);
   }
   // The teacher runs forward only: a third of its training figure.
   if (task.teacher) saved += unpad_train_flops_saved(*task.teacher, width, lengths) / 3.0;
@@ -203,9 +208,8 @@ double run_unpad_train_flops_saved(const ModelConfig& model, const TaskWork& tas
 
 double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths) {
   if (!model.unpad) return 0.0;
-  double padding = 0;
-  for (const int64_t length : lengths) padding += static_cast<double>(width - length);
-  return padding * per_token_train_flops(model) + attention_by_sample_train_flops_saved(model, width, lengths);
+  return padding_tokens(width, lengths) * per_token_train_flops(model) +
+         attention_by_sample_train_flops_saved(model, width, lengths);
 }
 
 double per_token_train_flops(const ModelConfig& model) {

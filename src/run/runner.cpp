@@ -362,9 +362,10 @@ RunPlan prepare_run(const RunSpec& spec) {
   check_launch(spec, plan.launch);  // refuses a data-parallel train.cuda_graph too
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len, spec.task);
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
+  const TaskWork task = task_work(spec, teacher);
   plan.cost.train_flops_per_sample =
       run_train_flops_per_sample(plan.model, teacher, spec.num_labels, spec.data.seq_len, spec.task);
-  if ((spec.task == Task::mlm || spec.task == Task::distillation) && spec.mlm.sparse_prediction) {
+  if (task.sparse_prediction) {
     // The head at the expected share of positions, mlm.probability of them (a little above the
     // true share, which leaves out padding and special tokens); each step records its own count.
     plan.cost.train_flops_per_sample -= (1.0 - spec.mlm.probability) * static_cast<double>(spec.data.seq_len) *
@@ -379,7 +380,7 @@ RunPlan prepare_run(const RunSpec& spec) {
     std::vector<int64_t> lengths;
     for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
     plan.cost.train_flops_per_sample -=
-        run_unpad_train_flops_saved(plan.model, task_work(spec, teacher), spec.data.seq_len, lengths) /
+        run_unpad_train_flops_saved(plan.model, task, spec.data.seq_len, lengths) /
         static_cast<double>(lengths.size());
   }
   // XLNet without dropout: one copy of the encodings per batch of the spec's size, on the grid.
