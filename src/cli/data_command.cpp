@@ -1,7 +1,7 @@
 // `tbench data SPEC`: what the spec's data looks like to the model — sample and token counts,
 // the length spread, labels, and the padding efficiency each batching choice would give, with the
-// training FLOPs per sample under each and under model.unpad (a classifier, or a masked LM that
-// scores every position) — and
+// training FLOPs per sample under each as a run counts them, and under model.unpad (not for
+// XLNet's permutation LM) — and
 // `--histogram FILE`, the length histogram that `data.lengths.histogram` reads, so synthetic
 // data can be shaped like the user's own.
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "tbench/data/data_sources.hpp"
 #include "tbench/models/model_cost.hpp"
 #include "tbench/results/result_files.hpp"
+#include "tbench/run/batch_flops.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/json_text.hpp"
@@ -34,9 +35,8 @@ struct DataOptions {
 DataOptions g_data;
 
 // One epoch planned the way a run would plan it, with each micro-batch padded by `padding`: the
-// tokens the samples hold, the tokens computed, and (flops_follow_lengths) the training FLOPs of the models,
-// as a run's steps count them: each sample's at its batch's padded width, less what the batch does
-// not spend (batch_train_flops_saved).
+// tokens the samples hold, the tokens computed, and the training FLOPs of the models as a run's
+// steps count them (BatchFlops).
 struct EpochWork {
   double real_tokens = 0, computed_tokens = 0, train_flops = 0, samples = 0;
 
@@ -58,42 +58,33 @@ RunModels run_models(const RunSpec& spec) {
   return models;
 }
 
-// Whether a step's FLOPs follow from its samples' lengths alone: a classifier's and a dense
-// masked-LM head's do; sparse prediction's depend on the masks drawn, and plm's on its targets.
-bool flops_follow_lengths(const RunSpec& spec) {
-  if (spec.task == Task::classification) return true;
-  return (spec.task == Task::mlm || spec.task == Task::distillation) && !spec.mlm.sparse_prediction;
-}
-
 EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padding, bool bucketed,
                      const RunModels& models) {
   const TokenizedSamples& samples = data.train;
-  CollateOptions collate = data.collate;
-  collate.padding = padding;
+  CollateOptions collate_options = data.collate;
+  collate_options.padding = padding;
   SamplerOptions o;
   o.batch_size = spec.train.batch_size;
   o.accum_steps = spec.train.grad_accum_steps;
   o.bucket_by_length = bucketed;
   o.drop_last = spec.data.drop_last;
   o.seed = spec.data.seed;
-  const bool counts_flops = flops_follow_lengths(spec);
-  const TaskWork task = task_work(spec, models.teacher_or_null());
+  BatchFlops batch_flops(spec, models.model, models.teacher_or_null());
+  // Sparse prediction's head runs at the masked positions: the first epoch's masks, drawn as the
+  // run draws them (seeded per sample and epoch).
+  const bool draws_masks = task_work(spec, models.teacher_or_null()).sparse_prediction;
+  const int64_t epoch = 1;
   EpochWork work;
-  for (const auto& step : plan_epoch(samples, o, 1)) {
+  for (const auto& step : plan_epoch(samples, o, epoch)) {
     for (const auto& micro : step) {
       std::vector<int64_t> lengths;
       for (const int64_t i : micro) lengths.push_back(samples.length(i));
-      const int64_t width = padded_width(collate, *std::max_element(lengths.begin(), lengths.end()));
-      const double real = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
-      const double computed = static_cast<double>(width) * static_cast<double>(lengths.size());
-      work.real_tokens += real;
-      work.computed_tokens += computed;
+      const int64_t width = padded_width(collate_options, *std::max_element(lengths.begin(), lengths.end()));
+      work.real_tokens += static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
+      work.computed_tokens += static_cast<double>(width) * static_cast<double>(lengths.size());
       work.samples += static_cast<double>(lengths.size());
-      if (!counts_flops) continue;
-      work.train_flops += static_cast<double>(lengths.size()) * run_train_flops_per_sample(
-                                                                     models.model, models.teacher_or_null(),
-                                                                     spec.num_labels, width, spec.task) -
-                          batch_train_flops_saved(models.model, width, lengths, task);
+      work.train_flops += draws_masks ? batch_flops(collate(samples, micro, collate_options, epoch))
+                                      : batch_flops(width, lengths);
     }
   }
   return work;
@@ -129,8 +120,8 @@ json label_counts(const PreparedData& data) {
   return out;
 }
 
-// Each padding choice's efficiency, and (where lengths decide them) its training FLOPs per sample,
-// with what model.unpad would leave of them.
+// Each padding choice's efficiency and its training FLOPs per sample, with what model.unpad would
+// leave of them.
 void print_work(const json& report) {
   const json& p = report["padding_efficiency"];
   const json& f = report.value("train_flops_per_sample", json::object());
@@ -167,7 +158,11 @@ int data_command() {
   report["padding_efficiency"] = {{"max_length", fixed.padding_efficiency()},
                                   {"longest", longest.padding_efficiency()},
                                   {"longest_bucketed", bucketed.padding_efficiency()}};
-  if (flops_follow_lengths(spec)) {
+  report["train_flops_per_sample"] = {{"model", spec.model.config.empty() ? spec.model.name : spec.model.config},
+                                      {"max_length", fixed.train_flops_per_sample()},
+                                      {"longest", longest.train_flops_per_sample()},
+                                      {"longest_bucketed", bucketed.train_flops_per_sample()}};
+  if (spec.task != Task::plm) {  // XLNet's two-stream attention runs on the padded grid
     // model.unpad as a run of this spec would unpad: its padding and bucketing, on its device.
     RunSpec unpadding = spec;
     unpadding.model.unpad = true;
@@ -176,16 +171,12 @@ int data_command() {
     const EpochWork& as_padded = spec.data.padding == Padding::max_length ? fixed
                                  : spec.data.bucket_by_length             ? bucketed
                                                                           : longest;
-    report["train_flops_per_sample"] = {
-        {"model", spec.model.config.empty() ? spec.model.name : spec.model.config},
-        {"max_length", fixed.train_flops_per_sample()},
-        {"longest", longest.train_flops_per_sample()},
-        {"longest_bucketed", bucketed.train_flops_per_sample()},
-        {"unpad", {{"padding", to_string(spec.data.padding)},
-                   {"bucket_by_length", spec.data.bucket_by_length},
-                   {"attention", unpadded.model.unpad_attention_by_sample ? "by_sample" : "padded_grid"},
-                   {"train_flops_per_sample", unpad.train_flops_per_sample()},
-                   {"padded_train_flops_per_sample", as_padded.train_flops_per_sample()}}}};
+    report["train_flops_per_sample"]["unpad"] = {
+        {"padding", to_string(spec.data.padding)},
+        {"bucket_by_length", spec.data.bucket_by_length},
+        {"attention", unpadded.model.unpad_attention_by_sample ? "by_sample" : "padded_grid"},
+        {"train_flops_per_sample", unpad.train_flops_per_sample()},
+        {"padded_train_flops_per_sample", as_padded.train_flops_per_sample()}};
   }
   if (!g_data.histogram_path.empty()) {
     write_file_atomically(g_data.histogram_path, histogram_text(length_histogram(data), spec));
@@ -228,7 +219,7 @@ int data_command() {
               << " (new spans and orders every epoch)\n";
   }
   std::cout << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch)"
-            << (flops_follow_lengths(spec) ? ", and training FLOPs per sample:\n" : ":\n");
+            << ", and training FLOPs per sample" << (task_work(spec, nullptr).sparse_prediction ? " (the first epoch's masks)" : "") << ":\n";
   print_work(report);
   if (!g_data.histogram_path.empty()) {
     std::cout << "length histogram: " << g_data.histogram_path << " (use it as data.lengths.histogram)\n";

@@ -173,16 +173,23 @@ double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t s
   return 3.0 * saved;
 }
 
-double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, int64_t samples, bool by_sample) {
+double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths,
+                                          bool by_sample) {
   const bool drawn_per_sample = model.dropout_in_training && model.hidden_dropout > 0;
-  if (model.arch != Architecture::xlnet || drawn_per_sample || by_sample || samples < 2 || model.num_layers == 0) {
+  if (model.arch != Architecture::xlnet || drawn_per_sample || lengths.size() < 2 || model.num_layers == 0) {
     return 0.0;
   }
   const double h = static_cast<double>(model.hidden_size), heads = static_cast<double>(model.num_heads * model.head_dim());
-  const double w = static_cast<double>(width);
-  const bool one_row = model.sparse_last_layer;  // a classifier's last layer reads `width` encodings
-  const double encodings = static_cast<double>(model.num_layers - (one_row ? 1 : 0)) * 2.0 * w + (one_row ? w : 0.0);
-  return 3.0 * static_cast<double>(samples - 1) * 2.0 * h * heads * encodings;
+  const bool one_row = model.sparse_last_layer;  // a classifier's last layer reads `length` encodings
+  const auto encodings = [&](int64_t length) {  // what one sample of `length` tokens reads, over the layers
+    const double l = static_cast<double>(length);
+    return static_cast<double>(model.num_layers - (one_row ? 1 : 0)) * 2.0 * l + (one_row ? l : 0.0);
+  };
+  // On the grid each sample reads `width`'s; by sample, its own, and the batch projects the longest's.
+  double per_sample = 0;
+  for (const int64_t length : lengths) per_sample += encodings(by_sample ? length : width);
+  const int64_t longest = by_sample ? *std::max_element(lengths.begin(), lengths.end()) : width;
+  return 3.0 * 2.0 * h * heads * (per_sample - encodings(longest));
 }
 
 double batch_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths,
@@ -190,7 +197,7 @@ double batch_train_flops_saved(const ModelConfig& model, int64_t width, const st
   const bool padded = std::any_of(lengths.begin(), lengths.end(), [&](int64_t l) { return l < width; });
   const bool by_sample = model.unpad && model.unpad_attention_by_sample && padded;  // else the grid
   return run_unpad_train_flops_saved(model, task, width, lengths) +
-         shared_encodings_train_flops_saved(model, width, static_cast<int64_t>(lengths.size()), by_sample);
+         shared_encodings_train_flops_saved(model, width, lengths, by_sample);
 }
 
 double run_unpad_train_flops_saved(const ModelConfig& model, const TaskWork& task, int64_t width,

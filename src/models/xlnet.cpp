@@ -16,8 +16,10 @@
 // computes the same sums.
 #include "tbench/models/xlnet.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "tbench/models/architectures.hpp"
 #include "tbench/models/layers.hpp"
@@ -151,8 +153,16 @@ class RelativeAttentionImpl : public torch::nn::Module {
   // order: query i's distance to key j is i - j, so that row reads `length` consecutive encodings
   // already in place, and only those are projected.
   static torch::Tensor encodings_read(const torch::Tensor& positions, int64_t length, std::optional<int64_t> query_place) {
-    const auto seq = positions.size(1) / 2;
-    return query_place ? positions.narrow(1, seq - *query_place, length) : positions.narrow(1, seq - length, 2 * length);
+    const auto span = encodings_span(positions.size(1) / 2, length, query_place);
+    return positions.narrow(1, span.first, span.count);
+  }
+
+  // Where encodings_read's encodings sit in positions of 2 * seq: the first and how many.
+  struct Span {
+    int64_t first, count;
+  };
+  static Span encodings_span(int64_t seq, int64_t length, std::optional<int64_t> query_place) {
+    return query_place ? Span{seq - *query_place, length} : Span{seq - length, 2 * length};
   }
 
   // model.unpad on the CPU: each sample attends over its own L real tokens (rows [1, T, d_model])
@@ -169,20 +179,27 @@ class RelativeAttentionImpl : public torch::nn::Module {
                 "XLNet attends sample by sample only where each sample's real tokens are consecutive positions");
     const auto rows = layers::rows_at(h, layout, at);
     const auto queries = project(rows, q_), keys = project(h, k_), values = project(h, v_);  // one GEMM each
+    const auto samples = static_cast<int64_t>(layout.sample_rows().size());
+    std::vector<Span> spans;  // each sample's encodings in positions
+    for (int64_t b = 0; b < samples; ++b) {
+      const auto length = layout.sample_rows()[b].second;
+      std::optional<int64_t> query_place;  // with `at`: its place among the sample's keys
+      if (at) query_place = *at - layout.sample_starts()[b];
+      spans.push_back(encodings_span(positions.size(1) / 2, length, query_place));
+    }
+    const SharedKeys shared = shared_distance_keys(positions, spans);
     std::vector<torch::Tensor> contexts;
-    for (std::size_t i = 0; i < layout.sample_rows().size(); ++i) {
-      const auto b = static_cast<int64_t>(i);
-      const auto [first, length] = layout.sample_rows()[i];
-      const int64_t start = layout.sample_starts()[i];  // the sample's first position in the grid
+    for (int64_t b = 0; b < samples; ++b) {
+      const auto [first, length] = layout.sample_rows()[b];
+      const int64_t start = layout.sample_starts()[b];  // the sample's first position in the grid
       const auto own = [&, first = first, length = length](const torch::Tensor& t) {
         return layers::split_heads(t.narrow(1, first, length), heads_);
       };
-      // Training dropped the encodings out sample by sample (positions [B, 2S, d_model]): this one's row.
-      const auto encodings = positions.narrow(0, positions.size(0) == 1 ? 0 : b, 1);
-      std::optional<int64_t> query_place;  // with `at`: its place among the sample's keys
-      if (at) query_place = *at - start;
-      const Keys sample{own(keys), own(values), project_heads(encodings_read(encodings, length, query_place), r_),
-                        at.has_value()};
+      const Span span = spans[b];
+      const auto distance_keys =
+          shared.keys.defined() ? shared.keys.narrow(2, span.first - shared.first, span.count)
+                                : project_heads(positions.narrow(0, b, 1).narrow(1, span.first, span.count), r_);
+      const Keys sample{own(keys), own(values), distance_keys, at.has_value()};
       const auto q = at ? layers::split_heads(queries.narrow(0, b, 1), heads_) : own(queries);
       torch::Tensor segment;  // the grid's, at the sample's queries and keys
       if (other_segment.defined()) {
@@ -191,6 +208,25 @@ class RelativeAttentionImpl : public torch::nn::Module {
       contexts.push_back(merge(attend(q, sample, segment, /*mask=*/{})));
     }
     return post_attention(rows, torch::cat(contexts, at ? 0 : 1));  // [B, 1, d_model] or the rows [1, T, d_model]
+  }
+
+  // Without dropout the samples read one row of encodings (positions [1, 2S, d_model]): one GEMM
+  // projects the window that all their spans cover (the longest sample's: the spans nest, centred
+  // on distance 0, or for one query row ending, or starting, together as the padding side aligns the
+  // samples), and each sample takes its span of it. With dropout each
+  // sample drew its own encodings ([B, 2S, d_model]) and projects its span itself: keys undefined.
+  struct SharedKeys {
+    torch::Tensor keys;  // [1, H, window, D]
+    int64_t first = 0;   // the window's first encoding in positions
+  };
+  SharedKeys shared_distance_keys(const torch::Tensor& positions, const std::vector<Span>& spans) {
+    if (positions.size(0) != 1 || spans.empty()) return {};
+    int64_t first = spans.front().first, end = first;
+    for (const Span& s : spans) {
+      first = std::min(first, s.first);
+      end = std::max(end, s.first + s.count);
+    }
+    return {project_heads(positions.narrow(1, first, end - first), r_), first};
   }
 
   // HF's rel_attn_core: the per-head attention of queries q [B, H, S, D] (or one row, [B, H, 1, D])

@@ -23,6 +23,7 @@
 #include "tbench/train/objective.hpp"
 #include "tbench/train/optimizer.hpp"
 #include "tbench/progress/progress.hpp"
+#include "tbench/run/batch_flops.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/models/safetensors.hpp"
@@ -321,6 +322,26 @@ TrainerConfig trainer_config(const RunSpec& spec) {
 
 namespace {
 
+// XLNet without dropout projects the distances' encodings once a batch (the spec's batch size):
+// what that saves per sample, on the grid at seq_len, or attending by sample (model.unpad on the
+// CPU) at the longest of the training samples' `lengths` in each batch, batched in file order (the
+// run's seeded order makes other batches); each step records its own count.
+double shared_encodings_saved_per_sample(const ModelConfig& model, const RunSpec& spec,
+                                         const std::vector<int64_t>& lengths) {
+  const int64_t batch = spec.train.batch_size;
+  if (!(model.unpad && model.unpad_attention_by_sample) || lengths.empty()) {
+    const std::vector<int64_t> grid(static_cast<std::size_t>(batch), spec.data.seq_len);
+    return shared_encodings_train_flops_saved(model, spec.data.seq_len, grid, false) / static_cast<double>(batch);
+  }
+  double saved = 0;
+  for (auto first = lengths.begin(); first != lengths.end();) {
+    const auto end = first + std::min<std::ptrdiff_t>(batch, lengths.end() - first);
+    saved += shared_encodings_train_flops_saved(model, spec.data.seq_len, {first, end}, true);
+    first = end;
+  }
+  return saved / static_cast<double>(lengths.size());
+}
+
 // timing.profile_steps profiles the run's last steps: after the warm-up, leaving a step to time,
 // and inside the last epoch (one profiler session, never restarted).
 void check_profile_window(const RunSpec& spec, const StepPlan& steps) {
@@ -373,21 +394,16 @@ RunPlan prepare_run(const RunSpec& spec) {
   }
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
-  if (spec.model.unpad && plan.data->train.size() > 0) {
+  const TokenizedSamples& train = plan.data->train;
+  std::vector<int64_t> lengths;
+  for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
+  if (spec.model.unpad && !lengths.empty()) {
     // The work at the real tokens alone, each sample padded to seq_len as under max_length (at most
     // that with dynamic padding); each step records its own count.
-    const TokenizedSamples& train = plan.data->train;
-    std::vector<int64_t> lengths;
-    for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
-    plan.cost.train_flops_per_sample -=
-        run_unpad_train_flops_saved(plan.model, task, spec.data.seq_len, lengths) /
-        static_cast<double>(lengths.size());
+    plan.cost.train_flops_per_sample -= run_unpad_train_flops_saved(plan.model, task, spec.data.seq_len, lengths) /
+                                        static_cast<double>(lengths.size());
   }
-  // XLNet without dropout: one copy of the encodings per batch of the spec's size, on the grid.
-  plan.cost.train_flops_per_sample -=
-      shared_encodings_train_flops_saved(plan.model, spec.data.seq_len, spec.train.batch_size,
-                                         plan.model.unpad_attention_by_sample) /
-      static_cast<double>(spec.train.batch_size);
+  plan.cost.train_flops_per_sample -= shared_encodings_saved_per_sample(plan.model, spec, lengths);
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   check_profile_window(spec, plan.steps);
@@ -526,23 +542,8 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
                const RunOptions& options) {
   Trainer trainer(plan.trainer, objective, *plan.data, device, sync);
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
-  std::map<int64_t, double> flops_at_length;  // a handful of distinct padded lengths per run
-  const double head_per_position = masked_lm_head_train_flops_per_position(plan.model, teacher);
-  const TaskWork task = task_work(plan.spec, teacher);
-  trainer.set_flops_model([&](const Batch& batch) {
-    const int64_t length = batch.inputs.input_ids.size(1);
-    auto [it, added] = flops_at_length.try_emplace(length, 0.0);
-    if (added) it->second = run_train_flops_per_sample(plan.model, teacher, plan.spec.num_labels, length, plan.spec.task);
-    double flops = static_cast<double>(batch.samples) * it->second;
-    // Sparse masked-LM prediction: the head ran at the scored positions only.
-    if (batch.inputs.scored_positions.defined()) {
-      flops -= static_cast<double>(batch.samples * length - batch.inputs.scored_positions.numel()) * head_per_position;
-    }
-    // model.unpad: the per-token work and a masked-LM head ran at the real tokens only (and on the
-    // CPU, attention too); XLNet without dropout: one copy of the encodings for the batch.
-    flops -= batch_train_flops_saved(plan.model, length, batch.lengths, task);
-    return flops;
-  });
+  BatchFlops batch_flops(plan.spec, plan.model, teacher);
+  trainer.set_flops_model([&](const Batch& batch) { return batch_flops(batch); });
   const bool writes_result = plan.launch.rank == 0;
   std::optional<IterationStream> stream;
   if (writes_result) stream.emplace(iterations_path_for(plan.output_path));

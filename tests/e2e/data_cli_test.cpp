@@ -252,17 +252,20 @@ TEST_F(DataCli, DataCommandDescribesTheDataAndWritesAHistogramSyntheticRunsCanUs
   EXPECT_NEAR(result["data"]["lengths"]["mean"].get<double>(), report["lengths"]["mean"].get<double>(), 4.0);
 }
 
-// A classifier's and a distillation's training FLOPs per sample under each padding, and what model.unpad leaves of them,
-// are what runs of the spec then count step by step (one epoch, the same batches).
+// A classifier's, a distillation's and a sparse masked LM's training FLOPs per sample under each
+// padding, and what model.unpad leaves of them, are what runs of the spec then count step by step
+// (one epoch, the same batches, and for sparse prediction the same masks).
 TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) {
-  // A classifier, and a distillation (a masked-LM head at every position and a teacher's forward).
-  for (const std::string task : {"classification", "distillation"}) {
+  // A classifier; a distillation (a masked-LM head at every position and a teacher's forward); a
+  // masked LM whose head scores the masked positions alone, which the masks drawn decide.
+  for (const std::string task : {"classification", "distillation", "sparse mlm"}) {
     SCOPED_TRACE(task);
-    json spec = testing::tiny_spec(dir.file(task + "-{name}.json"));
+    json spec = testing::tiny_spec(dir.file(task.substr(0, 3) + "-{name}.json"));
     spec["data"] = {{"seq_len", 32}, {"num_samples", 64}, {"lengths", {{"distribution", "uniform"}, {"min", 4}}}};
-    spec["model"] = {{"name", task == "classification" ? "tiny-bert" : "tiny-distilbert"}};
-    spec["task"] = task;
+    spec["model"] = {{"name", task == "distillation" ? "tiny-distilbert" : "tiny-bert"}};
+    spec["task"] = task == "sparse mlm" ? "mlm" : task;
     if (task == "distillation") spec["distillation"] = {{"teacher", "tiny-bert"}};
+    if (task == "sparse mlm") spec["mlm"] = {{"sparse_prediction", true}, {"probability", 0.3}};
     spec["train"]["epochs"] = 1;
     const std::string path = write_spec(spec);
     const auto r = run_tbench("data --json " + path);
@@ -275,7 +278,7 @@ TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) 
       for (const auto& set : sets) command += " --set " + set;
       const auto run = run_tbench(command + " " + path);
       EXPECT_EQ(run.exit_code, 0) << run.err;
-      const json result = testing::read_json(dir.file(task + "-" + name + ".json"));
+      const json result = testing::read_json(dir.file(task.substr(0, 3) + "-" + name + ".json"));
       double total = 0, samples = 0;
       for (const auto& it : result["iterations"]) {
         total += it["train_flops"].get<double>();
@@ -297,18 +300,12 @@ TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) 
     const auto text = run_tbench("data " + path);
     EXPECT_NE(text.out.find("model.unpad"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("GFLOP"), std::string::npos) << text.out;
+    EXPECT_EQ(text.out.find("the first epoch's masks") != std::string::npos, task == "sparse mlm") << text.out;
   }
-  // Sparse prediction's FLOPs depend on the masks drawn, not the lengths alone: none are given.
-  json sparse = testing::tiny_spec(dir.file("sparse.json"));
-  sparse["task"] = "mlm";
-  sparse["mlm"] = {{"sparse_prediction", true}};
-  const auto r = run_tbench("data --json " + write_spec(sparse));
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_FALSE(json::parse(r.out).contains("train_flops_per_sample"));
 }
 
-// Permutation LM pads a batch to an even length; `tbench data` counts the same computed tokens as
-// the run then computes.
+// Permutation LM pads a batch to an even length; `tbench data` counts the same computed tokens and
+// training FLOPs as the run then computes.
 TEST_F(DataCli, DataCommandCountsPermutationLmsEvenPadding) {
   json spec = testing::tiny_spec(dir.file("plm.json"));
   spec["task"] = "plm";
@@ -319,16 +316,23 @@ TEST_F(DataCli, DataCommandCountsPermutationLmsEvenPadding) {
   const std::string path = write_spec(spec);
   const auto r = run_tbench("data --json " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const double predicted = json::parse(r.out)["padding_efficiency"]["longest"];
+  const json report = json::parse(r.out);
+  const double predicted = report["padding_efficiency"]["longest"];
   ASSERT_EQ(run_tbench("run --quiet " + path).exit_code, 0);
   const json result = testing::read_json(dir.file("plm.json"));
-  double real = 0, computed = 0;
+  double real = 0, computed = 0, flops = 0, samples = 0;
   for (const auto& it : result["iterations"]) {
     real += it["real_tokens"].get<double>();
     computed += it["tokens"].get<double>();
+    flops += it["train_flops"].get<double>();
+    samples += it["samples"].get<double>();
     EXPECT_EQ(it["tokens"].get<int64_t>() / it["samples"].get<int64_t>() % 2, 0) << it.dump();
   }
   EXPECT_NEAR(predicted, real / computed, 1e-12);
+  // Its FLOPs too; model.unpad, which plm refuses, gets no row.
+  const json& counted = report["train_flops_per_sample"];
+  EXPECT_NEAR(counted["longest"].get<double>(), flops / samples, 1e-9 * flops / samples);
+  EXPECT_FALSE(counted.contains("unpad"));
 }
 
 }  // namespace

@@ -636,35 +636,43 @@ TEST(ModelCost, AttentionBySampleSavesThePaddingsScores) {
   EXPECT_NEAR(attention_by_sample_train_flops_saved(bert, 128, lengths), 3 * 4 * h * ((layers - 1) * pairs + last), 1.0);
 }
 
-// XLNet on the grid without dropout projects the distances' encodings (2S of them, S for a sparse
-// last layer's one row) once for the batch, not once per sample: 2 h^2 FLOPs an encoding, trained
-// at 3x, for every sample but one. With dropout each sample draws its own; by sample, each projects
-// its own slice; other models have none.
+// XLNet without dropout projects the distances' encodings (2S of them, S for a sparse last layer's
+// one row) once for the batch, not once per sample: 2 h^2 FLOPs an encoding, trained at 3x. On the
+// grid every sample's copy is S's, and all but one are saved; by sample each reads its own length's
+// and the batch projects the longest's once. With dropout each sample draws its own; other models
+// have none.
 TEST(ModelCost, XlnetWithoutDropoutProjectsTheEncodingsOncePerBatch) {
   ModelConfig xlnet = shipped_model_config("xlnet-base-cased");
   const double h = 768, layers = 12, s = 128, batch = 8;
-  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, 8, false), 0.0);  // dropout drawn per sample
+  const std::vector<int64_t> grid(8, 128), one(1, 128);
+  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, grid, false), 0.0);  // dropout drawn per sample
   xlnet.dropout_in_training = false;
   const double per_copy = 3 * layers * 2 * h * h * 2 * s;
-  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, 8, false), (batch - 1) * per_copy, 1.0);
-  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, 1, false), 0.0);
-  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, 8, /*by_sample=*/true), 0.0);
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, grid, false), (batch - 1) * per_copy, 1.0);
+  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, one, false), 0.0);
+  const std::vector<int64_t> lengths{40, 128, 7};  // by sample: 40's and 7's copies saved
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, lengths, /*by_sample=*/true),
+              3 * layers * 2 * h * h * 2 * (40 + 7), 1.0);
+  EXPECT_EQ(shared_encodings_train_flops_saved(xlnet, 128, {40}, true), 0.0);
   xlnet.sparse_last_layer = true;
-  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, 8, false),
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, grid, false),
               (batch - 1) * 3 * 2 * h * h * ((layers - 1) * 2 * s + s), 1.0);
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, lengths, true),
+              3 * 2 * h * h * ((layers - 1) * 2 * (40 + 7) + (40 + 7)), 1.0);
   xlnet.sparse_last_layer = false;
   xlnet.dropout_in_training = true;
   xlnet.hidden_dropout = 0;
-  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, 8, false), (batch - 1) * per_copy, 1.0);
+  EXPECT_NEAR(shared_encodings_train_flops_saved(xlnet, 128, grid, false), (batch - 1) * per_copy, 1.0);
 
   ModelConfig bert = shipped_model_config("bert-base-cased");
   bert.dropout_in_training = false;
-  EXPECT_EQ(shared_encodings_train_flops_saved(bert, 128, 8, false), 0.0);
-  // A batch's savings: unpadding's and the shared encodings', the latter on the grid only.
+  EXPECT_EQ(shared_encodings_train_flops_saved(bert, 128, grid, false), 0.0);
+  // A batch's savings: unpadding's and the shared encodings' (by sample where the batch has padding).
   xlnet.unpad = xlnet.unpad_attention_by_sample = true;
   const std::vector<int64_t> full{128, 128}, padded{128, 40};
-  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, full, {}), shared_encodings_train_flops_saved(xlnet, 128, 2, false), 1.0);
-  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, padded, {}), unpad_train_flops_saved(xlnet, 128, padded), 1.0);
+  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, full, {}), shared_encodings_train_flops_saved(xlnet, 128, full, false), 1.0);
+  EXPECT_NEAR(batch_train_flops_saved(xlnet, 128, padded, {}),
+              unpad_train_flops_saved(xlnet, 128, padded) + 3 * layers * 2 * h * h * 2 * 40, 1.0);
 }
 
 // XLNet by sample also encodes only the sample's own distances: per layer and sample, QK^T and PV

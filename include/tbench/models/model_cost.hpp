@@ -53,11 +53,14 @@ double attention_by_sample_train_flops_saved(const ModelConfig& model, int64_t s
 // that does not unpad.
 double unpad_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths);
 
-// XLNet on the grid projects the distances' encodings once for a batch of `samples` where no
-// dropout draws them per sample (ModelConfig::dropout_in_training, hidden_dropout); HF and the
-// per-sample figure project them once per sample: the training FLOPs of the other samples' copies.
-// 0 for other models, with dropout, and attending by sample (each sample projects its own slice).
-double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, int64_t samples, bool by_sample);
+// XLNet projects the distances' encodings once for a batch of samples of `lengths` real tokens
+// where no dropout draws them per sample (ModelConfig::dropout_in_training, hidden_dropout); HF and
+// the per-sample figure project them once per sample: the training FLOPs of the copies it does not
+// make. On the grid every sample reads the encodings at `width`; attending by sample, each reads
+// its own length's (attention_by_sample_train_flops_saved counts that) and the batch projects the
+// longest sample's once. 0 for other models, with dropout, and for one sample.
+double shared_encodings_train_flops_saved(const ModelConfig& model, int64_t width, const std::vector<int64_t>& lengths,
+                                          bool by_sample);
 
 // What a run's task computes beside its model's encoder, for the work model.unpad skips: the task's
 // head (a masked-LM head scores every position, padding included, unless mlm.sparse_prediction

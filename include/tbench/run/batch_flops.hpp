@@ -1,0 +1,38 @@
+#pragma once
+// The training FLOPs a run counts for each micro-batch it trains on: every step's `train_flops`,
+// and `tbench data`'s figures per padding choice, come from here.
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "tbench/models/model_cost.hpp"
+#include "tbench/spec/spec.hpp"
+
+namespace tbench {
+
+struct Batch;
+
+// A micro-batch's training FLOPs: each sample's figure at the batch's padded width, less what the
+// batch does not spend: the masked-LM head at the positions mlm.sparse_prediction does not score,
+// and model.unpad's skipped work and XLNet's shared encodings (batch_train_flops_saved).
+class BatchFlops {
+ public:
+  // `teacher`: a distillation run's teacher, else null; both must outlive this.
+  BatchFlops(const RunSpec& spec, const ModelConfig& model, const ModelConfig* teacher);
+
+  // A batch as collate made it (scored_positions listed where sparse prediction scores).
+  double operator()(const Batch& batch);
+  // Samples of `lengths` real tokens padded to `width`, the head scoring `scored` positions (none
+  // given: every position, as without sparse prediction).
+  double operator()(int64_t width, const std::vector<int64_t>& lengths, std::optional<int64_t> scored = std::nullopt);
+
+ private:
+  const RunSpec& spec_;
+  const ModelConfig& model_;
+  const ModelConfig* teacher_;
+  TaskWork task_;
+  double head_per_position_;
+  std::map<int64_t, double> per_sample_at_width_;  // a handful of distinct padded widths per run
+};
+
+}  // namespace tbench
