@@ -100,15 +100,19 @@ double estimate_bytes_per_step(const ResultFile& r) {
   // mask, which SDPA's fused kernels recompute instead of storing. Doubled for fp32, written
   // forward and read back in backward.
   // The tokens are the padded ones the timed steps computed (dynamic padding makes them fewer than
-  // seq_len per sample; model.unpad's rows are fewer still, which this leaves in), else seq_len's.
+  // seq_len per sample), else seq_len's. Under model.unpad the per-token part is at the real tokens'
+  // rows the layers ran; the scores stay at the padded grid's S x S (on the CPU, attending sample by
+  // sample, they are each sample's L x L: fewer, which this leaves in).
   const double hidden = r.hidden_size, layers = r.num_layers, heads = r.num_heads;
   const double b = static_cast<double>(r.batch_size * r.grad_accum);
   const double tokens = timed_step_mean(r, [](const ResultIteration& it) { return it.tokens; })
                             .value_or(static_cast<double>(r.seq_len) * b);
+  const double rows =
+      r.unpadded ? timed_step_mean(r, [](const ResultIteration& it) { return it.real_tokens; }).value_or(tokens) : tokens;
   const double s = tokens / b;  // the mean padded length: attention's S x S
   const double width = r.precision == "fp32" ? 2.0 : 1.0;
-  const double per_token = 34.0 + (r.stores_attention_scores ? 5.0 * heads * s / hidden : 0.0);
-  const double activation_bytes = 2.0 * layers * tokens * hidden * per_token * width;
+  const double scores_per_token = r.stores_attention_scores ? 5.0 * heads * s / hidden : 0.0;
+  const double activation_bytes = 2.0 * layers * hidden * (34.0 * rows + scores_per_token * tokens) * width;
   return parameter_bytes + activation_bytes;
 }
 

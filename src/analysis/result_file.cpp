@@ -110,6 +110,7 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
     record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
     record.ended_at = it.contains("ended_at") && it["ended_at"].is_number() ? it["ended_at"].get<double>() : 0.0;
     if (it.contains("tokens")) record.tokens = read.integer(it["tokens"], where + "/tokens", 0);
+    if (it.contains("real_tokens")) record.real_tokens = read.integer(it["real_tokens"], where + "/real_tokens", 0);
     if (it.contains("train_flops")) record.train_flops = read.number(it["train_flops"], where + "/train_flops");
     record.profiled = it.contains("profiled") && it["profiled"].is_boolean() && it["profiled"].get<bool>();
     r.iterations.push_back(record);
@@ -223,6 +224,8 @@ ResultFile load_result(const std::string& path) {
   // XLNet's attention is always eager, whatever model.attention resolved to.
   r.stores_attention_scores = read.string_or("/spec/model/attention", "eager") != "sdpa" ||
                               read.string_or("/model/arch", "") == "xlnet";
+  const json* unpad = read.find("/spec/model/unpad");  // results before model.unpad padded
+  r.unpadded = unpad && unpad->is_boolean() && unpad->get<bool>();
   r.host = read.string("/env/host");
   r.device = read.string("/spec/device");
   r.name = read.string_or("/spec/name", r.model);

@@ -422,7 +422,8 @@ TEST_F(Analysis, PredictTargetAddsTheMemorySideWhereTheSourceBandwidthIsKnown) {
 
 // The memory side's activations are at the padded tokens the timed steps computed: half of them
 // (dynamic padding to a mean length of 8 of seq_len 16) store half the tokens, with attention's
-// S x S at the shorter length; a result without per-step tokens is taken at seq_len.
+// S x S at the shorter length; a result without per-step tokens is taken at seq_len. Under
+// model.unpad the per-token part is at the real tokens the layers ran.
 TEST_F(Analysis, BytesPerStepFollowTheTokensTheStepsComputed) {
   json source = make_result("m", "h", 0.4, 1, 10);
   const ResultFile full = load_result(write("full.json", source));
@@ -438,6 +439,18 @@ TEST_F(Analysis, BytesPerStepFollowTheTokensTheStepsComputed) {
   EXPECT_NEAR(estimate_bytes_per_step(full), parameters + activations(full, 128, 16), 1);
   EXPECT_NEAR(estimate_bytes_per_step(shorter), parameters + activations(shorter, 64, 8), 1);
   EXPECT_NEAR(estimate_bytes_per_step(without), estimate_bytes_per_step(full), 1);
+  // model.unpad: the per-token part at the real tokens' rows, the scores still at the grid's.
+  for (auto& it : source["iterations"]) {
+    it["tokens"] = 128;
+    it["real_tokens"] = it["warmup"].get<bool>() ? 128 : 48;
+  }
+  source["spec"]["model"]["unpad"] = true;
+  const ResultFile unpadded = load_result(write("unpadded.json", source));
+  ASSERT_TRUE(unpadded.stores_attention_scores);
+  const double scores = 2.0 * 2 * 128 * 64 * (5.0 * 4 * 16 / 64) * 2.0;
+  EXPECT_NEAR(estimate_bytes_per_step(unpadded), parameters + 2.0 * 2 * 48 * 64 * 34.0 * 2.0 + scores, 1);
+  source["spec"]["model"]["unpad"] = false;  // padded, the real tokens are not the rows
+  EXPECT_NEAR(estimate_bytes_per_step(load_result(write("padded.json", source))), estimate_bytes_per_step(full), 1);
 }
 
 // A CUDA run's profile of its steps `first`..`last`: `compute_ms` and `memory_ms` of kernel time

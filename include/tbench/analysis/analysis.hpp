@@ -15,7 +15,8 @@ namespace tbench {
 // One iteration of a result, as analysis uses it.
 struct ResultIteration {
   int64_t epoch = 0, samples = 0;
-  int64_t tokens = 0;  // padded tokens this rank ran (0: an older result without them)
+  int64_t tokens = 0;       // padded tokens this rank ran (0: an older result without them)
+  int64_t real_tokens = 0;  // of them, the samples' own (0: an older result without them)
   double train_flops = 0;  // this rank's step FLOPs as the run counted them (0: an older result)
   double seconds = 0, ended_at = 0;
   bool warmup = false;
@@ -30,6 +31,7 @@ struct ResultFile {
   std::string model, task, name, host, device, gpu, precision, machine, status, peak_source;
   double hidden_size = 768, num_layers = 12, num_heads = 12;  // for the memory estimate of predict
   bool stores_attention_scores = true;  // eager attention keeps [S, S] scores for backward; SDPA's kernels do not
+  bool unpadded = false;                // model.unpad: the layers' per-token work ran at the real tokens alone
   bool tf32 = false;  // spec.cuda.tf32: fp32 matmuls ran on TF32 tensor cores, so TF32's peak applies
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
   std::optional<double> gpu_power_w_mean, gpu_energy_j_per_sample;  // summary: NVML's, CUDA runs only
