@@ -5,9 +5,11 @@ Each trial runs the same spec for 1, 3 and 5 epochs (in an order that rotates be
 machine drift does not always favour one), then predicts N = 3 and 5 from that trial's 1-epoch
 result and scores it, and the naive N x first-epoch figure, against the real runs. Every 1-epoch
 result is also scored against every N-epoch result of the other trials, which shows how much of
-the error is the machine drifting between runs rather than the model.
+the error is the machine drifting between runs rather than the model. Each prediction's 95%
+interval (the mean steady step's) is scored too: how many of the actual runs it holds.
 
     python3 bench/predict_epochs.py --trials 3 --out bench/results/predict-epochs
+    python3 bench/predict_epochs.py --trials 3 --rescore   # score the runs already in --out again
 """
 import argparse
 import itertools
@@ -48,43 +50,18 @@ def main():
     p.add_argument("--seq", type=int, default=64)
     p.add_argument("--samples", type=int, default=96, help="samples per epoch (batch 8)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--dynamic", action="store_true",
+                   help="log-normal lengths (mean seq/2) padded to each batch's longest: steps of varying cost")
     p.add_argument("--out", default=str(ROOT / "bench/results/predict-epochs"))
+    p.add_argument("--rescore", action="store_true", help="score the tN-eK.json runs in --out without running")
     args = p.parse_args()
     subprocess.run(["cmake", "--build", str(ROOT / "build"), "--target", "tbench"], check=True,
                    stdout=subprocess.DEVNULL)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    spec = {"name": "predict", "model": args.model, "data": {"source": "synthetic", "num_samples": args.samples,
-                                                            "seq_len": args.seq},
-            "train": {"epochs": 1, "batch_size": 8, "seed": 42}, "device": "cpu", "threads": args.threads,
-            "timing": {"warmup_steps": 2}}
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(spec, f)
-    files = {}
-    for trial in range(args.trials):
-        order = EPOCHS[trial % 3:] + EPOCHS[:trial % 3]
-        for epochs in order:
-            files[(trial, epochs)] = run(f.name, out, f"t{trial + 1}-e{epochs}", epochs)
-            print(f"trial {trial + 1}: {epochs} epoch(s) done", file=sys.stderr)
-    Path(f.name).unlink()
-
-    same, cross = {3: [], 5: []}, {3: [], 5: []}
-    for n in (3, 5):
-        for t1, t2 in itertools.product(range(args.trials), repeat=2):
-            scored = predict(files[(t1, 1)], files[(t2, n)], n)
-            entry = {"from": files[(t1, 1)].name, "actual": files[(t2, n)].name, "error_pct": scored["error_pct"],
-                     "naive_error_pct": scored["naive_error_pct"], "predicted_s": scored["predicted_seconds"],
-                     "actual_s": scored["actual_seconds"]}
-            (same if t1 == t2 else cross)[n].append(entry)
-    summary = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "model": args.model, "seq_len": args.seq,
-               "samples": args.samples, "threads": args.threads, "trials": args.trials, "same_trial": same,
-               "cross_trial": cross, "spread": {}}
-    for n in (3, 5):
-        summary["spread"][n] = {
-            "model_same_trial": spread([e["error_pct"] for e in same[n]]),
-            "naive_same_trial": spread([e["naive_error_pct"] for e in same[n]]),
-            "model_cross_trial": spread([e["error_pct"] for e in cross[n]]) if cross[n] else None,
-        }
+    files = run_trials(args, out) if not args.rescore else {
+        (trial, epochs): out / f"t{trial + 1}-e{epochs}.json" for trial in range(args.trials) for epochs in EPOCHS}
+    summary = score(args, files)
     (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     for n in (3, 5):
         s = summary["spread"][n]
@@ -94,6 +71,59 @@ def main():
         if s["model_cross_trial"]:
             c = s["model_cross_trial"]
             print(f"      across trials: {c['mean']:+.1f}% ({c['min']:+.1f}% to {c['max']:+.1f}%, {c['n']} pairs)")
+        covered = s["within_ci95"]
+        print(f"      95% interval holds the actual: {covered['same_trial']} same-trial, "
+              f"{covered['cross_trial']} cross-trial; mean half-width {s['ci95_half_width_pct']['mean']:.1f}%")
+
+
+def run_trials(args, out):
+    spec = {"name": "predict", "model": args.model, "data": {"source": "synthetic", "num_samples": args.samples,
+                                                            "seq_len": args.seq},
+            "train": {"epochs": 1, "batch_size": 8, "seed": 42}, "device": "cpu", "threads": args.threads,
+            "timing": {"warmup_steps": 2}}
+    if args.dynamic:
+        spec["data"].update({"padding": "longest", "lengths": {"distribution": "lognormal", "mean": args.seq // 2,
+                                                               "std": args.seq // 4}})
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(spec, f)
+    files = {}
+    for trial in range(args.trials):
+        order = EPOCHS[trial % 3:] + EPOCHS[:trial % 3]
+        for epochs in order:
+            files[(trial, epochs)] = run(f.name, out, f"t{trial + 1}-e{epochs}", epochs)
+            print(f"trial {trial + 1}: {epochs} epoch(s) done", file=sys.stderr)
+    Path(f.name).unlink()
+    return files
+
+
+def score(args, files):
+    same, cross = {3: [], 5: []}, {3: [], 5: []}
+    for n in (3, 5):
+        for t1, t2 in itertools.product(range(args.trials), repeat=2):
+            scored = predict(files[(t1, 1)], files[(t2, n)], n)
+            low, high = scored["predicted_seconds_ci95"]
+            entry = {"from": files[(t1, 1)].name, "actual": files[(t2, n)].name, "error_pct": scored["error_pct"],
+                     "naive_error_pct": scored["naive_error_pct"], "predicted_s": scored["predicted_seconds"],
+                     "ci95_s": [low, high], "actual_s": scored["actual_seconds"],
+                     "within_ci95": scored["actual_within_ci95"],
+                     "ci95_half_width_pct": 100 * (high - low) / 2 / scored["predicted_seconds"]}
+            (same if t1 == t2 else cross)[n].append(entry)
+    version = subprocess.run([str(ROOT / "build/tbench"), "--version"], check=True, capture_output=True,
+                             text=True).stdout.strip()
+    summary = {"date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "scored_by": version, "model": args.model,
+               "seq_len": args.seq, "dynamic": args.dynamic, "samples": args.samples, "threads": args.threads,
+               "trials": args.trials,
+               "same_trial": same, "cross_trial": cross, "spread": {}}
+    for n in (3, 5):
+        held = lambda entries: f"{sum(e['within_ci95'] for e in entries)} of {len(entries)}"
+        summary["spread"][n] = {
+            "model_same_trial": spread([e["error_pct"] for e in same[n]]),
+            "naive_same_trial": spread([e["naive_error_pct"] for e in same[n]]),
+            "model_cross_trial": spread([e["error_pct"] for e in cross[n]]) if cross[n] else None,
+            "within_ci95": {"same_trial": held(same[n]), "cross_trial": held(cross[n])},
+            "ci95_half_width_pct": spread([e["ci95_half_width_pct"] for e in same[n]]),
+        }
+    return summary
 
 
 if __name__ == "__main__":

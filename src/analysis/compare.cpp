@@ -71,23 +71,6 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   return out;
 }
 
-double student_t_975(double df) {
-  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (!(df >= 1)) return table[0];
-  if (df <= 30) {
-    // Linear in 1/df between tabulated integers is accurate to ~1e-3 here.
-    const int lo = static_cast<int>(std::floor(df)), hi = std::min(30, lo + 1);
-    if (lo == hi) return table[lo - 1];
-    const double w = (1.0 / df - 1.0 / hi) / (1.0 / lo - 1.0 / hi);
-    return w * table[lo - 1] + (1 - w) * table[hi - 1];
-  }
-  // Cornish-Fisher expansion around the normal quantile.
-  const double z = 1.959964;
-  return z + (z * z * z + z) / (4 * df) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
-}
-
 Comparison compare_results(const ResultFile& a, const ResultFile& b) {
   const PerSampleTimes ta = per_sample_times(a), tb = per_sample_times(b);
   Comparison c;

@@ -56,6 +56,14 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   // Warm-up steps are paid once per run, not once per epoch.
   for (double w : r.warmup_seconds) p.warmup_overhead_seconds += w - steady_step;
   p.predicted_seconds = p.warmup_overhead_seconds + static_cast<double>(epochs) * p.steady_epoch_seconds;
+  // The prediction is the warm-up steps as measured, the epochs' time outside their steps, and
+  // every other step at the mean steady step: the mean's interval, times those steps.
+  if (const auto step = mean_interval_95(spread(r.step_seconds))) {
+    const double steady_steps = std::max(
+        0.0, static_cast<double>(epochs * r.steps_per_epoch) - static_cast<double>(r.warmup_seconds.size()));
+    const double half = steady_steps * (step->high - steady_step);
+    p.predicted_seconds_ci95 = Interval{p.predicted_seconds - half, p.predicted_seconds + half};
+  }
   p.naive_seconds = static_cast<double>(epochs) * r.epoch_wall_seconds.front();
   if (actual) {
     if (static_cast<int64_t>(actual->epoch_wall_seconds.size()) != epochs) {
@@ -64,6 +72,9 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
     }
     p.actual_seconds = total_training_seconds(*actual);
     p.error_pct = percent_error(p.predicted_seconds, *p.actual_seconds);
+    if (const auto& ci = p.predicted_seconds_ci95) {
+      p.actual_within_ci95 = ci->low <= *p.actual_seconds && *p.actual_seconds <= ci->high;
+    }
     p.naive_error_pct = percent_error(p.naive_seconds, *p.actual_seconds);
   }
   return p;
@@ -101,18 +112,22 @@ double estimate_bytes_per_step(const ResultFile& r) {
   // forward and read back in backward.
   // The tokens are the padded ones the timed steps computed (dynamic padding makes them fewer than
   // seq_len per sample), else seq_len's. Under model.unpad the per-token part is at the real tokens'
-  // rows the layers ran; the scores stay at the padded grid's S x S (on the CPU, attending sample by
-  // sample, they are each sample's L x L: fewer, which this leaves in).
+  // rows the layers ran, but for attention on the padded grid (a GPU's) the queries, keys and
+  // values it saves there (6 of the 34); the scores stay at the grid's S x S (on the CPU, attending
+  // sample by sample, they are each sample's L x L: fewer, which this leaves in).
   const double hidden = r.hidden_size, layers = r.num_layers, heads = r.num_heads;
   const double b = static_cast<double>(r.batch_size * r.grad_accum);
   const double tokens = timed_step_mean(r, [](const ResultIteration& it) { return it.tokens; })
                             .value_or(static_cast<double>(r.seq_len) * b);
-  const double rows =
-      r.unpadded ? timed_step_mean(r, [](const ResultIteration& it) { return it.real_tokens; }).value_or(tokens) : tokens;
+  const double rows = r.unpadded
+                          ? timed_step_mean(r, [](const ResultIteration& it) { return it.real_tokens; }).value_or(tokens)
+                          : tokens;
+  const double on_grid = r.unpadded && r.device != "cpu" ? 6.0 : 0.0;  // per token, at the grid's tokens
   const double s = tokens / b;  // the mean padded length: attention's S x S
   const double width = r.precision == "fp32" ? 2.0 : 1.0;
   const double scores_per_token = r.stores_attention_scores ? 5.0 * heads * s / hidden : 0.0;
-  const double activation_bytes = 2.0 * layers * hidden * (34.0 * rows + scores_per_token * tokens) * width;
+  const double per_layer = (34.0 - on_grid) * rows + (on_grid + scores_per_token) * tokens;
+  const double activation_bytes = 2.0 * layers * hidden * per_layer * width;
   return parameter_bytes + activation_bytes;
 }
 

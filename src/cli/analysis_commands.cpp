@@ -130,20 +130,28 @@ int predict_command() {
     out["epochs"] = {{"epochs", p.epochs}, {"predicted_seconds", p.predicted_seconds},
                      {"naive_seconds", p.naive_seconds}, {"steady_epoch_seconds", p.steady_epoch_seconds},
                      {"warmup_overhead_seconds", p.warmup_overhead_seconds}};
+    const auto& ci = p.predicted_seconds_ci95;
+    out["epochs"]["predicted_seconds_ci95"] = ci ? json::array({ci->low, ci->high}) : json(nullptr);
     if (p.actual_seconds) {
       out["epochs"]["actual_seconds"] = *p.actual_seconds;
       out["epochs"]["error_pct"] = *p.error_pct;
       out["epochs"]["naive_error_pct"] = *p.naive_error_pct;
+      out["epochs"]["actual_within_ci95"] = p.actual_within_ci95 ? json(*p.actual_within_ci95) : json(nullptr);
     }
     if (!g_analysis.as_json) {
       std::printf("%lld epochs of %s: %s (%.1f s) = warm-up overhead %.2f s + %lld x steady epoch %.2f s\n",
                   static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
                   p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs),
                   p.steady_epoch_seconds);
+      if (ci) {
+        std::printf("  95%% CI %.1f .. %.1f s (the mean steady step's, over %zu timed steps)\n", ci->low, ci->high,
+                    r.step_seconds.size());
+      }
       std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(p.naive_seconds).c_str(), p.naive_seconds);
       if (p.actual_seconds) {
-        std::printf("  actual: %s (%.1f s): error %s (naive %s)\n", format_duration(*p.actual_seconds).c_str(),
-                    *p.actual_seconds, signed_pct(*p.error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str());
+        std::printf("  actual: %s (%.1f s): error %s (naive %s)%s\n", format_duration(*p.actual_seconds).c_str(),
+                    *p.actual_seconds, signed_pct(*p.error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str(),
+                    !p.actual_within_ci95 ? "" : *p.actual_within_ci95 ? ", inside the 95% CI" : ", outside the 95% CI");
       }
     }
   }

@@ -58,6 +58,10 @@ RunModels run_models(const RunSpec& spec) {
   return models;
 }
 
+// Sparse prediction's head runs at the masked positions: `tbench data` counts the first epoch's
+// masks, drawn as the run draws them (seeded per sample and epoch).
+bool draws_masks(const RunSpec& spec) { return task_work(spec, nullptr).sparse_prediction; }
+
 EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padding, bool bucketed,
                      const RunModels& models) {
   const TokenizedSamples& samples = data.train;
@@ -70,9 +74,7 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
   o.drop_last = spec.data.drop_last;
   o.seed = spec.data.seed;
   BatchFlops batch_flops(spec, models.model, models.teacher_or_null());
-  // Sparse prediction's head runs at the masked positions: the first epoch's masks, drawn as the
-  // run draws them (seeded per sample and epoch).
-  const bool draws_masks = task_work(spec, models.teacher_or_null()).sparse_prediction;
+  const bool masks = draws_masks(spec);
   const int64_t epoch = 1;
   EpochWork work;
   for (const auto& step : plan_epoch(samples, o, epoch)) {
@@ -83,8 +85,7 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
       work.real_tokens += static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
       work.computed_tokens += static_cast<double>(width) * static_cast<double>(lengths.size());
       work.samples += static_cast<double>(lengths.size());
-      work.train_flops += draws_masks ? batch_flops(collate(samples, micro, collate_options, epoch))
-                                      : batch_flops(width, lengths);
+      work.train_flops += masks ? batch_flops(collate(samples, micro, collate_options, epoch)) : batch_flops(width, lengths);
     }
   }
   return work;
@@ -219,7 +220,7 @@ int data_command() {
               << " (new spans and orders every epoch)\n";
   }
   std::cout << "padding efficiency at batch " << spec.train.batch_size << " (real / computed tokens, one epoch)"
-            << ", and training FLOPs per sample" << (task_work(spec, nullptr).sparse_prediction ? " (the first epoch's masks)" : "") << ":\n";
+            << ", and training FLOPs per sample" << (draws_masks(spec) ? " (the first epoch's masks)" : "") << ":\n";
   print_work(report);
   if (!g_data.histogram_path.empty()) {
     std::cout << "length histogram: " << g_data.histogram_path << " (use it as data.lengths.histogram)\n";

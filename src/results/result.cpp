@@ -131,6 +131,10 @@ json to_json(const Summary& s) {
             {"steps_per_epoch", s.steps_per_epoch},
             {"projected_epoch_seconds", or_null(s.projected_epoch_seconds)},
             {"projected_epoch_time", duration_or_null(s.projected_epoch_seconds)},
+            {"projected_epoch_seconds_ci95", s.projected_epoch_seconds_ci95
+                                                 ? json::array({s.projected_epoch_seconds_ci95->low,
+                                                                s.projected_epoch_seconds_ci95->high})
+                                                 : json(nullptr)},
             {"wall_seconds", s.wall_seconds},
             {"started_at", s.started_at},
             {"ended_at", s.ended_at},

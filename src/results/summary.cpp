@@ -104,7 +104,12 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   s.epochs_completed = epochs.count;
   if (epochs.count > 0) s.epoch_seconds = epochs.mean;
   s.steps_per_epoch = in.steps_per_epoch;
-  if (s.step_ms.count > 0) s.projected_epoch_seconds = static_cast<double>(in.steps_per_epoch) * s.step_ms.mean / 1e3;
+  const double epoch_seconds_per_step_ms = static_cast<double>(in.steps_per_epoch) / 1e3;
+  if (s.step_ms.count > 0) s.projected_epoch_seconds = epoch_seconds_per_step_ms * s.step_ms.mean;
+  if (const auto step = mean_interval_95(s.step_ms)) {
+    s.projected_epoch_seconds_ci95 =
+        Interval{epoch_seconds_per_step_ms * std::max(0.0, step->low), epoch_seconds_per_step_ms * step->high};
+  }
 
   s.wall_seconds = in.wall_seconds;
   s.started_at = in.started_at;

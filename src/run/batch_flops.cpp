@@ -6,11 +6,13 @@
 namespace tbench {
 
 BatchFlops::BatchFlops(const RunSpec& spec, const ModelConfig& model, const ModelConfig* teacher)
-    : spec_(spec),
-      model_(model),
-      teacher_(teacher),
-      task_(task_work(spec, teacher)),
-      head_per_position_(masked_lm_head_train_flops_per_position(model, teacher)) {}
+    : model_(model),
+      task_(spec.task),
+      sparse_prediction_(task_work(spec, teacher).sparse_prediction),
+      num_labels_(spec.num_labels),
+      head_per_position_(masked_lm_head_train_flops_per_position(model, teacher)) {
+  if (teacher) teacher_ = *teacher;
+}
 
 double BatchFlops::operator()(const Batch& batch) {
   std::optional<int64_t> scored;
@@ -20,14 +22,16 @@ double BatchFlops::operator()(const Batch& batch) {
 
 double BatchFlops::operator()(int64_t width, const std::vector<int64_t>& lengths, std::optional<int64_t> scored) {
   auto [at_width, added] = per_sample_at_width_.try_emplace(width, 0.0);
-  if (added) at_width->second = run_train_flops_per_sample(model_, teacher_, spec_.num_labels, width, spec_.task);
+  if (added) {
+    at_width->second = run_train_flops_per_sample(model_, teacher_ ? &*teacher_ : nullptr, num_labels_, width, task_);
+  }
   const auto samples = static_cast<int64_t>(lengths.size());
   double flops = static_cast<double>(samples) * at_width->second;
   // Sparse masked-LM prediction: the head ran at the scored positions only.
   if (scored) flops -= static_cast<double>(samples * width - *scored) * head_per_position_;
   // model.unpad: the per-token work and a masked-LM head ran at the real tokens only (and on the
   // CPU, attention too); XLNet without dropout: one copy of the encodings for the batch.
-  return flops - batch_train_flops_saved(model_, width, lengths, task_);
+  return flops - batch_train_flops_saved(model_, width, lengths, task());
 }
 
 }  // namespace tbench

@@ -610,11 +610,14 @@ void save_weights_if_asked(const RunPlan& plan, const torch::nn::Module& model, 
 ExitCode report_outcome(const Result& result) {
   const Summary& s = result.summary;
   if (s.samples_per_s) {
+    std::string projected = s.projected_epoch_seconds ? format_duration(*s.projected_epoch_seconds) : "-";
+    if (const auto& ci = s.projected_epoch_seconds_ci95) {
+      projected += ", 95% CI " + format_duration(ci->low) + "-" + format_duration(ci->high);
+    }
     spdlog::info("{}: {:.2f} samples/s, step {:.1f} ms median (p10 {:.1f}, p90 {:.1f}) over {} steps, {} warm-up "
                  "excluded; epoch {} (projected {})",
                  to_string(s.status), *s.samples_per_s, s.step_ms.median, s.step_ms.p10, s.step_ms.p90,
-                 s.step_ms.count, s.warmup_steps, s.epoch_seconds ? format_duration(*s.epoch_seconds) : "-",
-                 s.projected_epoch_seconds ? format_duration(*s.projected_epoch_seconds) : "-");
+                 s.step_ms.count, s.warmup_steps, s.epoch_seconds ? format_duration(*s.epoch_seconds) : "-", projected);
   }
   if (!s.mfu_error.empty()) spdlog::warn("no MFU: {}", s.mfu_error);
   spdlog::info("result: {}", result.files.result);

@@ -39,6 +39,29 @@ void to_json(nlohmann::json& j, const Spread& s) {
        {"stdev", s.stdev}, {"min", s.min}, {"max", s.max}};
 }
 
+double student_t_975(double df) {
+  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+  if (!(df >= 1)) return table[0];
+  if (df <= 30) {
+    // Linear in 1/df between tabulated integers is accurate to ~1e-3 here.
+    const int lo = static_cast<int>(std::floor(df)), hi = std::min(30, lo + 1);
+    if (lo == hi) return table[lo - 1];
+    const double w = (1.0 / df - 1.0 / hi) / (1.0 / lo - 1.0 / hi);
+    return w * table[lo - 1] + (1 - w) * table[hi - 1];
+  }
+  // Cornish-Fisher expansion around the normal quantile.
+  const double z = 1.959964;
+  return z + (z * z * z + z) / (4 * df) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+}
+
+std::optional<Interval> mean_interval_95(const Spread& s) {
+  if (s.count < 2) return std::nullopt;
+  const double half = student_t_975(static_cast<double>(s.count - 1)) * s.stdev / std::sqrt(static_cast<double>(s.count));
+  return Interval{s.mean - half, s.mean + half};
+}
+
 std::string format_duration(double seconds) {
   const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
   const long long h = total / 3600, m = (total % 3600) / 60, s = total % 60;

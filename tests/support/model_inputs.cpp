@@ -11,12 +11,13 @@ ModelInputs random_inputs(const ModelConfig& c, int64_t batch, int64_t seq) {
   return in;
 }
 
-ModelInputs padded_inputs(const ModelConfig& c) {
-  ModelInputs in = random_inputs(c, 3, 12);
-  const int64_t real[] = {12, 9, 5};
-  for (int64_t row = 0; row < 3; ++row) {
-    const int64_t pad = 12 - real[row];
-    const int64_t start = c.arch == Architecture::xlnet ? 0 : real[row];  // XLNet pads on the left
+ModelInputs padded_inputs(const ModelConfig& c, const std::vector<int64_t>& real) {
+  const auto rows = static_cast<int64_t>(real.size());
+  ModelInputs in = random_inputs(c, rows, 12);
+  for (int64_t row = 0; row < rows; ++row) {
+    const int64_t length = real[static_cast<std::size_t>(row)];
+    const int64_t pad = 12 - length;
+    const int64_t start = c.arch == Architecture::xlnet ? 0 : length;  // XLNet pads on the left
     in.input_ids[row].narrow(0, start, pad).fill_(c.pad_token_id);
     in.attention_mask[row].narrow(0, start, pad).fill_(0);
     in.token_type_ids[row].narrow(0, 6, 6).fill_(c.type_vocab_size > 1 || c.arch == Architecture::xlnet ? 1 : 0);

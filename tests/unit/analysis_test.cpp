@@ -295,13 +295,6 @@ TEST_F(Analysis, ReportFlagsCellsThatAverageUnlikeRuns) {
   EXPECT_TRUE(build_report(unlike, "model.sparse_last_layer", "").mixed.empty());
 }
 
-TEST(StudentT, MatchesTables) {
-  EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
-  EXPECT_NEAR(student_t_975(10), 2.228, 1e-3);
-  EXPECT_NEAR(student_t_975(60), 2.000, 2e-3);
-  EXPECT_NEAR(student_t_975(1e6), 1.960, 1e-3);
-}
-
 TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {
   const ResultFile one = load_result(write("one.json", make_result("m", "h", 1.0, 1, 10, /*warmup=*/2)));
   const ResultFile three = load_result(write("three.json", make_result("m", "h", 1.0, 3, 10, 2)));
@@ -315,6 +308,29 @@ TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {
   EXPECT_NEAR(p.naive_seconds, 3 * 14.01, 1e-9);  // the naive way counts warm-up every epoch
   EXPECT_GT(*p.naive_error_pct, 20.0);
   EXPECT_THROW(predict_epochs(one, 2, &three), Error);  // actual has 3 epochs
+}
+
+// The prediction's 95% interval is the mean steady step's, times the steps it stands for: the
+// epochs' steps but the measured warm-up ones. Steady steps of 0.8, 1.0 and 1.2 s in turn (8 of
+// them: mean 0.975 s, 0.195 s^2 of squared deviations) over 3 epochs of 10 steps, 2 of warm-up.
+TEST_F(Analysis, PredictEpochsGivesTheMeanStepsIntervalAndScoresIt) {
+  const double jitter = 0.2;
+  const ResultFile one = load_result(write("one.json", make_result("m", "h", 1.0, 1, 10, 2, jitter)));
+  const ResultFile three = load_result(write("three.json", make_result("m", "h", 1.0, 3, 10, 2, jitter)));
+  const EpochPrediction p = predict_epochs(one, 3, &three);
+  ASSERT_TRUE(p.predicted_seconds_ci95);
+  const double half = 28 * 2.365 * std::sqrt(0.195 / 7) / std::sqrt(8.0);
+  EXPECT_NEAR(p.predicted_seconds_ci95->low, p.predicted_seconds - half, 1e-3);
+  EXPECT_NEAR(p.predicted_seconds_ci95->high, p.predicted_seconds + half, 1e-3);
+  EXPECT_EQ(p.actual_within_ci95, std::optional<bool>(true));
+  const ResultFile slower = load_result(write("slower.json", make_result("m", "h", 1.5, 3, 10, 2, jitter)));
+  EXPECT_EQ(predict_epochs(one, 3, &slower).actual_within_ci95, std::optional<bool>(false));
+  // Without an actual run nothing is scored; with equal steps the interval has no width.
+  EXPECT_FALSE(predict_epochs(one, 3, nullptr).actual_within_ci95);
+  const ResultFile equal_steps = load_result(write("even.json", make_result("m", "h", 1.0, 1, 10, 2)));
+  const EpochPrediction even = predict_epochs(equal_steps, 3, nullptr);
+  ASSERT_TRUE(even.predicted_seconds_ci95);
+  EXPECT_NEAR(even.predicted_seconds_ci95->high - even.predicted_seconds_ci95->low, 0.0, 1e-9);
 }
 
 // The profiler's start and stop (timing.profile_steps) are no epoch's cost: predicting more
@@ -423,7 +439,8 @@ TEST_F(Analysis, PredictTargetAddsTheMemorySideWhereTheSourceBandwidthIsKnown) {
 // The memory side's activations are at the padded tokens the timed steps computed: half of them
 // (dynamic padding to a mean length of 8 of seq_len 16) store half the tokens, with attention's
 // S x S at the shorter length; a result without per-step tokens is taken at seq_len. Under
-// model.unpad the per-token part is at the real tokens the layers ran.
+// model.unpad the per-token part is at the real tokens the layers ran (on a GPU, attention's
+// queries, keys and values at the grid's).
 TEST_F(Analysis, BytesPerStepFollowTheTokensTheStepsComputed) {
   json source = make_result("m", "h", 0.4, 1, 10);
   const ResultFile full = load_result(write("full.json", source));
@@ -449,6 +466,10 @@ TEST_F(Analysis, BytesPerStepFollowTheTokensTheStepsComputed) {
   ASSERT_TRUE(unpadded.stores_attention_scores);
   const double scores = 2.0 * 2 * 128 * 64 * (5.0 * 4 * 16 / 64) * 2.0;
   EXPECT_NEAR(estimate_bytes_per_step(unpadded), parameters + 2.0 * 2 * 48 * 64 * 34.0 * 2.0 + scores, 1);
+  source["spec"]["device"] = "cuda:0";  // attention on the grid: Q, K and V (6 of the 34) saved there
+  EXPECT_NEAR(estimate_bytes_per_step(load_result(write("unpadded-gpu.json", source))),
+              parameters + 2.0 * 2 * 64 * (28.0 * 48 + 6.0 * 128) * 2.0 + scores, 1);
+  source["spec"]["device"] = "cpu";
   source["spec"]["model"]["unpad"] = false;  // padded, the real tokens are not the rows
   EXPECT_NEAR(estimate_bytes_per_step(load_result(write("padded.json", source))), estimate_bytes_per_step(full), 1);
 }

@@ -125,7 +125,7 @@ TEST_P(ModelFlops, ClassifierCountsEveryProductItRuns) {
   base.dropout_in_training = false;  // eval mode
   struct Setting {
     std::string name;
-    bool sparse, unpad, by_sample, fused_qkv, unpadded_batch;
+    bool sparse, unpad, by_sample, fused_qkv, unpadded_batch, all_shorter = false;
   };
   const std::vector<Setting> settings{
       {"padded", false, false, false, false, false},
@@ -133,6 +133,8 @@ TEST_P(ModelFlops, ClassifierCountsEveryProductItRuns) {
       {"unpadded, attention on the grid", false, true, false, false, false},
       {"unpadded, attention by sample", false, true, true, false, false},
       {"unpadded by sample, sparse last layer", true, true, true, false, false},
+      {"unpadded by sample, every sample shorter than the width", false, true, true, false, false, true},
+      {"unpadded by sample, sparse last layer, every sample shorter", true, true, true, false, false, true},
       {"unpadded on the grid, sparse last layer", true, true, false, false, false},
       {"unpad on a batch without padding", false, true, true, false, true},
       {"fused QKV", false, false, false, true, false},
@@ -148,7 +150,9 @@ TEST_P(ModelFlops, ClassifierCountsEveryProductItRuns) {
     c.fused_qkv = s.fused_qkv;
     torch::manual_seed(5);
     const auto model = build_classifier(c, 3);
-    const ModelInputs in = s.unpadded_batch ? unpadded_inputs(c) : padded_inputs(c);
+    const ModelInputs in = s.unpadded_batch ? unpadded_inputs(c)
+                           : s.all_shorter  ? padded_inputs(c, {9, 5, 7})
+                                            : padded_inputs(c);
     const double counted = counted_forward_flops(*model, [&] { model->forward(in); });
     ASSERT_GT(counted, 0.0);
     EXPECT_NEAR(modelled_forward_flops(c, in, Task::classification, 3), counted, 1e-9 * counted);

@@ -1,9 +1,12 @@
 // The classifiers: HF's parameter counts and names, output shapes, and padding masked as HF does.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "tbench/errors.hpp"
 #include "tbench/models/model_cost.hpp"
@@ -338,33 +341,38 @@ TEST_P(ArchitectureTest, SparseLastLayerGivesTheFullLayersLogitsAndGradients) {
 TEST_P(ArchitectureTest, UnpaddedTokensGiveThePaddedLogitsAndGradients) {
   const ModelConfig c = shipped_model_config(GetParam());
   const double rtol = 1e-4;
-  for (const bool by_sample : {false, true}) {
-    SCOPED_TRACE(by_sample ? "attention sample by sample" : "attention on the grid");
-    ModelConfig unpadded = c;
-    unpadded.unpad = true;
-    unpadded.unpad_attention_by_sample = by_sample;
-    ModelInputs in = padded_inputs(c);
-    {
-      SCOPED_TRACE("positions found from the mask");
-      expect_same_logits_and_gradients(c, unpadded, in, rtol);
-    }
-    in.token_positions = in.attention_mask.reshape({-1}).nonzero().reshape({-1});
-    {
-      SCOPED_TRACE("positions listed by the loader");
-      expect_same_logits_and_gradients(c, unpadded, in, rtol);
-    }
-    {
-      SCOPED_TRACE("with a sparse last layer");
-      ModelConfig sparse = unpadded;
-      sparse.sparse_last_layer = true;
-      expect_same_logits_and_gradients(c, sparse, in, rtol);
-    }
-    if (c.arch != Architecture::xlnet) {
-      SCOPED_TRACE("with the fused QKV projection and residual LayerNorm");
-      ModelConfig fused = unpadded;
-      fused.fused_qkv = true;
-      fused.fused_layer_norm = true;
-      expect_same_logits_and_gradients(c, fused, in, rtol);
+  // A batch whose longest sample fills the width, and one where every sample is shorter (XLNet's
+  // samples then read a window of encodings that starts inside the grid's).
+  for (const auto& lengths : {std::vector<int64_t>{12, 9, 5}, std::vector<int64_t>{9, 5, 7}}) {
+    for (const bool by_sample : {false, true}) {
+      SCOPED_TRACE(by_sample ? "attention sample by sample" : "attention on the grid");
+      SCOPED_TRACE("longest " + std::to_string(*std::max_element(lengths.begin(), lengths.end())) + " of 12");
+      ModelConfig unpadded = c;
+      unpadded.unpad = true;
+      unpadded.unpad_attention_by_sample = by_sample;
+      ModelInputs in = padded_inputs(c, lengths);
+      {
+        SCOPED_TRACE("positions found from the mask");
+        expect_same_logits_and_gradients(c, unpadded, in, rtol);
+      }
+      in.token_positions = in.attention_mask.reshape({-1}).nonzero().reshape({-1});
+      {
+        SCOPED_TRACE("positions listed by the loader");
+        expect_same_logits_and_gradients(c, unpadded, in, rtol);
+      }
+      {
+        SCOPED_TRACE("with a sparse last layer");
+        ModelConfig sparse = unpadded;
+        sparse.sparse_last_layer = true;
+        expect_same_logits_and_gradients(c, sparse, in, rtol);
+      }
+      if (c.arch != Architecture::xlnet) {
+        SCOPED_TRACE("with the fused QKV projection and residual LayerNorm");
+        ModelConfig fused = unpadded;
+        fused.fused_qkv = true;
+        fused.fused_layer_norm = true;
+        expect_same_logits_and_gradients(c, fused, in, rtol);
+      }
     }
   }
 }

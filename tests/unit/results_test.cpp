@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "support/cli.hpp"
@@ -50,6 +51,9 @@ TEST(Summary, ExcludesWarmupAndReportsSpread) {
   EXPECT_DOUBLE_EQ(s["padding_efficiency"].get<double>(), 0.75);
   EXPECT_EQ(s["epoch_time"], "00:12");
   EXPECT_DOUBLE_EQ(s["projected_epoch_seconds"].get<double>(), 8.0);
+  // 4 steps x (2 s +- t(2) 1 s / sqrt(3)), its low end clamped at 0 s.
+  EXPECT_DOUBLE_EQ(s["projected_epoch_seconds_ci95"][0].get<double>(), 0.0);
+  EXPECT_NEAR(s["projected_epoch_seconds_ci95"][1].get<double>(), 4 * (2 + 4.303 / std::sqrt(3.0)), 1e-3);
   EXPECT_EQ(s["scope"], "per-device");
 }
 
@@ -62,6 +66,7 @@ TEST(Summary, NoCompleteEpochMeansNoEpochTime) {
   const auto s = to_json(summarize(rec, {}));
   EXPECT_TRUE(s["epoch_seconds"].is_null());
   EXPECT_TRUE(s["epoch_time"].is_null());
+  EXPECT_TRUE(s["projected_epoch_seconds_ci95"].is_null());  // one timed step: no interval
 }
 
 // A bert-base-cased fp32 run on 2 cores ran at 117 GFLOP/s against a probe that measured 87:

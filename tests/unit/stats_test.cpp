@@ -23,6 +23,28 @@ TEST(Stats, SpreadHasSampleStdev) {
   EXPECT_DOUBLE_EQ(spread({3}).stdev, 0.0);
 }
 
+TEST(StudentT, MatchesTables) {
+  EXPECT_NEAR(student_t_975(1), 12.706, 1e-3);
+  EXPECT_NEAR(student_t_975(7), 2.365, 1e-3);
+  EXPECT_NEAR(student_t_975(10), 2.228, 1e-3);
+  EXPECT_NEAR(student_t_975(60), 2.000, 2e-3);
+  EXPECT_NEAR(student_t_975(1e6), 1.960, 1e-3);
+}
+
+// mean +- t(n - 1) s / sqrt(n): scipy's t.interval(0.95, 7, 5, 2.138089935 / sqrt(8)) is
+// (3.21251, 6.78749); one value gives no interval.
+TEST(Stats, MeanIntervalIsStudentsT) {
+  const auto interval = mean_interval_95(spread({2, 4, 4, 4, 5, 5, 7, 9}));
+  ASSERT_TRUE(interval);
+  EXPECT_NEAR(interval->low, 3.21251, 1e-3);
+  EXPECT_NEAR(interval->high, 6.78749, 1e-3);
+  EXPECT_FALSE(mean_interval_95(spread({3})));
+  const auto constant = mean_interval_95(spread({3, 3, 3}));
+  ASSERT_TRUE(constant);
+  EXPECT_DOUBLE_EQ(constant->low, 3.0);
+  EXPECT_DOUBLE_EQ(constant->high, 3.0);
+}
+
 TEST(Stats, DurationsAreQuotedAsMinutesAndSeconds) {
   EXPECT_EQ(format_duration(83.4), "01:23");
   EXPECT_EQ(format_duration(19 * 60 + 32), "19:32");

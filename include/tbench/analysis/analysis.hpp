@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tbench/env/hardware.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 
@@ -152,12 +153,15 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b);
 // bookkeeping), then the tbench commit, the torch version and the BLAS libraries: what a ratio
 // measures, and what else moved with it.
 std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b);
-double student_t_975(double degrees_of_freedom);
 
 // ---- predict --------------------------------------------------------------------------------------
 struct EpochPrediction {
   int64_t epochs = 0;
   double predicted_seconds = 0;   // warm-up overhead once + N steady epochs
+  // Its 95% confidence interval from the mean steady step's (the timed steps taken as independent
+  // draws); none with fewer than two timed steps. With `actual`, whether it holds the actual time.
+  std::optional<Interval> predicted_seconds_ci95;
+  std::optional<bool> actual_within_ci95;
   double naive_seconds = 0;       // N x the first measured epoch
   double steady_epoch_seconds = 0;
   double warmup_overhead_seconds = 0;

@@ -46,6 +46,9 @@ struct Summary {
   std::optional<double> epoch_seconds;  // mean over the complete epochs
   int64_t steps_per_epoch = 0;
   std::optional<double> projected_epoch_seconds;  // steps_per_epoch x the steady-state mean step
+  // ... and its 95% confidence interval: steps_per_epoch x the mean step's (mean_interval_95), the
+  // timed steps taken as draws of the epoch's. None with fewer than two timed steps.
+  std::optional<Interval> projected_epoch_seconds_ci95;
   double wall_seconds = 0;
   std::string started_at, ended_at;
   RunStatus status = RunStatus::completed;

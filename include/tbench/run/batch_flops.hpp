@@ -17,7 +17,7 @@ struct Batch;
 // and model.unpad's skipped work and XLNet's shared encodings (batch_train_flops_saved).
 class BatchFlops {
  public:
-  // `teacher`: a distillation run's teacher, else null; both must outlive this.
+  // `teacher`: a distillation run's teacher, else null. Both models are copied.
   BatchFlops(const RunSpec& spec, const ModelConfig& model, const ModelConfig* teacher);
 
   // A batch as collate made it (scored_positions listed where sparse prediction scores).
@@ -27,10 +27,13 @@ class BatchFlops {
   double operator()(int64_t width, const std::vector<int64_t>& lengths, std::optional<int64_t> scored = std::nullopt);
 
  private:
-  const RunSpec& spec_;
-  const ModelConfig& model_;
-  const ModelConfig* teacher_;
-  TaskWork task_;
+  TaskWork task() const { return {task_, teacher_ ? &*teacher_ : nullptr, sparse_prediction_}; }
+
+  ModelConfig model_;
+  std::optional<ModelConfig> teacher_;
+  Task task_;
+  bool sparse_prediction_;
+  int64_t num_labels_;
   double head_per_position_;
   std::map<int64_t, double> per_sample_at_width_;  // a handful of distinct padded widths per run
 };

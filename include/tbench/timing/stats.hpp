@@ -1,6 +1,7 @@
 #pragma once
 // Summary statistics of timing samples.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,17 @@ double percentile(std::vector<double> values, double q);
 // stdev is the sample standard deviation (n - 1); 0 for fewer than two values.
 Spread spread(const std::vector<double>& values);
 void to_json(nlohmann::json& j, const Spread& s);
+
+// Student's t at 97.5%, the two-sided 95% quantile, for `degrees_of_freedom` (>= 1; fractional
+// ones, as Welch's are, interpolate).
+double student_t_975(double degrees_of_freedom);
+
+struct Interval {
+  double low = 0, high = 0;
+};
+// The 95% confidence interval of the mean that `s` summarises (Student's t with count - 1 degrees
+// of freedom), taking its values as independent draws; none for fewer than two.
+std::optional<Interval> mean_interval_95(const Spread& s);
 
 // 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times).
 std::string format_duration(double seconds);
