@@ -218,6 +218,7 @@ ResultFile load_result(const std::string& path) {
   r.task = read.string_or("/model/task", "classification");  // results before tasks were classification
   r.params = read.integer("/model/params", 0, kMaxParams);
   r.train_flops_per_sample = read.number("/model/train_flops_per_sample");
+  r.expected_step_train_flops = read.number_if_any("/model/expected_step_train_flops");
   r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
   r.num_layers = read.number_if_any("/model/num_layers").value_or(12.0);
   r.num_heads = read.number_if_any("/model/num_heads").value_or(12.0);

@@ -129,7 +129,8 @@ int predict_command() {
     const EpochPrediction p = predict_epochs(r, g_analysis.epochs, g_analysis.target.empty() ? actual.get() : nullptr);
     out["epochs"] = {{"epochs", p.epochs}, {"predicted_seconds", p.predicted_seconds},
                      {"naive_seconds", p.naive_seconds}, {"steady_epoch_seconds", p.steady_epoch_seconds},
-                     {"warmup_overhead_seconds", p.warmup_overhead_seconds}};
+                     {"warmup_overhead_seconds", p.warmup_overhead_seconds},
+                     {"step_model", p.step_model}, {"steady_step_seconds", p.steady_step_seconds}};
     const auto& ci = p.predicted_seconds_ci95;
     out["epochs"]["predicted_seconds_ci95"] = ci ? json::array({ci->low, ci->high}) : json(nullptr);
     if (p.actual_seconds) {
@@ -143,10 +144,11 @@ int predict_command() {
                   static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
                   p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs),
                   p.steady_epoch_seconds);
-      if (ci) {
-        std::printf("  95%% CI %.1f .. %.1f s (the mean steady step's, over %zu timed steps)\n", ci->low, ci->high,
-                    r.step_seconds.size());
-      }
+      const bool line = p.step_model == "flops line";
+      std::printf("  steady step %.4f s: %s over %zu timed steps\n", p.steady_step_seconds,
+                  line ? "a line in their FLOPs, at the planned epochs' mean FLOPs per step" : "their mean",
+                  r.step_seconds.size());
+      if (ci) std::printf("  95%% CI %.1f .. %.1f s (the steady step's)\n", ci->low, ci->high);
       std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(p.naive_seconds).c_str(), p.naive_seconds);
       if (p.actual_seconds) {
         std::printf("  actual: %s (%.1f s): error %s (naive %s)%s\n", format_duration(*p.actual_seconds).c_str(),

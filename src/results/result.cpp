@@ -36,6 +36,7 @@ json to_json(const ModelInfo& m) {
             {"params", m.params},
             {"base_params", m.base_params},
             {"train_flops_per_sample", m.train_flops_per_sample},
+            {"expected_step_train_flops", or_null(m.expected_step_train_flops)},
             {"weights", m.weights.empty() ? json("random init") : json(m.weights)},
             {"task", m.task}};
   if (!m.initialised_from.empty()) j["initialised_from"] = m.initialised_from;

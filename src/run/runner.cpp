@@ -159,6 +159,7 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params) {
   m.params = built_params;
   m.base_params = plan.cost.base_params;
   m.train_flops_per_sample = plan.cost.train_flops_per_sample;
+  m.expected_step_train_flops = plan.expected_step_train_flops;
   m.weights = plan.spec.model.weights;
   m.task = to_string(plan.spec.task);
   if (plan.teacher) {
@@ -342,6 +343,19 @@ double shared_encodings_saved_per_sample(const ModelConfig& model, const RunSpec
   return saved / static_cast<double>(lengths.size());
 }
 
+// The batches rank 0 trains on, planned as its Trainer plans them.
+SamplerOptions rank_zero_sampler(const RunPlan& plan) {
+  SamplerOptions o;
+  o.batch_size = plan.trainer.batch_size;
+  o.accum_steps = plan.trainer.grad_accum_steps;
+  o.world_size = plan.launch.world_size;
+  o.rank = 0;
+  o.bucket_by_length = plan.trainer.bucket_by_length;
+  o.drop_last = plan.trainer.drop_last;
+  o.seed = plan.trainer.data_seed;
+  return o;
+}
+
 // timing.profile_steps profiles the run's last steps: after the warm-up, leaving a step to time,
 // and inside the last epoch (one profiler session, never restarted).
 void check_profile_window(const RunSpec& spec, const StepPlan& steps) {
@@ -406,6 +420,8 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.cost.train_flops_per_sample -= shared_encodings_saved_per_sample(plan.model, spec, lengths);
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
+  plan.expected_step_train_flops = expected_step_train_flops(spec, plan.model, teacher, *plan.data,
+                                                             rank_zero_sampler(plan), kExpectedEpochs);
   check_profile_window(spec, plan.steps);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);

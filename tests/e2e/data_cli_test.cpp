@@ -304,6 +304,37 @@ TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) 
   }
 }
 
+// A run records its planned epochs' mean FLOPs per step (the first 8 epochs' batches, as it draws
+// them): a run of those 8 epochs then counts that mean over its steps, padded to each batch's
+// longest, to the spec's width, and with the lengths' batches bucketed. Sparse prediction's steps
+// depend on their masks: no figure.
+TEST_F(DataCli, RunsRecordThePlannedEpochsMeanFlopsPerStep) {
+  for (const std::string padding : {"longest", "max_length", "bucketed"}) {
+    SCOPED_TRACE(padding);
+    json spec = testing::tiny_spec(dir.file("planned-" + padding + ".json"));
+    spec["data"] = {{"seq_len", 32}, {"num_samples", 32}, {"padding", padding == "bucketed" ? "longest" : padding},
+                    {"bucket_by_length", padding == "bucketed"},
+                    {"lengths", {{"distribution", "lognormal"}, {"mean", 12}, {"std", 8}}}};
+    spec["train"]["epochs"] = 8;
+    spec["train"]["batch_size"] = 4;
+    ASSERT_EQ(run_tbench("run --quiet " + write_spec(spec)).exit_code, 0);
+    const json result = testing::read_json(dir.file("planned-" + padding + ".json"));
+    double flops = 0, steps = 0;
+    for (const auto& it : result["iterations"]) {
+      flops += it["train_flops"].get<double>();
+      ++steps;
+    }
+    ASSERT_EQ(steps, 64);
+    const double expected = result["model"]["expected_step_train_flops"].get<double>();
+    EXPECT_NEAR(expected, flops / steps, 1e-9 * expected);
+  }
+  json sparse = testing::tiny_spec(dir.file("planned-sparse.json"));
+  sparse["task"] = "mlm";
+  sparse["mlm"] = {{"sparse_prediction", true}};
+  ASSERT_EQ(run_tbench("run --quiet " + write_spec(sparse)).exit_code, 0);
+  EXPECT_TRUE(testing::read_json(dir.file("planned-sparse.json"))["model"]["expected_step_train_flops"].is_null());
+}
+
 // Permutation LM pads a batch to an even length; `tbench data` counts the same computed tokens and
 // training FLOPs as the run then computes.
 TEST_F(DataCli, DataCommandCountsPermutationLmsEvenPadding) {

@@ -333,6 +333,37 @@ TEST_F(Analysis, PredictEpochsGivesTheMeanStepsIntervalAndScoresIt) {
   EXPECT_NEAR(even.predicted_seconds_ci95->high - even.predicted_seconds_ci95->low, 0.0, 1e-9);
 }
 
+// With dynamic padding each step's time follows its work: steps of 1 and 2 GFLOP in turn taking
+// 0.1 s + 0.2 s per GFLOP, two 3 s warm-up steps of 1 GFLOP, and planned epochs of 1.8 GFLOP a
+// step on average. The steady step is the line's 0.46 s there, not the timed steps' mean (0.4 s);
+// each warm-up step's overhead is beyond a steady step of its own work (0.3 s).
+TEST_F(Analysis, PredictEpochsReadsALineInTheStepsFlopsAtThePlannedEpochs) {
+  json source = make_result("m", "h", 1.0, 1, 10, /*warmup=*/2);
+  double sum = 0;
+  for (auto& it : source["iterations"]) {
+    const int step = it["step"];
+    it["train_flops"] = step % 2 == 0 ? 1e9 : 2e9;
+    if (it["warmup"].get<bool>()) it["train_flops"] = 1e9;
+    it["seconds"] = it["warmup"].get<bool>() ? 3.0 : 0.1 + 2e-10 * it["train_flops"].get<double>();
+    sum += it["seconds"].get<double>();
+  }
+  source["epochs"][0]["seconds"] = sum + 0.01;
+  const EpochPrediction mean_only = predict_epochs(load_result(write("unplanned.json", source)), 3, nullptr);
+  EXPECT_EQ(mean_only.step_model, "mean");  // no planned figure: the timed steps' mean
+  EXPECT_NEAR(mean_only.steady_step_seconds, 0.4, 1e-9);
+  source["model"]["expected_step_train_flops"] = 1.8e9;
+  const EpochPrediction p = predict_epochs(load_result(write("planned.json", source)), 3, nullptr);
+  EXPECT_EQ(p.step_model, "flops line");
+  EXPECT_NEAR(p.steady_step_seconds, 0.46, 1e-9);
+  EXPECT_NEAR(p.warmup_overhead_seconds, 2 * (3.0 - 0.3), 1e-9);
+  EXPECT_NEAR(p.predicted_seconds, 5.4 + 3 * (10 * 0.46 + 0.01), 1e-9);
+  ASSERT_TRUE(p.predicted_seconds_ci95);  // an exact line: no width
+  EXPECT_NEAR(p.predicted_seconds_ci95->high - p.predicted_seconds_ci95->low, 0.0, 1e-6);
+  // Steps of one work (fixed shapes) leave the slope to noise: the mean again.
+  for (auto& it : source["iterations"]) it["train_flops"] = 1e9;
+  EXPECT_EQ(predict_epochs(load_result(write("fixed.json", source)), 3, nullptr).step_model, "mean");
+}
+
 // The profiler's start and stop (timing.profile_steps) are no epoch's cost: predicting more
 // epochs leaves them out, and a figure that cannot be is refused naming the field.
 TEST_F(Analysis, PredictEpochsLeavesTheProfilerOut) {

@@ -50,6 +50,7 @@ struct ResultFile {
   };
   std::optional<KernelSeconds> kernel_seconds_per_step;
   double train_flops_per_sample = 0;
+  std::optional<double> expected_step_train_flops;  // model.expected_step_train_flops: rank 0's, over planned epochs
   double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
   bool epoch_projected = false;
   double samples_per_s = 0;    // steady state (warm-up excluded); global for data-parallel results
@@ -158,7 +159,12 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
 struct EpochPrediction {
   int64_t epochs = 0;
   double predicted_seconds = 0;   // warm-up overhead once + N steady epochs
-  // Its 95% confidence interval from the mean steady step's (the timed steps taken as independent
+  // How the steady step was had: "mean" (the timed steps' mean), or "flops line" (a line in the
+  // steps' FLOPs fitted over the timed steps, read at the planned epochs' mean FLOPs per step,
+  // where the steps' work varied: dynamic padding); steady_step_seconds is that step.
+  std::string step_model = "mean";
+  double steady_step_seconds = 0;
+  // Its 95% confidence interval from the steady step's (the timed steps taken as independent
   // draws); none with fewer than two timed steps. With `actual`, whether it holds the actual time.
   std::optional<Interval> predicted_seconds_ci95;
   std::optional<bool> actual_within_ci95;

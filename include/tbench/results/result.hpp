@@ -32,6 +32,8 @@ struct ModelInfo {
   int64_t params = 0;       // the model as built (classifier or masked LM; a student, not its teacher)
   int64_t base_params = 0;  // the pre-trained base, as HF counts it
   double train_flops_per_sample = 0;  // with a teacher: its forward included
+  // Rank 0's mean training FLOPs per optimizer step over the first planned epochs (RunPlan's)
+  std::optional<double> expected_step_train_flops;
   std::string weights;  // the checkpoint it started from; empty: random init
   std::string initialised_from;  // distillation: "teacher" when the student took the teacher's layers
   std::optional<TeacherInfo> teacher;

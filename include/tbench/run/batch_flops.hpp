@@ -11,6 +11,8 @@
 namespace tbench {
 
 struct Batch;
+struct PreparedData;
+struct SamplerOptions;
 
 // A micro-batch's training FLOPs: each sample's figure at the batch's padded width, less what the
 // batch does not spend: the masked-LM head at the positions mlm.sparse_prediction does not score,
@@ -37,5 +39,13 @@ class BatchFlops {
   double head_per_position_;
   std::map<int64_t, double> per_sample_at_width_;  // a handful of distinct padded widths per run
 };
+
+// The mean training FLOPs of one rank's optimizer step (its share, by `sampler`) over the first
+// `epochs` epochs a run would plan, each step counted as the run counts it: an epoch's expected
+// work per step, which with dynamic padding differs from any one epoch's. None where a step's
+// count needs more than its samples' lengths (mlm.sparse_prediction's masks) or there are no steps.
+std::optional<double> expected_step_train_flops(const RunSpec& spec, const ModelConfig& model,
+                                                const ModelConfig* teacher, const PreparedData& data,
+                                                const SamplerOptions& sampler, int64_t epochs);
 
 }  // namespace tbench
