@@ -8,6 +8,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/timing/steady_step.hpp"
 
 namespace tbench {
 namespace {
@@ -41,59 +42,26 @@ std::string largest_part(const StepParts& parts) {
   return parts.compute >= parts.memory ? "compute" : "memory";
 }
 
-// The step an epoch is made of once warmed up, from the timed steps (neither warm-up nor profiled).
-// Their mean; or, where each recorded its FLOPs, their work varied (dynamic padding: each batch
-// pads to its own longest) and the run planned its epochs' mean FLOPs per step, a line in the
-// steps' FLOPs fitted by least squares and read there: the timed steps are one epoch's batches,
-// or fewer, and the epochs to come draw others.
-struct SteadyStep {
-  std::string model = "mean";
-  double seconds = 0;               // the epochs' mean steady step
-  std::optional<double> half_ci95;  // its 95% interval's half-width
-  bool line = false;                // seconds = intercept + slope * FLOPs
-  double intercept = 0, slope = 0;
-
-  double at(double flops) const { return line && flops > 0 ? intercept + slope * flops : seconds; }
-};
-
-SteadyStep steady_step(const ResultFile& r) {
-  SteadyStep step;
-  step.seconds = mean(r.step_seconds);
-  if (const auto ci = mean_interval_95(spread(r.step_seconds))) step.half_ci95 = ci->high - step.seconds;
-  if (!r.expected_step_train_flops) return step;
-  std::vector<double> flops, seconds;
+// The timed steps' training FLOPs, in step_seconds' order; empty where any step did not record
+// them (older results).
+std::vector<double> timed_step_flops(const ResultFile& r) {
+  std::vector<double> flops;
   for (const auto& it : r.iterations) {
     if (it.warmup || it.profiled) continue;
-    if (!(it.train_flops > 0)) return step;
+    if (!(it.train_flops > 0)) return {};
     flops.push_back(it.train_flops);
-    seconds.push_back(it.seconds);
   }
-  const auto n = static_cast<double>(flops.size());
-  if (flops.size() < 3) return step;
-  const double mean_flops = mean(flops), mean_seconds = mean(seconds);
-  double sxx = 0, sxy = 0;
-  for (std::size_t i = 0; i < flops.size(); ++i) {
-    sxx += (flops[i] - mean_flops) * (flops[i] - mean_flops);
-    sxy += (flops[i] - mean_flops) * (seconds[i] - mean_seconds);
-  }
-  // Steps whose work hardly varies (fixed shapes) leave a slope to the noise, and work that costs
-  // no time is noise too: there the mean is the step.
-  if (!(std::sqrt(sxx / n) > 1e-3 * mean_flops) || !(sxy > 0)) return step;
-  step.model = "flops line";
-  step.line = true;
-  step.slope = sxy / sxx;
-  step.intercept = mean_seconds - step.slope * mean_flops;
-  const double expected = *r.expected_step_train_flops;
-  step.seconds = step.at(expected);
-  double residuals = 0;
-  for (std::size_t i = 0; i < flops.size(); ++i) {
-    const double r_i = seconds[i] - step.at(flops[i]);
-    residuals += r_i * r_i;
-  }
-  // The line's mean at `expected`: Student's t with n - 2 degrees of freedom.
-  const double se = std::sqrt(residuals / (n - 2) * (1.0 / n + (expected - mean_flops) * (expected - mean_flops) / sxx));
-  step.half_ci95 = student_t_975(n - 2) * se;
-  return step;
+  return flops;
+}
+
+// The mean training FLOPs per step of a run of `epochs` epochs: the source run planned its first
+// epochs' batches (model.planned_epoch_step_train_flops), so the first `epochs` of them; a run
+// longer than those it planned, at all of theirs. None where it planned none (older results,
+// sparse prediction).
+std::optional<double> planned_step_flops(const std::vector<double>& planned, int64_t epochs) {
+  if (planned.empty() || epochs <= 0) return std::nullopt;
+  const auto first = static_cast<std::ptrdiff_t>(std::min<std::size_t>(planned.size(), static_cast<std::size_t>(epochs)));
+  return std::accumulate(planned.begin(), planned.begin() + first, 0.0) / static_cast<double>(first);
 }
 
 }  // namespace
@@ -104,27 +72,35 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   }
   EpochPrediction p;
   p.epochs = epochs;
-  const SteadyStep step = steady_step(r);
+  const double steps = static_cast<double>(epochs * r.steps_per_epoch);
+  p.step_train_flops = planned_step_flops(r.planned_epoch_step_train_flops, epochs);
+  const SteadyStep step = fit_steady_step(r.step_seconds, timed_step_flops(r), p.step_train_flops.has_value());
   p.step_model = step.model;
-  p.steady_step_seconds = step.seconds;
+  p.steady_step_seconds = step.seconds_at(p.step_train_flops.value_or(0.0));
   // Time an epoch spends outside its steps (shuffling, bookkeeping), per epoch.
   double outside = 0;
   for (std::size_t i = 0; i < r.epoch_wall_seconds.size(); ++i) outside += r.epoch_wall_seconds[i] - r.epoch_step_sum[i];
   outside /= static_cast<double>(r.epoch_wall_seconds.size());
-  p.steady_epoch_seconds = static_cast<double>(r.steps_per_epoch) * step.seconds + outside;
+  p.steady_epoch_seconds = static_cast<double>(r.steps_per_epoch) * p.steady_step_seconds + outside;
   // Warm-up steps are paid once per run, not once per epoch: what each took beyond a steady step
   // of its work.
+  double warmup_flops = 0;
   for (const auto& it : r.iterations) {
-    if (it.warmup && !it.profiled) p.warmup_overhead_seconds += it.seconds - step.at(it.train_flops);
+    if (!it.warmup || it.profiled) continue;
+    p.warmup_overhead_seconds += it.seconds - step.seconds_at(it.train_flops);
+    warmup_flops += it.train_flops;
   }
   p.predicted_seconds = p.warmup_overhead_seconds + static_cast<double>(epochs) * p.steady_epoch_seconds;
   // The prediction is the warm-up steps as measured, the epochs' time outside their steps, and
-  // every other step at the steady step: the steady step's interval, times those steps.
-  if (step.half_ci95) {
-    const double steady_steps = std::max(
-        0.0, static_cast<double>(epochs * r.steps_per_epoch) - static_cast<double>(r.warmup_seconds.size()));
-    const double half = steady_steps * *step.half_ci95;
-    p.predicted_seconds_ci95 = Interval{p.predicted_seconds - half, p.predicted_seconds + half};
+  // every other step at the steady step: their count times the steady step's interval, read at
+  // those steps' mean work (the planned mean less the warm-up steps' own).
+  const double steady_steps = std::max(0.0, steps - static_cast<double>(r.warmup_seconds.size()));
+  double steady_flops = p.step_train_flops.value_or(0.0);
+  if (step.line && steady_steps > 0) steady_flops = (steps * steady_flops - warmup_flops) / steady_steps;
+  if (const auto half_step = step.half_ci95_at(steady_flops)) {
+    const double half = steady_steps * *half_step;
+    // A time is never below 0: a wide interval of a few noisy steps stops there.
+    p.predicted_seconds_ci95 = Interval{std::max(0.0, p.predicted_seconds - half), p.predicted_seconds + half};
   }
   p.naive_seconds = static_cast<double>(epochs) * r.epoch_wall_seconds.front();
   if (actual) {

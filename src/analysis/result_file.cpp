@@ -92,6 +92,23 @@ std::string gpu_name(const ResultReader& read, const std::string& device) {
   return read.string_or(("/env/cuda/devices/" + std::to_string(std::stoi(index)) + "/name").c_str(), "");
 }
 
+// Each planned epoch's mean FLOPs per step; results from before the per-epoch list hold one figure,
+// the planned epochs' mean, which stands for every epoch.
+std::vector<double> planned_epoch_flops(const ResultReader& read) {
+  std::vector<double> planned;
+  if (const json* list = read.find("/model/planned_epoch_step_train_flops"); list && !list->is_null()) {
+    if (!list->is_array()) throw read.bad("/model/planned_epoch_step_train_flops", "expected a list or null");
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const std::string where = "/model/planned_epoch_step_train_flops/" + std::to_string(i);
+      planned.push_back(read.number((*list)[i], where));
+      if (!(planned.back() > 0)) throw read.bad(where, "a step's training FLOPs are more than 0");
+    }
+  } else if (const auto mean = read.number_if_any("/model/expected_step_train_flops"); mean && *mean > 0) {
+    planned.push_back(*mean);
+  }
+  return planned;
+}
+
 void read_iterations(const ResultReader& read, const json& list, ResultFile& r) {
   if (!list.is_array()) throw read.bad("/iterations", "expected a list");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -218,7 +235,7 @@ ResultFile load_result(const std::string& path) {
   r.task = read.string_or("/model/task", "classification");  // results before tasks were classification
   r.params = read.integer("/model/params", 0, kMaxParams);
   r.train_flops_per_sample = read.number("/model/train_flops_per_sample");
-  r.expected_step_train_flops = read.number_if_any("/model/expected_step_train_flops");
+  r.planned_epoch_step_train_flops = planned_epoch_flops(read);
   r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
   r.num_layers = read.number_if_any("/model/num_layers").value_or(12.0);
   r.num_heads = read.number_if_any("/model/num_heads").value_or(12.0);

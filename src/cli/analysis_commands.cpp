@@ -130,7 +130,8 @@ int predict_command() {
     out["epochs"] = {{"epochs", p.epochs}, {"predicted_seconds", p.predicted_seconds},
                      {"naive_seconds", p.naive_seconds}, {"steady_epoch_seconds", p.steady_epoch_seconds},
                      {"warmup_overhead_seconds", p.warmup_overhead_seconds},
-                     {"step_model", p.step_model}, {"steady_step_seconds", p.steady_step_seconds}};
+                     {"step_model", p.step_model}, {"steady_step_seconds", p.steady_step_seconds},
+                     {"step_train_flops", p.step_train_flops ? json(*p.step_train_flops) : json(nullptr)}};
     const auto& ci = p.predicted_seconds_ci95;
     out["epochs"]["predicted_seconds_ci95"] = ci ? json::array({ci->low, ci->high}) : json(nullptr);
     if (p.actual_seconds) {
@@ -146,7 +147,7 @@ int predict_command() {
                   p.steady_epoch_seconds);
       const bool line = p.step_model == "flops line";
       std::printf("  steady step %.4f s: %s over %zu timed steps\n", p.steady_step_seconds,
-                  line ? "a line in their FLOPs, at the planned epochs' mean FLOPs per step" : "their mean",
+                  line ? "a line in their FLOPs, at these epochs' planned mean FLOPs per step" : "their mean",
                   r.step_seconds.size());
       if (ci) std::printf("  95%% CI %.1f .. %.1f s (the steady step's)\n", ci->low, ci->high);
       std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(p.naive_seconds).c_str(), p.naive_seconds);

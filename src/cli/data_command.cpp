@@ -67,27 +67,21 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
   const TokenizedSamples& samples = data.train;
   CollateOptions collate_options = data.collate;
   collate_options.padding = padding;
-  SamplerOptions o;
-  o.batch_size = spec.train.batch_size;
-  o.accum_steps = spec.train.grad_accum_steps;
-  o.bucket_by_length = bucketed;
-  o.drop_last = spec.data.drop_last;
-  o.seed = spec.data.seed;
+  TrainerConfig trainer = trainer_config(spec);
+  trainer.bucket_by_length = bucketed;
   BatchFlops batch_flops(spec, models.model, models.teacher_or_null());
   const bool masks = draws_masks(spec);
   const int64_t epoch = 1;
   EpochWork work;
-  for (const auto& step : plan_epoch(samples, o, epoch)) {
-    for (const auto& micro : step) {
-      std::vector<int64_t> lengths;
-      for (const int64_t i : micro) lengths.push_back(samples.length(i));
-      const int64_t width = padded_width(collate_options, *std::max_element(lengths.begin(), lengths.end()));
-      work.real_tokens += static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
-      work.computed_tokens += static_cast<double>(width) * static_cast<double>(lengths.size());
-      work.samples += static_cast<double>(lengths.size());
-      work.train_flops += masks ? batch_flops(collate(samples, micro, collate_options, epoch)) : batch_flops(width, lengths);
-    }
-  }
+  for_each_planned_micro_batch(samples, sampler_options(trainer, 1, 0), collate_options, epoch,
+                               [&](const PlannedMicroBatch& micro) {
+    const auto& lengths = micro.lengths;
+    work.real_tokens += static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0}));
+    work.computed_tokens += static_cast<double>(micro.width) * static_cast<double>(lengths.size());
+    work.samples += static_cast<double>(lengths.size());
+    work.train_flops += masks ? batch_flops(collate(samples, micro.indices, collate_options, epoch))
+                              : batch_flops(micro.width, lengths);
+  });
   return work;
 }
 

@@ -1,5 +1,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <algorithm>
+
 #include "tbench/data/data.hpp"
 
 namespace tbench {
@@ -70,6 +72,22 @@ std::vector<StepBatches> plan_epoch(const TokenizedSamples& samples, const Sampl
   plan.reserve(steps.size());
   for (const auto& step : steps) plan.push_back(this_ranks_micro_batches(step, o));
   return plan;
+}
+
+int64_t for_each_planned_micro_batch(const TokenizedSamples& samples, const SamplerOptions& sampler,
+                                     const CollateOptions& collate, int64_t epoch,
+                                     const std::function<void(const PlannedMicroBatch&)>& visit) {
+  const std::vector<StepBatches> plan = plan_epoch(samples, sampler, epoch);
+  std::vector<int64_t> lengths;
+  for (const StepBatches& step : plan) {
+    for (const auto& micro : step) {
+      if (micro.empty()) continue;  // a rank's share of a partial last step can be none
+      lengths.clear();
+      for (const int64_t i : micro) lengths.push_back(samples.length(i));
+      visit({micro, lengths, padded_width(collate, *std::max_element(lengths.begin(), lengths.end()))});
+    }
+  }
+  return static_cast<int64_t>(plan.size());
 }
 
 std::vector<int64_t> epoch_order(int64_t n, int64_t seed, int64_t epoch) {

@@ -5,6 +5,7 @@
 #include "tbench/json_text.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace tbench {
@@ -36,7 +37,9 @@ json to_json(const ModelInfo& m) {
             {"params", m.params},
             {"base_params", m.base_params},
             {"train_flops_per_sample", m.train_flops_per_sample},
-            {"expected_step_train_flops", or_null(m.expected_step_train_flops)},
+            {"expected_step_train_flops", or_null(m.expected_step_train_flops())},
+            {"planned_epoch_step_train_flops",
+             m.planned_epoch_step_train_flops.empty() ? json(nullptr) : json(m.planned_epoch_step_train_flops)},
             {"weights", m.weights.empty() ? json("random init") : json(m.weights)},
             {"task", m.task}};
   if (!m.initialised_from.empty()) j["initialised_from"] = m.initialised_from;
@@ -110,6 +113,12 @@ RunStatus parse_status(const std::string& text) {
 
 }  // namespace
 
+std::optional<double> ModelInfo::expected_step_train_flops() const {
+  if (planned_epoch_step_train_flops.empty()) return std::nullopt;
+  return std::accumulate(planned_epoch_step_train_flops.begin(), planned_epoch_step_train_flops.end(), 0.0) /
+         static_cast<double>(planned_epoch_step_train_flops.size());
+}
+
 json to_json(const Summary& s) {
   json j = {{"scope", s.scope},
             {"warmup_steps", s.warmup_steps},
@@ -132,6 +141,7 @@ json to_json(const Summary& s) {
             {"steps_per_epoch", s.steps_per_epoch},
             {"projected_epoch_seconds", or_null(s.projected_epoch_seconds)},
             {"projected_epoch_time", duration_or_null(s.projected_epoch_seconds)},
+            {"projected_step_model", or_null(s.projected_step_model)},
             {"projected_epoch_seconds_ci95", s.projected_epoch_seconds_ci95
                                                  ? json::array({s.projected_epoch_seconds_ci95->low,
                                                                 s.projected_epoch_seconds_ci95->high})

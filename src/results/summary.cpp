@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tbench/timing/steady_step.hpp"
+
 namespace tbench {
 namespace {
 
@@ -53,6 +55,7 @@ void set_gpu_figures(Summary& s, const std::vector<EpochRecord>& epochs) {
 
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
   TimedSteps t;
+  bool every_step_counted = true;
   for (const auto& r : iterations) {
     if (r.warmup) {
       ++t.excluded;
@@ -72,8 +75,11 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
     t.real_tokens += r.real_tokens;
     // Each step's own FLOPs at its padded lengths (dynamic padding changes them per step).
     t.flops += r.train_flops > 0 ? r.train_flops : static_cast<double>(r.samples) * train_flops_per_sample;
+    every_step_counted = every_step_counted && r.train_flops > 0;
+    if (every_step_counted) t.step_flops.push_back(r.train_flops);
     t.skipped += r.skipped ? 1 : 0;
   }
+  if (!every_step_counted) t.step_flops.clear();
   return t;
 }
 
@@ -104,11 +110,17 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   s.epochs_completed = epochs.count;
   if (epochs.count > 0) s.epoch_seconds = epochs.mean;
   s.steps_per_epoch = in.steps_per_epoch;
-  const double epoch_seconds_per_step_ms = static_cast<double>(in.steps_per_epoch) / 1e3;
-  if (s.step_ms.count > 0) s.projected_epoch_seconds = epoch_seconds_per_step_ms * s.step_ms.mean;
-  if (const auto step = mean_interval_95(s.step_ms)) {
-    s.projected_epoch_seconds_ci95 =
-        Interval{epoch_seconds_per_step_ms * std::max(0.0, step->low), epoch_seconds_per_step_ms * step->high};
+  if (s.step_ms.count > 0) {
+    const double expected = in.expected_step_train_flops.value_or(0.0);
+    const SteadyStep step = fit_steady_step(t.step_ms, t.step_flops, expected > 0);
+    const double epoch_seconds_per_step_ms = static_cast<double>(in.steps_per_epoch) / 1e3;
+    const double step_ms = step.seconds_at(expected);
+    s.projected_step_model = step.model;
+    s.projected_epoch_seconds = epoch_seconds_per_step_ms * step_ms;
+    if (const auto half = step.half_ci95_at(expected)) {
+      s.projected_epoch_seconds_ci95 = Interval{epoch_seconds_per_step_ms * std::max(0.0, step_ms - *half),
+                                                epoch_seconds_per_step_ms * (step_ms + *half)};
+    }
   }
 
   s.wall_seconds = in.wall_seconds;

@@ -37,26 +37,24 @@ double BatchFlops::operator()(int64_t width, const std::vector<int64_t>& lengths
   return flops - batch_train_flops_saved(model_, width, lengths, task());
 }
 
-std::optional<double> expected_step_train_flops(const RunSpec& spec, const ModelConfig& model,
-                                                const ModelConfig* teacher, const PreparedData& data,
-                                                const SamplerOptions& sampler, int64_t epochs) {
-  if (task_work(spec, teacher).sparse_prediction) return std::nullopt;
+std::vector<double> planned_epoch_step_train_flops(const RunSpec& spec, const ModelConfig& model,
+                                                   const ModelConfig* teacher, const PreparedData& data,
+                                                   const SamplerOptions& sampler, const PlanningLimits& limits) {
+  if (task_work(spec, teacher).sparse_prediction || data.train.size() == 0) return {};
+  const bool epochs_alike = data.collate.padding == Padding::max_length && !model.unpad;
+  const int64_t affordable = std::max<int64_t>(1, limits.sample_visits / data.train.size());
+  const int64_t epochs = epochs_alike ? 1 : std::max<int64_t>(1, std::min(limits.epochs, affordable));
   BatchFlops batch_flops(spec, model, teacher);
-  double flops = 0;
-  int64_t steps = 0;
+  std::vector<double> planned;
   for (int64_t epoch = 1; epoch <= epochs; ++epoch) {
-    for (const StepBatches& step : plan_epoch(data.train, sampler, epoch)) {
-      for (const auto& micro : step) {
-        if (micro.empty()) continue;
-        std::vector<int64_t> lengths;
-        for (const int64_t i : micro) lengths.push_back(data.train.length(i));
-        flops += batch_flops(padded_width(data.collate, *std::max_element(lengths.begin(), lengths.end())), lengths);
-      }
-      ++steps;
-    }
+    double flops = 0;
+    const int64_t steps = for_each_planned_micro_batch(
+        data.train, sampler, data.collate, epoch,
+        [&](const PlannedMicroBatch& micro) { flops += batch_flops(micro.width, micro.lengths); });
+    if (steps == 0) return {};
+    planned.push_back(flops / static_cast<double>(steps));
   }
-  if (steps == 0) return std::nullopt;
-  return flops / static_cast<double>(steps);
+  return planned;
 }
 
 }  // namespace tbench

@@ -147,7 +147,15 @@ void load_weights(const RunSpec& spec, torch::nn::Module& model, const std::stri
   }
 }
 
-ModelInfo model_info(const RunPlan& plan, int64_t built_params) {
+// Rank 0's planned epochs' mean training FLOPs per step, what predict --epochs reads its measured
+// steps at. Planned when the result is assembled: only rank 0's result records them, and only a
+// run's result needs them (not `validate`, nor the other ranks).
+std::vector<double> planned_epoch_flops(const RunPlan& plan) {
+  return planned_epoch_step_train_flops(plan.spec, plan.model, plan.teacher ? &*plan.teacher : nullptr, *plan.data,
+                                        sampler_options(plan.trainer, plan.launch.world_size, 0));
+}
+
+ModelInfo model_info(const RunPlan& plan, int64_t built_params, std::vector<double> planned_epoch_flops) {
   ModelInfo m;
   m.name = plan.model.name;
   m.arch = to_string(plan.model.arch);
@@ -159,7 +167,7 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params) {
   m.params = built_params;
   m.base_params = plan.cost.base_params;
   m.train_flops_per_sample = plan.cost.train_flops_per_sample;
-  m.expected_step_train_flops = plan.expected_step_train_flops;
+  m.planned_epoch_step_train_flops = std::move(planned_epoch_flops);
   m.weights = plan.spec.model.weights;
   m.task = to_string(plan.spec.task);
   if (plan.teacher) {
@@ -343,19 +351,6 @@ double shared_encodings_saved_per_sample(const ModelConfig& model, const RunSpec
   return saved / static_cast<double>(lengths.size());
 }
 
-// The batches rank 0 trains on, planned as its Trainer plans them.
-SamplerOptions rank_zero_sampler(const RunPlan& plan) {
-  SamplerOptions o;
-  o.batch_size = plan.trainer.batch_size;
-  o.accum_steps = plan.trainer.grad_accum_steps;
-  o.world_size = plan.launch.world_size;
-  o.rank = 0;
-  o.bucket_by_length = plan.trainer.bucket_by_length;
-  o.drop_last = plan.trainer.drop_last;
-  o.seed = plan.trainer.data_seed;
-  return o;
-}
-
 // timing.profile_steps profiles the run's last steps: after the warm-up, leaving a step to time,
 // and inside the last epoch (one profiler session, never restarted).
 void check_profile_window(const RunSpec& spec, const StepPlan& steps) {
@@ -408,10 +403,12 @@ RunPlan prepare_run(const RunSpec& spec) {
   }
   plan.data = std::make_shared<const PreparedData>(prepare_data(spec, plan.model));
   check_data_fills_a_step(spec, *plan.data, plan.launch.world_size);
-  const TokenizedSamples& train = plan.data->train;
-  std::vector<int64_t> lengths;
-  for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
-  if (spec.model.unpad && !lengths.empty()) {
+  std::vector<int64_t> lengths;  // the training samples', where model.unpad makes their work theirs
+  if (spec.model.unpad) {
+    const TokenizedSamples& train = plan.data->train;
+    for (int64_t i = 0; i < train.size(); ++i) lengths.push_back(train.length(i));
+  }
+  if (!lengths.empty()) {
     // The work at the real tokens alone, each sample padded to seq_len as under max_length (at most
     // that with dynamic padding); each step records its own count.
     plan.cost.train_flops_per_sample -= run_unpad_train_flops_saved(plan.model, task, spec.data.seq_len, lengths) /
@@ -420,8 +417,6 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.cost.train_flops_per_sample -= shared_encodings_saved_per_sample(plan.model, spec, lengths);
   plan.trainer = trainer_config(spec);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
-  plan.expected_step_train_flops = expected_step_train_flops(spec, plan.model, teacher, *plan.data,
-                                                             rank_zero_sampler(plan), kExpectedEpochs);
   check_profile_window(spec, plan.steps);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
   plan.output_path = expand_output(spec);
@@ -587,19 +582,20 @@ struct RunClock {
 Result assemble_result(const RunPlan& plan, const torch::nn::Module& model, const TrainRun& run,
                        const RunClock& clock) {
   SummaryInputs inputs;
+  inputs.started_at = clock.started_at;
+  inputs.ended_at = iso8601_now();  // the run's: the planning below is the result's
+  inputs.wall_seconds = seconds_since(clock.start);
   inputs.warmup_steps = plan.spec.timing.warmup_steps;
   inputs.steps_per_epoch = plan.steps.steps_per_epoch;
   inputs.train_flops_per_sample = plan.cost.train_flops_per_sample;
-  inputs.started_at = clock.started_at;
-  inputs.ended_at = iso8601_now();
-  inputs.wall_seconds = seconds_since(clock.start);
   inputs.outcome = run.outcome;
   Result result;
+  result.model = model_info(plan, count_parameters(model), planned_epoch_flops(plan));
+  inputs.expected_step_train_flops = result.model.expected_step_train_flops();
   result.tbench_version = version();
   result.git_sha = git_sha();
   result.spec = plan.spec.resolved;
   result.env = collect_env();
-  result.model = model_info(plan, count_parameters(model));
   result.data = plan.data->description;
   result.records = run.records;
   result.profile = run.profile;

@@ -62,6 +62,42 @@ std::optional<Interval> mean_interval_95(const Spread& s) {
   return Interval{s.mean - half, s.mean + half};
 }
 
+std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  const std::size_t n = std::min(x.size(), y.size());
+  if (n < 2) return std::nullopt;
+  LineFit line;
+  line.count = static_cast<int64_t>(n);
+  double mean_y = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    line.mean_x += x[i];
+    mean_y += y[i];
+  }
+  line.mean_x /= static_cast<double>(n);
+  mean_y /= static_cast<double>(n);
+  double sxy = 0;
+  for (std::size_t i = 0; i < n; ++i) {  // deviations from the means: no cancellation at large x
+    line.sxx += (x[i] - line.mean_x) * (x[i] - line.mean_x);
+    sxy += (x[i] - line.mean_x) * (y[i] - mean_y);
+  }
+  if (!(line.sxx > 0)) return std::nullopt;
+  line.slope = sxy / line.sxx;
+  line.intercept = mean_y - line.slope * line.mean_x;
+  if (n > 2) {
+    double squares = 0;
+    for (std::size_t i = 0; i < n; ++i) squares += (y[i] - line.at(x[i])) * (y[i] - line.at(x[i]));
+    line.residual_variance = squares / static_cast<double>(n - 2);
+  }
+  return line;
+}
+
+std::optional<Interval> LineFit::mean_interval_95_at(double x) const {
+  if (count < 3) return std::nullopt;
+  const double n = static_cast<double>(count);
+  const double se = std::sqrt(residual_variance * (1.0 / n + (x - mean_x) * (x - mean_x) / sxx));
+  const double half = student_t_975(n - 2) * se;
+  return Interval{at(x) - half, at(x) + half};
+}
+
 std::string format_duration(double seconds) {
   const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
   const long long h = total / 3600, m = (total % 3600) / 60, s = total % 60;

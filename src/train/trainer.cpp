@@ -79,12 +79,7 @@ void clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
 
 StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t world_size) {
   StepPlan plan;
-  SamplerOptions sampler;
-  sampler.batch_size = config.batch_size;
-  sampler.accum_steps = config.grad_accum_steps;
-  sampler.world_size = static_cast<int>(world_size);
-  sampler.drop_last = config.drop_last;
-  plan.steps_per_epoch = steps_per_epoch(dataset_size, sampler);
+  plan.steps_per_epoch = steps_per_epoch(dataset_size, sampler_options(config, static_cast<int>(world_size), 0));
   plan.total_steps = plan.steps_per_epoch * config.epochs;
   if (config.max_steps > 0) plan.total_steps = std::min(plan.total_steps, config.max_steps);
   plan.epochs = plan.steps_per_epoch == 0 ? 0 : (plan.total_steps + plan.steps_per_epoch - 1) / plan.steps_per_epoch;
@@ -135,16 +130,20 @@ void Trainer::synchronize() const {
 // HF fine-tuning trains with dropout on; train.dropout false measures the loop without it.
 void Trainer::set_training_mode() { config_.dropout ? model_.train() : model_.eval(); }
 
-SamplerOptions Trainer::sampler_options() const {
+SamplerOptions sampler_options(const TrainerConfig& config, int world_size, int rank) {
   SamplerOptions o;
-  o.batch_size = config_.batch_size;
-  o.accum_steps = config_.grad_accum_steps;
-  o.world_size = sync_ ? sync_->world_size() : 1;
-  o.rank = sync_ ? sync_->rank() : 0;
-  o.bucket_by_length = config_.bucket_by_length;
-  o.drop_last = config_.drop_last;
-  o.seed = config_.data_seed;
+  o.batch_size = config.batch_size;
+  o.accum_steps = config.grad_accum_steps;
+  o.world_size = world_size;
+  o.rank = rank;
+  o.bucket_by_length = config.bucket_by_length;
+  o.drop_last = config.drop_last;
+  o.seed = config.data_seed;
   return o;
+}
+
+SamplerOptions Trainer::sampler_options() const {
+  return tbench::sampler_options(config_, sync_ ? sync_->world_size() : 1, sync_ ? sync_->rank() : 0);
 }
 
 ModelInputs Trainer::on_device(const ModelInputs& host, bool non_blocking) const {

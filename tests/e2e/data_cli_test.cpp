@@ -2,6 +2,7 @@
 // vocab.txt, the result's data section, the token cache, and every kind of bad data input.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -304,35 +305,56 @@ TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) 
   }
 }
 
-// A run records its planned epochs' mean FLOPs per step (the first 8 epochs' batches, as it draws
-// them): a run of those 8 epochs then counts that mean over its steps, padded to each batch's
-// longest, to the spec's width, and with the lengths' batches bucketed. Sparse prediction's steps
-// depend on their masks: no figure.
-TEST_F(DataCli, RunsRecordThePlannedEpochsMeanFlopsPerStep) {
-  for (const std::string padding : {"longest", "max_length", "bucketed"}) {
-    SCOPED_TRACE(padding);
-    json spec = testing::tiny_spec(dir.file("planned-" + padding + ".json"));
-    spec["data"] = {{"seq_len", 32}, {"num_samples", 32}, {"padding", padding == "bucketed" ? "longest" : padding},
-                    {"bucket_by_length", padding == "bucketed"},
-                    {"lengths", {{"distribution", "lognormal"}, {"mean", 12}, {"std", 8}}}};
+// A run records each planned epoch's mean FLOPs per step (the first 8 epochs' batches, as it draws
+// them): a run of those 8 epochs then counts each figure over that epoch's steps, padded to each
+// batch's longest, to the spec's width (every epoch alike: one figure), with the lengths' batches
+// bucketed, unpadded, and in steps of two micro-batches with a partial last step. The mean of them
+// is model.expected_step_train_flops. Sparse prediction's steps depend on their masks: no figure.
+TEST_F(DataCli, RunsRecordEachPlannedEpochsMeanFlopsPerStep) {
+  const std::map<std::string, std::vector<std::string>> settings = {
+      {"longest", {"data.padding=longest"}},
+      {"max_length", {}},
+      {"bucketed", {"data.padding=longest", "data.bucket_by_length=true"}},
+      {"unpadded", {"data.padding=longest", "model.unpad=true"}},
+      {"accumulated", {"data.padding=longest", "train.grad_accum_steps=2", "data.drop_last=false", "data.num_samples=30"}},
+  };
+  for (const auto& [name, overrides] : settings) {
+    SCOPED_TRACE(name);
+    json spec = testing::tiny_spec(dir.file("planned-" + name + ".json"));
+    spec["data"] = {{"seq_len", 32}, {"num_samples", 32}, {"lengths", {{"distribution", "lognormal"}, {"mean", 12}, {"std", 8}}}};
     spec["train"]["epochs"] = 8;
     spec["train"]["batch_size"] = 4;
-    ASSERT_EQ(run_tbench("run --quiet " + write_spec(spec)).exit_code, 0);
-    const json result = testing::read_json(dir.file("planned-" + padding + ".json"));
-    double flops = 0, steps = 0;
+    std::string sets;
+    for (const auto& o : overrides) sets += " --set " + o;
+    ASSERT_EQ(run_tbench("run --quiet " + write_spec(spec) + sets).exit_code, 0);
+    const json result = testing::read_json(dir.file("planned-" + name + ".json"));
+    std::map<int64_t, std::pair<double, int64_t>> epochs;  // epoch: its steps' FLOPs and their count
     for (const auto& it : result["iterations"]) {
+      auto& [flops, steps] = epochs[it["epoch"].get<int64_t>()];
       flops += it["train_flops"].get<double>();
       ++steps;
     }
-    ASSERT_EQ(steps, 64);
+    ASSERT_EQ(epochs.size(), 8u);
+    EXPECT_EQ(epochs[1].second, name == "accumulated" ? 4 : 8);
+    const json& planned = result["model"]["planned_epoch_step_train_flops"];
+    ASSERT_EQ(planned.size(), name == "max_length" ? 1u : 8u);
+    double sum = 0;
+    for (const auto& [epoch, counted] : epochs) {
+      const double mean = counted.first / static_cast<double>(counted.second);
+      const double planned_mean = planned[planned.size() == 1 ? 0 : epoch - 1].get<double>();
+      EXPECT_NEAR(planned_mean, mean, 1e-9 * mean) << "epoch " << epoch;
+      sum += mean;
+    }
     const double expected = result["model"]["expected_step_train_flops"].get<double>();
-    EXPECT_NEAR(expected, flops / steps, 1e-9 * expected);
+    EXPECT_NEAR(expected, sum / 8, 1e-9 * expected);
   }
   json sparse = testing::tiny_spec(dir.file("planned-sparse.json"));
   sparse["task"] = "mlm";
   sparse["mlm"] = {{"sparse_prediction", true}};
   ASSERT_EQ(run_tbench("run --quiet " + write_spec(sparse)).exit_code, 0);
-  EXPECT_TRUE(testing::read_json(dir.file("planned-sparse.json"))["model"]["expected_step_train_flops"].is_null());
+  const json model = testing::read_json(dir.file("planned-sparse.json"))["model"];
+  EXPECT_TRUE(model["expected_step_train_flops"].is_null());
+  EXPECT_TRUE(model["planned_epoch_step_train_flops"].is_null());
 }
 
 // Permutation LM pads a batch to an even length; `tbench data` counts the same computed tokens and

@@ -8,6 +8,7 @@
 #include "tbench/errors.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/results/result_files.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -351,17 +352,92 @@ TEST_F(Analysis, PredictEpochsReadsALineInTheStepsFlopsAtThePlannedEpochs) {
   const EpochPrediction mean_only = predict_epochs(load_result(write("unplanned.json", source)), 3, nullptr);
   EXPECT_EQ(mean_only.step_model, "mean");  // no planned figure: the timed steps' mean
   EXPECT_NEAR(mean_only.steady_step_seconds, 0.4, 1e-9);
-  source["model"]["expected_step_train_flops"] = 1.8e9;
+  source["model"]["planned_epoch_step_train_flops"] = {1.8e9};
   const EpochPrediction p = predict_epochs(load_result(write("planned.json", source)), 3, nullptr);
   EXPECT_EQ(p.step_model, "flops line");
+  ASSERT_TRUE(p.step_train_flops);
+  EXPECT_DOUBLE_EQ(*p.step_train_flops, 1.8e9);
   EXPECT_NEAR(p.steady_step_seconds, 0.46, 1e-9);
   EXPECT_NEAR(p.warmup_overhead_seconds, 2 * (3.0 - 0.3), 1e-9);
   EXPECT_NEAR(p.predicted_seconds, 5.4 + 3 * (10 * 0.46 + 0.01), 1e-9);
   ASSERT_TRUE(p.predicted_seconds_ci95);  // an exact line: no width
   EXPECT_NEAR(p.predicted_seconds_ci95->high - p.predicted_seconds_ci95->low, 0.0, 1e-6);
+  // Results from before the per-epoch list hold the planned epochs' mean alone: read the same.
+  json older = source;
+  older["model"].erase("planned_epoch_step_train_flops");
+  older["model"]["expected_step_train_flops"] = 1.8e9;
+  EXPECT_NEAR(predict_epochs(load_result(write("older.json", older)), 3, nullptr).predicted_seconds, p.predicted_seconds,
+              1e-12);
   // Steps of one work (fixed shapes) leave the slope to noise: the mean again.
   for (auto& it : source["iterations"]) it["train_flops"] = 1e9;
   EXPECT_EQ(predict_epochs(load_result(write("fixed.json", source)), 3, nullptr).step_model, "mean");
+}
+
+// An N-epoch run trains the first N epochs the source planned: the line is read at their mean work
+// (planned epochs of 1.2, 2.0 and 1.9 GFLOP a step: 1.2 for one epoch, 1.6 for two, 1.7 for three
+// or more). Its interval is the steady steps': those steps' mean work is the planned epochs' less
+// the warm-up steps' (one epoch of 10 steps at 1.2 GFLOP, less two warm-up steps of 1 GFLOP:
+// 1.25 GFLOP), and a time never goes below 0.
+TEST_F(Analysis, PredictEpochsReadsTheFirstNPlannedEpochsAndTheSteadyStepsInterval) {
+  json source = make_result("m", "h", 1.0, 1, 10, /*warmup=*/2);
+  double sum = 0;
+  std::vector<double> timed_flops, timed_seconds;
+  for (auto& it : source["iterations"]) {
+    const int step = it["step"];
+    const bool warmup = it["warmup"].get<bool>();
+    const double flops = warmup ? 1e9 : step % 2 == 0 ? 1e9 : 2e9;
+    const double noise = (step % 3 == 0 ? 0.02 : step % 3 == 1 ? -0.015 : 0.0);
+    it["train_flops"] = flops;
+    it["seconds"] = warmup ? 3.0 : 0.1 + 2e-10 * flops + noise;
+    sum += it["seconds"].get<double>();
+    if (!warmup) {
+      timed_flops.push_back(flops);
+      timed_seconds.push_back(it["seconds"].get<double>());
+    }
+  }
+  source["epochs"][0]["seconds"] = sum + 0.01;
+  source["model"]["planned_epoch_step_train_flops"] = {1.2e9, 2.0e9, 1.9e9};
+  const ResultFile r = load_result(write("planned.json", source));
+  const auto line = fit_line(timed_flops, timed_seconds);
+  ASSERT_TRUE(line);
+  const std::vector<std::pair<int64_t, double>> read_at = {{1, 1.2e9}, {2, 1.6e9}, {3, 1.7e9}, {5, 1.7e9}};
+  for (const auto& [epochs, flops] : read_at) {
+    SCOPED_TRACE(epochs);
+    const EpochPrediction p = predict_epochs(r, epochs, nullptr);
+    EXPECT_EQ(p.step_model, "flops line");
+    ASSERT_TRUE(p.step_train_flops);
+    EXPECT_NEAR(*p.step_train_flops, flops, 1.0);
+    EXPECT_NEAR(p.steady_step_seconds, line->at(flops), 1e-12);
+  }
+  const EpochPrediction one = predict_epochs(r, 1, nullptr);
+  const auto steady_ci = line->mean_interval_95_at(1.25e9);
+  ASSERT_TRUE(one.predicted_seconds_ci95);
+  ASSERT_TRUE(steady_ci);
+  EXPECT_NEAR(one.predicted_seconds_ci95->high - one.predicted_seconds, 8 * (steady_ci->high - line->at(1.25e9)), 1e-9);
+  EXPECT_NEAR(one.predicted_seconds - one.predicted_seconds_ci95->low, 8 * (steady_ci->high - line->at(1.25e9)), 1e-9);
+
+  // Two timed steps far apart: Student's t at 1 degree of freedom reaches below 0 seconds.
+  const EpochPrediction noisy = predict_epochs(load_result(write("noisy.json", make_result("m", "h", 1.0, 1, 3, 1, 0.9))), 3, nullptr);
+  ASSERT_TRUE(noisy.predicted_seconds_ci95);
+  EXPECT_DOUBLE_EQ(noisy.predicted_seconds_ci95->low, 0.0);
+  EXPECT_GT(noisy.predicted_seconds_ci95->high, noisy.predicted_seconds);
+}
+
+// A planned figure that is not a positive number is a broken result, named at load.
+TEST_F(Analysis, PlannedEpochFlopsMustBePositive) {
+  json source = make_result("m", "h", 1.0, 1, 10, /*warmup=*/2);
+  source["model"]["planned_epoch_step_train_flops"] = {1e9, 0.0};
+  try {
+    load_result(write("zero.json", source));
+    ADD_FAILURE() << "a planned epoch of no work was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/model/planned_epoch_step_train_flops/1"), std::string::npos) << e.what();
+  }
+  source["model"]["planned_epoch_step_train_flops"] = "many";
+  EXPECT_THROW(load_result(write("text.json", source)), Error);
+  source["model"]["planned_epoch_step_train_flops"] = nullptr;
+  source["model"]["expected_step_train_flops"] = 0.0;  // an older result's: none planned
+  EXPECT_TRUE(load_result(write("older.json", source)).planned_epoch_step_train_flops.empty());
 }
 
 // The profiler's start and stop (timing.profile_steps) are no epoch's cost: predicting more

@@ -54,7 +54,41 @@ TEST(Summary, ExcludesWarmupAndReportsSpread) {
   // 4 steps x (2 s +- t(2) 1 s / sqrt(3)), its low end clamped at 0 s.
   EXPECT_DOUBLE_EQ(s["projected_epoch_seconds_ci95"][0].get<double>(), 0.0);
   EXPECT_NEAR(s["projected_epoch_seconds_ci95"][1].get<double>(), 4 * (2 + 4.303 / std::sqrt(3.0)), 1e-3);
+  EXPECT_EQ(s["projected_step_model"], "mean");
   EXPECT_EQ(s["scope"], "per-device");
+}
+
+// With dynamic padding the timed steps' work varies and the planned epochs do more on average than
+// they did: the projected epoch is a line in the steps' FLOPs read at the planned mean (1.8 GFLOP:
+// 0.1 s + 0.2 s per GFLOP, 0.46 s a step), not their mean (0.4 s). Without a planned figure, or
+// with steps that did not count their FLOPs, the mean.
+TEST(Summary, ProjectsTheEpochAtThePlannedWorkWhereTheStepsWorkVaried) {
+  RunRecords rec;
+  rec.iterations = {step(1, 1, 5.0, true)};
+  for (int64_t n = 2; n <= 9; ++n) {
+    IterationRecord r = step(1, n, 0.0, false);
+    r.train_flops = n % 2 == 0 ? 1e9 : 2e9;
+    r.seconds = 0.1 + 2e-10 * r.train_flops + ((n / 2) % 2 == 0 ? 0.01 : -0.01);  // noise, balanced in each work
+    rec.iterations.push_back(r);
+  }
+  rec.iterations[0].train_flops = 1e9;
+  SummaryInputs in;
+  in.warmup_steps = 1;
+  in.steps_per_epoch = 10;
+  in.expected_step_train_flops = 1.8e9;
+  const auto s = to_json(summarize(rec, in));
+  EXPECT_EQ(s["projected_step_model"], "flops line");
+  EXPECT_NEAR(s["projected_epoch_seconds"].get<double>(), 10 * 0.46, 1e-9);
+  const auto& ci = s["projected_epoch_seconds_ci95"];
+  EXPECT_LT(ci[0].get<double>(), 4.6);
+  EXPECT_GT(ci[1].get<double>(), 4.6);
+  in.expected_step_train_flops.reset();
+  const auto unplanned = to_json(summarize(rec, in));
+  EXPECT_EQ(unplanned["projected_step_model"], "mean");
+  EXPECT_NEAR(unplanned["projected_epoch_seconds"].get<double>(), 10 * 0.4, 1e-9);
+  in.expected_step_train_flops = 1.8e9;
+  rec.iterations[3].train_flops = 0;  // a step without its own count
+  EXPECT_EQ(to_json(summarize(rec, in))["projected_step_model"], "mean");
 }
 
 TEST(Summary, NoCompleteEpochMeansNoEpochTime) {

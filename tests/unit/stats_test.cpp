@@ -45,6 +45,42 @@ TEST(Stats, MeanIntervalIsStudentsT) {
   EXPECT_DOUBLE_EQ(constant->high, 3.0);
 }
 
+// Noisy step times against their GFLOP: statsmodels 0.13's OLS(y, add_constant(x)).fit() gives
+// intercept 0.0723394495, slope 2.24770642e-10 and scale 0.00113486239, and get_prediction's
+// mean_ci at 1.9 GFLOP (0.46978635, 0.52902099) and at 3.5 GFLOP, beyond the points,
+// (0.7903029, 0.9277705): wider away from the points' mean.
+TEST(Stats, LineFitAndItsIntervalMatchStatsmodels) {
+  const std::vector<double> gflop = {1.0, 2.0, 1.5, 3.0, 2.5, 1.2, 2.8, 2.2};
+  const std::vector<double> seconds = {0.31, 0.52, 0.39, 0.74, 0.70, 0.33, 0.66, 0.57};
+  std::vector<double> flops;
+  for (const double g : gflop) flops.push_back(g * 1e9);
+  const auto line = fit_line(flops, seconds);
+  ASSERT_TRUE(line);
+  EXPECT_NEAR(line->intercept, 0.0723394495, 1e-9);
+  EXPECT_NEAR(line->slope, 2.24770642e-10, 1e-18);
+  EXPECT_NEAR(line->residual_variance, 0.00113486239, 1e-10);
+  const auto near = line->mean_interval_95_at(1.9e9);
+  ASSERT_TRUE(near);
+  EXPECT_NEAR(near->low, 0.46978635, 2e-5);
+  EXPECT_NEAR(near->high, 0.52902099, 2e-5);
+  const auto far = line->mean_interval_95_at(3.5e9);
+  ASSERT_TRUE(far);
+  EXPECT_NEAR(far->low, 0.7903029, 2e-5);
+  EXPECT_NEAR(far->high, 0.9277705, 2e-5);
+  EXPECT_NEAR((far->low + far->high) / 2, line->at(3.5e9), 1e-12);
+}
+
+// Two points make a line with no interval; one point, or one x for all, no line.
+TEST(Stats, LineFitNeedsTwoXsAndThreePointsForAnInterval) {
+  const auto two = fit_line({1, 3}, {2, 6});
+  ASSERT_TRUE(two);
+  EXPECT_DOUBLE_EQ(two->slope, 2.0);
+  EXPECT_DOUBLE_EQ(two->intercept, 0.0);
+  EXPECT_FALSE(two->mean_interval_95_at(2));
+  EXPECT_FALSE(fit_line({1}, {2}));
+  EXPECT_FALSE(fit_line({2, 2, 2}, {1, 2, 3}));
+}
+
 TEST(Stats, DurationsAreQuotedAsMinutesAndSeconds) {
   EXPECT_EQ(format_duration(83.4), "01:23");
   EXPECT_EQ(format_duration(19 * 60 + 32), "19:32");

@@ -50,7 +50,9 @@ struct ResultFile {
   };
   std::optional<KernelSeconds> kernel_seconds_per_step;
   double train_flops_per_sample = 0;
-  std::optional<double> expected_step_train_flops;  // model.expected_step_train_flops: rank 0's, over planned epochs
+  // model.planned_epoch_step_train_flops: rank 0's mean FLOPs per step in each epoch it planned
+  // (older results: the one model.expected_step_train_flops, or none).
+  std::vector<double> planned_epoch_step_train_flops;
   double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
   bool epoch_projected = false;
   double samples_per_s = 0;    // steady state (warm-up excluded); global for data-parallel results
@@ -160,12 +162,14 @@ struct EpochPrediction {
   int64_t epochs = 0;
   double predicted_seconds = 0;   // warm-up overhead once + N steady epochs
   // How the steady step was had: "mean" (the timed steps' mean), or "flops line" (a line in the
-  // steps' FLOPs fitted over the timed steps, read at the planned epochs' mean FLOPs per step,
+  // steps' FLOPs fitted over the timed steps, read at the N epochs' planned mean FLOPs per step,
   // where the steps' work varied: dynamic padding); steady_step_seconds is that step.
   std::string step_model = "mean";
   double steady_step_seconds = 0;
+  std::optional<double> step_train_flops;  // the N epochs' planned mean FLOPs per step, where known
   // Its 95% confidence interval from the steady step's (the timed steps taken as independent
-  // draws); none with fewer than two timed steps. With `actual`, whether it holds the actual time.
+  // draws), never below 0; none with fewer than two timed steps (three for a line). With
+  // `actual`, whether it holds the actual time.
   std::optional<Interval> predicted_seconds_ci95;
   std::optional<bool> actual_within_ci95;
   double naive_seconds = 0;       // N x the first measured epoch

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -210,6 +211,19 @@ using StepBatches = std::vector<std::vector<int64_t>>;
 // out-of-memory shows at once.
 std::vector<StepBatches> plan_epoch(const TokenizedSamples& samples, const SamplerOptions& options, int64_t epoch);
 int64_t steps_per_epoch(int64_t num_samples, const SamplerOptions& options);
+
+// One planned micro-batch as collate pads it: its samples, their real tokens, and its width.
+struct PlannedMicroBatch {
+  const std::vector<int64_t>& indices;
+  const std::vector<int64_t>& lengths;
+  int64_t width;
+};
+// Visits each non-empty micro-batch of `epoch`'s plan in the order the run trains on them, padded
+// as `collate` pads: what the run's planned FLOPs and `tbench data` count without collating.
+// Returns the epoch's optimizer steps.
+int64_t for_each_planned_micro_batch(const TokenizedSamples& samples, const SamplerOptions& sampler,
+                                     const CollateOptions& collate, int64_t epoch,
+                                     const std::function<void(const PlannedMicroBatch&)>& visit);
 
 // A permutation of [0, n) that depends only on (seed, epoch): runs are reproducible and each
 // epoch sees a new order.

@@ -32,8 +32,12 @@ struct ModelInfo {
   int64_t params = 0;       // the model as built (classifier or masked LM; a student, not its teacher)
   int64_t base_params = 0;  // the pre-trained base, as HF counts it
   double train_flops_per_sample = 0;  // with a teacher: its forward included
-  // Rank 0's mean training FLOPs per optimizer step over the first planned epochs (RunPlan's)
-  std::optional<double> expected_step_train_flops;
+  // Rank 0's mean training FLOPs per optimizer step in each of the first epochs it plans (one
+  // where all epochs count alike; none with sparse prediction): what predict --epochs reads a line
+  // in the steps' FLOPs at.
+  std::vector<double> planned_epoch_step_train_flops;
+  // Their mean (model.expected_step_train_flops): an epoch's expected work per step; none without.
+  std::optional<double> expected_step_train_flops() const;
   std::string weights;  // the checkpoint it started from; empty: random init
   std::string initialised_from;  // distillation: "teacher" when the student took the teacher's layers
   std::optional<TeacherInfo> teacher;

@@ -45,9 +45,12 @@ struct Summary {
   int64_t epochs_completed = 0;
   std::optional<double> epoch_seconds;  // mean over the complete epochs
   int64_t steps_per_epoch = 0;
-  std::optional<double> projected_epoch_seconds;  // steps_per_epoch x the steady-state mean step
-  // ... and its 95% confidence interval: steps_per_epoch x the mean step's (mean_interval_95), the
-  // timed steps taken as draws of the epoch's. None with fewer than two timed steps.
+  // steps_per_epoch x the steady step (fit_steady_step): the timed steps' mean, or where their work
+  // varied, a line in their FLOPs read at the planned epochs' mean work per step.
+  std::optional<double> projected_epoch_seconds;
+  std::string projected_step_model;  // "mean" | "flops line"; empty without timed steps
+  // ... and its 95% confidence interval: steps_per_epoch x the steady step's, the timed steps
+  // taken as draws of the epoch's. None with fewer than two timed steps (three for a line).
   std::optional<Interval> projected_epoch_seconds_ci95;
   double wall_seconds = 0;
   std::string started_at, ended_at;
@@ -71,6 +74,7 @@ struct Summary {
 // rank's report are computed from.
 struct TimedSteps {
   std::vector<double> step_ms, data_ms, comm_wait_ms;
+  std::vector<double> step_flops;  // each step's own count; empty where any step has none
   double seconds = 0, comm_wait_seconds = 0, flops = 0;
   int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0, profiled = 0;
 };
@@ -81,6 +85,7 @@ struct SummaryInputs {
   int64_t warmup_steps = 0;  // requested by timing.warmup_steps
   int64_t steps_per_epoch = 0;
   double train_flops_per_sample = 0;  // for records without their own FLOPs
+  std::optional<double> expected_step_train_flops;  // the planned epochs' mean per step, where known
   std::string started_at, ended_at;
   double wall_seconds = 0;
   TrainOutcome outcome;

@@ -40,12 +40,21 @@ class BatchFlops {
   std::map<int64_t, double> per_sample_at_width_;  // a handful of distinct padded widths per run
 };
 
-// The mean training FLOPs of one rank's optimizer step (its share, by `sampler`) over the first
-// `epochs` epochs a run would plan, each step counted as the run counts it: an epoch's expected
-// work per step, which with dynamic padding differs from any one epoch's. None where a step's
-// count needs more than its samples' lengths (mlm.sparse_prediction's masks) or there are no steps.
-std::optional<double> expected_step_train_flops(const RunSpec& spec, const ModelConfig& model,
-                                                const ModelConfig* teacher, const PreparedData& data,
-                                                const SamplerOptions& sampler, int64_t epochs);
+// How much planning the epochs behind a run's planned FLOPs may take.
+struct PlanningLimits {
+  int64_t epochs = 8;                      // at most this many epochs are planned
+  int64_t sample_visits = 4'000'000;       // nor more than this many samples in all (at least one epoch)
+};
+
+// Each of the first epochs a run plans: the mean training FLOPs of one rank's optimizer step (its
+// share, by `sampler`), each step counted as the run counts it. With dynamic padding each epoch's
+// batches pad to other widths, so no one epoch's mean is the next's. One figure where every
+// epoch's steps count alike (a micro-batch's count is its sample count's: fixed widths without
+// model.unpad); fewer than `limits.epochs` where they would visit more than `limits.sample_visits`
+// samples. Empty where a step's count needs more than its samples' lengths (mlm.sparse_prediction's
+// masks) or there are no steps.
+std::vector<double> planned_epoch_step_train_flops(const RunSpec& spec, const ModelConfig& model,
+                                                   const ModelConfig* teacher, const PreparedData& data,
+                                                   const SamplerOptions& sampler, const PlanningLimits& limits = {});
 
 }  // namespace tbench

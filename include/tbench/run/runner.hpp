@@ -36,13 +36,7 @@ struct RunPlan {
   std::string output_path;  // placeholders expanded
   LaunchEnv launch;         // the launcher's environment; world_size 1 without one
   std::shared_ptr<const PreparedData> data;  // read, tokenized (or cached) and checked
-  // Rank 0's mean training FLOPs per optimizer step over the first kExpectedEpochs planned epochs
-  // (expected_step_train_flops): what predict --epochs scales a measured step to.
-  std::optional<double> expected_step_train_flops;
 };
-
-// How many planned epochs RunPlan::expected_step_train_flops averages over.
-inline constexpr int64_t kExpectedEpochs = 8;
 
 RunPlan prepare_run(const RunSpec& spec);
 

@@ -31,6 +31,21 @@ struct Interval {
 // of freedom), taking its values as independent draws; none for fewer than two.
 std::optional<Interval> mean_interval_95(const Spread& s);
 
+// The least-squares line y = intercept + slope * x through points (x_i, y_i).
+struct LineFit {
+  double intercept = 0, slope = 0;
+  int64_t count = 0;
+  double mean_x = 0, sxx = 0;    // the x's mean and their squared deviations' sum
+  double residual_variance = 0;  // the residuals' squares over count - 2 (0 with two points)
+
+  double at(double x) const { return intercept + slope * x; }
+  // The 95% confidence interval of the line's mean at `x` (Student's t with count - 2 degrees of
+  // freedom), the residuals taken as independent draws of one variance; none for fewer than 3.
+  std::optional<Interval> mean_interval_95_at(double x) const;
+};
+// None for fewer than two points, or where every x is the same.
+std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<double>& y);
+
 // 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times).
 std::string format_duration(double seconds);
 

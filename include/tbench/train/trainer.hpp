@@ -55,6 +55,10 @@ struct TrainerConfig {
   double pseudo_perplexity_fraction = 0;  // masked-LM tasks: share of the eval samples scored one token at a time
 };
 
+// The batches rank `rank` of `world_size` trains on, as `config` plans them: the one place the
+// trainer, the run's planned FLOPs and `tbench data` take them from.
+SamplerOptions sampler_options(const TrainerConfig& config, int world_size, int rank);
+
 // Data-parallel gradient synchronisation, as the trainer sees it (the implementation, on c10d, is
 // in src/dist/). A single-process run has none.
 class GradientSync {

@@ -1,0 +1,34 @@
+#pragma once
+// The step an epoch is made of once warmed up, from a run's timed steps (neither warm-up nor
+// profiled): what the result's projected epoch and `predict --epochs` scale to whole epochs.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tbench/timing/stats.hpp"
+
+namespace tbench {
+
+// Where every step does the same work, the timed steps' mean. Where their work varies (dynamic
+// padding: each batch pads to its own longest) a line in the steps' FLOPs: the timed steps are one
+// epoch's batches or fewer, and the epochs to come draw others, whose mean work the run plans.
+struct SteadyStep {
+  std::string model = "mean";  // or "flops line"
+  double mean_seconds = 0;     // the timed steps' mean
+  std::optional<double> mean_half_ci95;  // its 95% interval's half-width; none for fewer than 2
+  std::optional<LineFit> line;  // seconds in FLOPs, where model is "flops line"
+
+  // A steady step of `flops`' work: the line's where there is one, else the mean.
+  double seconds_at(double flops) const;
+  // The 95% interval's half-width of the mean of steady steps of `flops`' work on average.
+  std::optional<double> half_ci95_at(double flops) const;
+};
+
+// `seconds`: the timed steps' times. `flops`: each one's training FLOPs, empty where any is
+// unknown (older results). `fit_flops`: the caller knows the mean work of the steps it predicts,
+// so a line may be read there. The line is fitted where there are at least 3 steps, their work
+// spreads by more than 0.1% (fixed shapes leave a slope to the noise), and more work took longer;
+// else the mean.
+SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector<double>& flops, bool fit_flops);
+
+}  // namespace tbench
