@@ -42,6 +42,36 @@ std::string largest_part(const StepParts& parts) {
   return parts.compute >= parts.memory ? "compute" : "memory";
 }
 
+// Time an epoch spends outside its steps (the epoch's plan, the loader's start, records between
+// steps), per epoch: the complete epochs' mean; for a run cut short before any, its partial
+// epoch's, most of which an epoch pays once whatever its length.
+double outside_steps_per_epoch(const ResultFile& r) {
+  if (r.epoch_wall_seconds.empty()) return r.partial_epoch->wall_seconds - r.partial_epoch->step_sum;
+  double outside = 0;
+  for (std::size_t i = 0; i < r.epoch_wall_seconds.size(); ++i) outside += r.epoch_wall_seconds[i] - r.epoch_step_sum[i];
+  return outside / static_cast<double>(r.epoch_wall_seconds.size());
+}
+
+// Scores a prediction against a real run of its N epochs: training time, and with evaluation
+// where both evaluated every epoch.
+void score_against(const ResultFile& actual, EpochPrediction& p) {
+  if (static_cast<int64_t>(actual.epoch_wall_seconds.size()) != p.epochs) {
+    throw input_error(actual.path + ": has " + std::to_string(actual.epoch_wall_seconds.size()) +
+                      " complete epochs, but the prediction is for " + std::to_string(p.epochs));
+  }
+  p.actual_seconds = total_training_seconds(actual);
+  p.error_pct = percent_error(p.predicted_seconds, *p.actual_seconds);
+  if (const auto& ci = p.predicted_seconds_ci95) {
+    p.actual_within_ci95 = ci->low <= *p.actual_seconds && *p.actual_seconds <= ci->high;
+  }
+  if (p.naive_seconds) p.naive_error_pct = percent_error(*p.naive_seconds, *p.actual_seconds);
+  if (p.predicted_with_eval_seconds && static_cast<int64_t>(actual.epoch_eval_seconds.size()) == p.epochs) {
+    p.actual_with_eval_seconds = *p.actual_seconds + std::accumulate(actual.epoch_eval_seconds.begin(),
+                                                                     actual.epoch_eval_seconds.end(), 0.0);
+    p.with_eval_error_pct = percent_error(*p.predicted_with_eval_seconds, *p.actual_with_eval_seconds);
+  }
+}
+
 // The timed steps' training FLOPs, in step_seconds' order; empty where any step did not record
 // them (older results).
 std::vector<double> timed_step_flops(const ResultFile& r) {
@@ -67,9 +97,10 @@ std::optional<double> planned_step_flops(const std::vector<double>& planned, int
 }  // namespace
 
 EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual) {
-  if (r.epoch_wall_seconds.empty()) {
-    throw input_error(r.path + ": no complete epoch measured; predicting epochs needs at least one");
+  if (r.epoch_wall_seconds.empty() && !r.partial_epoch) {
+    throw input_error(r.path + ": no epoch with steps measured; predicting epochs needs at least one");
   }
+  if (r.steps_per_epoch <= 0) throw input_error(r.path + ": summary.steps_per_epoch: none, so no epoch to scale to");
   EpochPrediction p;
   p.epochs = epochs;
   const double steps = static_cast<double>(epochs * r.steps_per_epoch);
@@ -77,11 +108,8 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   const SteadyStep step = fit_steady_step(r.step_seconds, timed_step_flops(r), p.step_train_flops.has_value());
   p.step_model = step.model;
   p.steady_step_seconds = step.seconds_at(p.step_train_flops.value_or(0.0));
-  // Time an epoch spends outside its steps (shuffling, bookkeeping), per epoch.
-  double outside = 0;
-  for (std::size_t i = 0; i < r.epoch_wall_seconds.size(); ++i) outside += r.epoch_wall_seconds[i] - r.epoch_step_sum[i];
-  outside /= static_cast<double>(r.epoch_wall_seconds.size());
-  p.steady_epoch_seconds = static_cast<double>(r.steps_per_epoch) * p.steady_step_seconds + outside;
+  p.from_partial_epoch = r.epoch_wall_seconds.empty();
+  p.steady_epoch_seconds = static_cast<double>(r.steps_per_epoch) * p.steady_step_seconds + outside_steps_per_epoch(r);
   // Warm-up steps are paid once per run, not once per epoch: what each took beyond a steady step
   // of its work.
   double warmup_flops = 0;
@@ -102,19 +130,12 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
     // A time is never below 0: a wide interval of a few noisy steps stops there.
     p.predicted_seconds_ci95 = Interval{std::max(0.0, p.predicted_seconds - half), p.predicted_seconds + half};
   }
-  p.naive_seconds = static_cast<double>(epochs) * r.epoch_wall_seconds.front();
-  if (actual) {
-    if (static_cast<int64_t>(actual->epoch_wall_seconds.size()) != epochs) {
-      throw input_error(actual->path + ": has " + std::to_string(actual->epoch_wall_seconds.size()) +
-                        " complete epochs, but the prediction is for " + std::to_string(epochs));
-    }
-    p.actual_seconds = total_training_seconds(*actual);
-    p.error_pct = percent_error(p.predicted_seconds, *p.actual_seconds);
-    if (const auto& ci = p.predicted_seconds_ci95) {
-      p.actual_within_ci95 = ci->low <= *p.actual_seconds && *p.actual_seconds <= ci->high;
-    }
-    p.naive_error_pct = percent_error(p.naive_seconds, *p.actual_seconds);
+  if (!r.epoch_wall_seconds.empty()) p.naive_seconds = static_cast<double>(epochs) * r.epoch_wall_seconds.front();
+  if (!r.epoch_eval_seconds.empty()) {
+    p.eval_seconds_per_epoch = mean(r.epoch_eval_seconds);
+    p.predicted_with_eval_seconds = p.predicted_seconds + static_cast<double>(epochs) * *p.eval_seconds_per_epoch;
   }
+  if (actual) score_against(*actual, p);
   return p;
 }
 

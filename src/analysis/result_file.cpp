@@ -147,17 +147,27 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     const json& e = list[i];
     const std::string where = "/epochs/" + std::to_string(i);
     if (!e.is_object() || !e.contains("epoch") || !e.contains("seconds")) throw read.bad(where, "expected {epoch, seconds, ...}");
-    if (e.contains("complete") && e["complete"].is_boolean() && !e["complete"].get<bool>()) continue;
     const int64_t epoch = read.integer(e["epoch"], where + "/epoch", 0);
     // The profiler's start and stop are paid once, by the run that asked for them: not an epoch's cost.
     const double wall = read.number(e["seconds"], where + "/seconds");
     const double profiler = e.contains("profiler_seconds") ? read.number(e["profiler_seconds"], where + "/profiler_seconds") : 0.0;
     if (profiler > wall) throw read.bad(where + "/profiler_seconds", "is longer than the epoch's seconds");
-    r.epoch_wall_seconds.push_back(wall - profiler);
-    double sum = 0;
-    for (const auto& it : r.iterations) {
-      if (it.epoch == epoch) sum += it.seconds;
+    if (e.contains("eval") && e["eval"].is_object() && e["eval"].contains("seconds")) {
+      r.epoch_eval_seconds.push_back(read.number(e["eval"]["seconds"], where + "/eval/seconds"));
     }
+    double sum = 0;
+    int64_t steps = 0;
+    for (const auto& it : r.iterations) {
+      if (it.epoch != epoch) continue;
+      sum += it.seconds;
+      ++steps;
+    }
+    const bool complete = !(e.contains("complete") && e["complete"].is_boolean() && !e["complete"].get<bool>());
+    if (!complete) {
+      if (steps > 0 && !r.partial_epoch) r.partial_epoch = ResultFile::PartialEpoch{wall - profiler, sum};
+      continue;
+    }
+    r.epoch_wall_seconds.push_back(wall - profiler);
     r.epoch_step_sum.push_back(sum);
   }
 }

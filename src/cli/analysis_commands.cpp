@@ -117,6 +117,37 @@ void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
   }
 }
 
+void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
+  std::printf("%lld epochs of %s: %s (%.1f s) = warm-up overhead %.2f s + %lld x steady epoch %.2f s\n",
+              static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
+              p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs), p.steady_epoch_seconds);
+  const bool line = p.step_model == "flops line";
+  std::printf("  steady step %.4f s: %s over %zu timed steps\n", p.steady_step_seconds,
+              line ? "a line in their FLOPs, at these epochs' planned mean FLOPs per step" : "their mean",
+              r.step_seconds.size());
+  if (p.from_partial_epoch) {
+    std::printf("  no epoch completed: the time outside the steps is the partial epoch's\n");
+  }
+  if (const auto& ci = p.predicted_seconds_ci95) std::printf("  95%% CI %.1f .. %.1f s (the steady step's)\n", ci->low, ci->high);
+  if (p.predicted_with_eval_seconds) {
+    std::printf("  with evaluation (%.2f s an epoch): %s (%.1f s)\n", *p.eval_seconds_per_epoch,
+                format_duration(*p.predicted_with_eval_seconds).c_str(), *p.predicted_with_eval_seconds);
+  }
+  if (p.naive_seconds) {
+    std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(*p.naive_seconds).c_str(), *p.naive_seconds);
+  }
+  if (p.actual_seconds) {
+    const std::string naive = p.naive_error_pct ? " (naive " + signed_pct(*p.naive_error_pct) + ")" : "";
+    std::printf("  actual: %s (%.1f s): error %s%s%s\n", format_duration(*p.actual_seconds).c_str(), *p.actual_seconds,
+                signed_pct(*p.error_pct).c_str(), naive.c_str(),
+                !p.actual_within_ci95 ? "" : *p.actual_within_ci95 ? ", inside the 95% CI" : ", outside the 95% CI");
+  }
+  if (p.actual_with_eval_seconds) {
+    std::printf("  actual with evaluation: %.1f s: error %s\n", *p.actual_with_eval_seconds,
+                signed_pct(*p.with_eval_error_pct).c_str());
+  }
+}
+
 int predict_command() {
   const ResultFile r = load_result(g_analysis.result);
   std::unique_ptr<ResultFile> actual;
@@ -128,35 +159,24 @@ int predict_command() {
   if (g_analysis.epochs > 0) {
     const EpochPrediction p = predict_epochs(r, g_analysis.epochs, g_analysis.target.empty() ? actual.get() : nullptr);
     out["epochs"] = {{"epochs", p.epochs}, {"predicted_seconds", p.predicted_seconds},
-                     {"naive_seconds", p.naive_seconds}, {"steady_epoch_seconds", p.steady_epoch_seconds},
+                     {"naive_seconds", or_null(p.naive_seconds)}, {"steady_epoch_seconds", p.steady_epoch_seconds},
                      {"warmup_overhead_seconds", p.warmup_overhead_seconds},
+                     {"from_partial_epoch", p.from_partial_epoch},
                      {"step_model", p.step_model}, {"steady_step_seconds", p.steady_step_seconds},
-                     {"step_train_flops", p.step_train_flops ? json(*p.step_train_flops) : json(nullptr)}};
+                     {"step_train_flops", or_null(p.step_train_flops)},
+                     {"eval_seconds_per_epoch", or_null(p.eval_seconds_per_epoch)},
+                     {"predicted_with_eval_seconds", or_null(p.predicted_with_eval_seconds)}};
     const auto& ci = p.predicted_seconds_ci95;
     out["epochs"]["predicted_seconds_ci95"] = ci ? json::array({ci->low, ci->high}) : json(nullptr);
     if (p.actual_seconds) {
       out["epochs"]["actual_seconds"] = *p.actual_seconds;
       out["epochs"]["error_pct"] = *p.error_pct;
-      out["epochs"]["naive_error_pct"] = *p.naive_error_pct;
-      out["epochs"]["actual_within_ci95"] = p.actual_within_ci95 ? json(*p.actual_within_ci95) : json(nullptr);
+      out["epochs"]["naive_error_pct"] = or_null(p.naive_error_pct);
+      out["epochs"]["actual_within_ci95"] = or_null(p.actual_within_ci95);
+      out["epochs"]["actual_with_eval_seconds"] = or_null(p.actual_with_eval_seconds);
+      out["epochs"]["with_eval_error_pct"] = or_null(p.with_eval_error_pct);
     }
-    if (!g_analysis.as_json) {
-      std::printf("%lld epochs of %s: %s (%.1f s) = warm-up overhead %.2f s + %lld x steady epoch %.2f s\n",
-                  static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
-                  p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs),
-                  p.steady_epoch_seconds);
-      const bool line = p.step_model == "flops line";
-      std::printf("  steady step %.4f s: %s over %zu timed steps\n", p.steady_step_seconds,
-                  line ? "a line in their FLOPs, at these epochs' planned mean FLOPs per step" : "their mean",
-                  r.step_seconds.size());
-      if (ci) std::printf("  95%% CI %.1f .. %.1f s (the steady step's)\n", ci->low, ci->high);
-      std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(p.naive_seconds).c_str(), p.naive_seconds);
-      if (p.actual_seconds) {
-        std::printf("  actual: %s (%.1f s): error %s (naive %s)%s\n", format_duration(*p.actual_seconds).c_str(),
-                    *p.actual_seconds, signed_pct(*p.error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str(),
-                    !p.actual_within_ci95 ? "" : *p.actual_within_ci95 ? ", inside the 95% CI" : ", outside the 95% CI");
-      }
-    }
+    if (!g_analysis.as_json) print_epoch_prediction(r, p);
   }
   if (!g_analysis.target.empty()) {
     const bool is_file = g_analysis.target.find('/') != std::string::npos ||

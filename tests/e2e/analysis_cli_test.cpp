@@ -114,6 +114,34 @@ TEST_F(AnalysisCli, PredictEpochsAndTarget) {
   EXPECT_NE(unknown.err.find("--target"), std::string::npos);
 }
 
+// How long will fine-tuning take, from a few steps: a run that train.max_steps stops inside its
+// first epoch predicts whole epochs, and the evaluation each epoch runs after its steps; scored
+// against the whole 2-epoch run.
+TEST_F(AnalysisCli, PredictEpochsFromAShortRunWithEvaluation) {
+  auto spec = testing::tiny_spec(dir_->file("short.json"));
+  spec["data"]["num_samples"] = 80;
+  spec["data"]["eval_fraction"] = 0.2;
+  spec["train"]["batch_size"] = 4;  // 16 steps an epoch
+  spec["train"]["max_steps"] = 6;
+  ASSERT_EQ(run_tbench("run -q " + dir_->write("short-spec.json", spec.dump())).exit_code, 0);
+  spec["output"] = dir_->file("whole.json");
+  spec["train"].erase("max_steps");
+  ASSERT_EQ(run_tbench("run -q " + dir_->write("whole-spec.json", spec.dump())).exit_code, 0);
+  const auto out = run_tbench("predict --epochs 2 --json --actual " + dir_->file("whole.json") + " " + dir_->file("short.json"));
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  const auto p = nlohmann::json::parse(out.out)["epochs"];
+  EXPECT_TRUE(p["from_partial_epoch"].get<bool>());
+  EXPECT_TRUE(p["naive_seconds"].is_null());
+  EXPECT_GT(p["eval_seconds_per_epoch"].get<double>(), 0);
+  EXPECT_NEAR(p["predicted_with_eval_seconds"].get<double>(),
+              p["predicted_seconds"].get<double>() + 2 * p["eval_seconds_per_epoch"].get<double>(), 1e-9);
+  EXPECT_GT(p["actual_with_eval_seconds"].get<double>(), p["actual_seconds"].get<double>());
+  EXPECT_TRUE(p["with_eval_error_pct"].is_number());
+  const auto text = run_tbench("predict --epochs 2 " + dir_->file("short.json"));
+  EXPECT_NE(text.out.find("no epoch completed"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("with evaluation"), std::string::npos) << text.out;
+}
+
 // A real run given a GPU's kernel profile (what timing.profile_steps writes on CUDA): predict
 // --target splits the measured step, says which method predicted, and scores the roofline too.
 TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {

@@ -306,9 +306,54 @@ TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {
   EXPECT_NEAR(p.predicted_seconds, 34.03, 1e-9);
   EXPECT_NEAR(*p.actual_seconds, 34.03, 1e-9);
   EXPECT_NEAR(*p.error_pct, 0.0, 1e-9);
-  EXPECT_NEAR(p.naive_seconds, 3 * 14.01, 1e-9);  // the naive way counts warm-up every epoch
+  ASSERT_TRUE(p.naive_seconds);
+  EXPECT_NEAR(*p.naive_seconds, 3 * 14.01, 1e-9);  // the naive way counts warm-up every epoch
+  EXPECT_FALSE(p.from_partial_epoch);
+  EXPECT_FALSE(p.predicted_with_eval_seconds);  // no epoch evaluated
   EXPECT_GT(*p.naive_error_pct, 20.0);
   EXPECT_THROW(predict_epochs(one, 2, &three), Error);  // actual has 3 epochs
+}
+
+// A run cut short by train.max_steps before its first epoch ended (4 of 10 steps, 1 of warm-up)
+// still predicts whole epochs: its steady steps times the epoch's steps, the time outside the steps
+// its partial epoch's (0.01 s). There is no naive figure, and no epoch to predict from at all is
+// refused.
+TEST_F(Analysis, PredictEpochsFromARunCutShortBeforeItsFirstEpochEnded) {
+  json cut = make_result("m", "h", 1.0, 1, 4, /*warmup=*/1);
+  cut["summary"]["steps_per_epoch"] = 10;
+  cut["epochs"][0]["complete"] = false;
+  const ResultFile r = load_result(write("cut.json", cut));
+  const EpochPrediction p = predict_epochs(r, 2, nullptr);
+  EXPECT_TRUE(p.from_partial_epoch);
+  EXPECT_NEAR(p.steady_epoch_seconds, 10.01, 1e-9);
+  EXPECT_NEAR(p.warmup_overhead_seconds, 2.0, 1e-9);
+  EXPECT_NEAR(p.predicted_seconds, 2.0 + 2 * 10.01, 1e-9);
+  EXPECT_FALSE(p.naive_seconds);
+  const ResultFile two = load_result(write("two.json", make_result("m", "h", 1.0, 2, 10, 1)));
+  const EpochPrediction scored = predict_epochs(r, 2, &two);
+  EXPECT_NEAR(*scored.error_pct, 0.0, 1e-9);
+  EXPECT_FALSE(scored.naive_error_pct);
+  cut["epochs"] = json::array();
+  const ResultFile none = load_result(write("none.json", cut));
+  testing::expect_input_error([&] { predict_epochs(none, 2, nullptr); }, {"none.json", "no epoch with steps measured"});
+}
+
+// Each epoch's evaluation runs after its steps, outside the training time: the prediction adds the
+// measured epochs' mean evaluation for each epoch, and scores that against an actual run that
+// evaluated every epoch.
+TEST_F(Analysis, PredictEpochsAddsEachEpochsEvaluation) {
+  json one = make_result("m", "h", 1.0, 1, 10, /*warmup=*/2);
+  one["epochs"][0]["eval"] = {{"loss", 0.5}, {"seconds", 1.5}};
+  json three = make_result("m", "h", 1.0, 3, 10, 2);
+  for (auto& e : three["epochs"]) e["eval"] = {{"loss", 0.5}, {"seconds", 2.0}};
+  const ResultFile actual = load_result(write("three.json", three));
+  const EpochPrediction p = predict_epochs(load_result(write("one.json", one)), 3, &actual);
+  ASSERT_TRUE(p.eval_seconds_per_epoch);
+  EXPECT_DOUBLE_EQ(*p.eval_seconds_per_epoch, 1.5);
+  EXPECT_NEAR(*p.predicted_with_eval_seconds, 34.03 + 3 * 1.5, 1e-9);
+  EXPECT_NEAR(*p.error_pct, 0.0, 1e-9);  // training time alone, as before
+  EXPECT_NEAR(*p.actual_with_eval_seconds, 34.03 + 3 * 2.0, 1e-9);
+  EXPECT_NEAR(*p.with_eval_error_pct, 100.0 * (38.53 - 40.03) / 40.03, 1e-9);
 }
 
 // The prediction's 95% interval is the mean steady step's, times the steps it stands for: the

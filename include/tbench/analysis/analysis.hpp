@@ -59,8 +59,15 @@ struct ResultFile {
   std::vector<double> step_seconds;  // timed (steady-state) steps
   std::vector<int64_t> step_samples; // samples of each timed step over all ranks
   std::vector<double> warmup_seconds;
-  std::vector<double> epoch_wall_seconds;  // complete epochs
+  std::vector<double> epoch_wall_seconds;  // complete epochs, the profiler's start and stop left out
   std::vector<double> epoch_step_sum;      // sum of step seconds within each complete epoch
+  // The epoch a run cut short (train.max_steps, a stop) after some steps: its wall time and its
+  // steps' sum, as above. None where every epoch that ran completed.
+  struct PartialEpoch {
+    double wall_seconds = 0, step_sum = 0;
+  };
+  std::optional<PartialEpoch> partial_epoch;
+  std::vector<double> epoch_eval_seconds;  // each epoch's evaluation after its steps, where it ran one
 };
 
 // Loads and checks a result; errors name the file and what is wrong (exit 2).
@@ -160,7 +167,13 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
 // ---- predict --------------------------------------------------------------------------------------
 struct EpochPrediction {
   int64_t epochs = 0;
-  double predicted_seconds = 0;   // warm-up overhead once + N steady epochs
+  double predicted_seconds = 0;   // training: warm-up overhead once + N steady epochs
+  // From a run cut short before its first epoch ended (train.max_steps): the time outside the
+  // steps is that partial epoch's, and there is no naive figure.
+  bool from_partial_epoch = false;
+  // Each epoch's evaluation (the measured epochs' mean), where the run evaluated: the N epochs'
+  // training and evaluation together.
+  std::optional<double> eval_seconds_per_epoch, predicted_with_eval_seconds;
   // How the steady step was had: "mean" (the timed steps' mean), or "flops line" (a line in the
   // steps' FLOPs fitted over the timed steps, read at the N epochs' planned mean FLOPs per step,
   // where the steps' work varied: dynamic padding); steady_step_seconds is that step.
@@ -172,10 +185,13 @@ struct EpochPrediction {
   // `actual`, whether it holds the actual time.
   std::optional<Interval> predicted_seconds_ci95;
   std::optional<bool> actual_within_ci95;
-  double naive_seconds = 0;       // N x the first measured epoch
+  std::optional<double> naive_seconds;  // N x the first complete epoch; none without one
   double steady_epoch_seconds = 0;
   double warmup_overhead_seconds = 0;
   std::optional<double> actual_seconds, error_pct, naive_error_pct;
+  // Where both evaluated every epoch: the actual's training and evaluation, and the error of
+  // predicted_with_eval_seconds against it.
+  std::optional<double> actual_with_eval_seconds, with_eval_error_pct;
 };
 EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual);
 
