@@ -124,7 +124,10 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   // those steps' mean work (the planned mean less the warm-up steps' own).
   const double steady_steps = std::max(0.0, steps - static_cast<double>(r.warmup_seconds.size()));
   double steady_flops = p.step_train_flops.value_or(0.0);
-  if (step.line && steady_steps > 0) steady_flops = (steps * steady_flops - warmup_flops) / steady_steps;
+  if (step.line && steady_steps > 0) {
+    const double without_warmup = (steps * steady_flops - warmup_flops) / steady_steps;
+    if (without_warmup > 0) steady_flops = without_warmup;  // else warm-up steps the plan does not know
+  }
   if (const auto half_step = step.half_ci95_at(steady_flops)) {
     const double half = steady_steps * *half_step;
     // A time is never below 0: a wide interval of a few noisy steps stops there.

@@ -97,7 +97,9 @@ std::string gpu_name(const ResultReader& read, const std::string& device) {
 std::vector<double> planned_epoch_flops(const ResultReader& read) {
   std::vector<double> planned;
   if (const json* list = read.find("/model/planned_epoch_step_train_flops"); list && !list->is_null()) {
-    if (!list->is_array()) throw read.bad("/model/planned_epoch_step_train_flops", "expected a list or null");
+    if (!list->is_array() || list->empty()) {
+      throw read.bad("/model/planned_epoch_step_train_flops", "expected a list of at least one epoch's figure, or null");
+    }
     for (std::size_t i = 0; i < list->size(); ++i) {
       const std::string where = "/model/planned_epoch_step_train_flops/" + std::to_string(i);
       planned.push_back(read.number((*list)[i], where));

@@ -41,7 +41,7 @@ std::vector<double> planned_epoch_step_train_flops(const RunSpec& spec, const Mo
                                                    const ModelConfig* teacher, const PreparedData& data,
                                                    const SamplerOptions& sampler, const PlanningLimits& limits) {
   if (task_work(spec, teacher).sparse_prediction || data.train.size() == 0) return {};
-  const bool epochs_alike = data.collate.padding == Padding::max_length && !model.unpad;
+  const bool epochs_alike = limits.one_where_alike && data.collate.padding == Padding::max_length && !model.unpad;
   const int64_t affordable = std::max<int64_t>(1, limits.sample_visits / data.train.size());
   const int64_t epochs = epochs_alike ? 1 : std::max<int64_t>(1, std::min(limits.epochs, affordable));
   BatchFlops batch_flops(spec, model, teacher);

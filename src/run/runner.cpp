@@ -149,10 +149,17 @@ void load_weights(const RunSpec& spec, torch::nn::Module& model, const std::stri
 
 // Rank 0's planned epochs' mean training FLOPs per step, what predict --epochs reads its measured
 // steps at. Planned when the result is assembled: only rank 0's result records them, and only a
-// run's result needs them (not `validate`, nor the other ranks).
+// run's result needs them (not `validate`, nor the other ranks). The measurements come first: a
+// plan that fails leaves the figure out, never the result.
 std::vector<double> planned_epoch_flops(const RunPlan& plan) {
-  return planned_epoch_step_train_flops(plan.spec, plan.model, plan.teacher ? &*plan.teacher : nullptr, *plan.data,
-                                        sampler_options(plan.trainer, plan.launch.world_size, 0));
+  spdlog::debug("planning the first epochs' FLOPs for the result");
+  try {
+    return planned_epoch_step_train_flops(plan.spec, plan.model, plan.teacher ? &*plan.teacher : nullptr, *plan.data,
+                                          sampler_options(plan.trainer, plan.launch.world_size, 0));
+  } catch (const std::exception& e) {
+    spdlog::warn("model.planned_epoch_step_train_flops left out: planning the epochs failed: {}", e.what());
+    return {};
+  }
 }
 
 ModelInfo model_info(const RunPlan& plan, int64_t built_params, std::vector<double> planned_epoch_flops) {

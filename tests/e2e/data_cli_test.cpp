@@ -308,7 +308,8 @@ TEST_F(DataCli, DataCommandPredictsTheFlopsRunsCountWithEachPaddingAndUnpadded) 
 // A run records each planned epoch's mean FLOPs per step (the first 8 epochs' batches, as it draws
 // them): a run of those 8 epochs then counts each figure over that epoch's steps, padded to each
 // batch's longest, to the spec's width (every epoch alike: one figure), with the lengths' batches
-// bucketed, unpadded, and in steps of two micro-batches with a partial last step. The mean of them
+// bucketed, unpadded, in steps of two micro-batches with a partial last step, and for XLNet's
+// shared encodings, permutation LM's even widths and a distillation's teacher. The mean of them
 // is model.expected_step_train_flops. Sparse prediction's steps depend on their masks: no figure.
 TEST_F(DataCli, RunsRecordEachPlannedEpochsMeanFlopsPerStep) {
   const std::map<std::string, std::vector<std::string>> settings = {
@@ -317,6 +318,10 @@ TEST_F(DataCli, RunsRecordEachPlannedEpochsMeanFlopsPerStep) {
       {"bucketed", {"data.padding=longest", "data.bucket_by_length=true"}},
       {"unpadded", {"data.padding=longest", "model.unpad=true"}},
       {"accumulated", {"data.padding=longest", "train.grad_accum_steps=2", "data.drop_last=false", "data.num_samples=30"}},
+      // XLNet unpadded without dropout: the distances' encodings once a batch, at its longest sample.
+      {"xlnet", {"data.padding=longest", "model=tiny-xlnet", "model.unpad=true", "train.dropout=false"}},
+      {"plm", {"data.padding=longest", "task=plm", "model=tiny-xlnet", "plm.mask_token_id=4"}},
+      {"distillation", {"data.padding=longest", "task=distillation", "model=tiny-distilbert", "distillation.teacher=tiny-bert"}},
   };
   for (const auto& [name, overrides] : settings) {
     SCOPED_TRACE(name);

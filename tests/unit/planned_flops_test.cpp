@@ -56,7 +56,22 @@ TEST(PlannedFlops, PlansEightEpochsOrAsManyAsTheLimitAffords) {
 // model.unpad the real tokens count, so each epoch's batches again; sparse prediction's masks are
 // drawn by the run alone: none.
 TEST(PlannedFlops, PlansOneEpochWhereEveryEpochCountsAlikeAndNoneForSparsePrediction) {
-  EXPECT_EQ(planned(tiny_plan({"data.padding=max_length"})).size(), 1u);
+  for (const auto& overrides : std::vector<std::vector<std::string>>{
+           {"data.padding=max_length"},
+           {"data.padding=max_length", "data.drop_last=false", "train.grad_accum_steps=3"},  // a partial last step
+           {"data.padding=max_length", "model=tiny-xlnet", "train.dropout=false"},  // shared encodings: one a batch
+           {"data.padding=max_length", "task=plm", "model=tiny-xlnet", "plm.mask_token_id=4"},
+           {"data.padding=max_length", "task=distillation", "model=tiny-distilbert", "distillation.teacher=tiny-bert"}}) {
+    SCOPED_TRACE(overrides.back());
+    const RunPlan plan = tiny_plan(overrides);
+    const std::vector<double> one = planned(plan);
+    ASSERT_EQ(one.size(), 1u);
+    PlanningLimits every_epoch;
+    every_epoch.one_where_alike = false;
+    const std::vector<double> all = planned(plan, every_epoch);
+    ASSERT_EQ(all.size(), 8u);
+    for (const double epoch : all) EXPECT_NEAR(epoch, one[0], 1e-12 * one[0]);
+  }
   EXPECT_EQ(planned(tiny_plan({"data.padding=max_length", "model.unpad=true"})).size(), 8u);
   EXPECT_TRUE(planned(tiny_plan({"task=mlm", "mlm.sparse_prediction=true"})).empty());
 }

@@ -79,7 +79,18 @@ TEST(Summary, ProjectsTheEpochAtThePlannedWorkWhereTheStepsWorkVaried) {
   const auto s = to_json(summarize(rec, in));
   EXPECT_EQ(s["projected_step_model"], "flops line");
   EXPECT_NEAR(s["projected_epoch_seconds"].get<double>(), 10 * 0.46, 1e-9);
+  // The interval is the line's mean at 1.8 GFLOP (in ms), times the epoch's 10 steps.
+  std::vector<double> flops, ms;
+  for (const auto& it : rec.iterations) {
+    if (it.warmup) continue;
+    flops.push_back(it.train_flops);
+    ms.push_back(it.seconds * 1e3);
+  }
+  const auto line_ci = fit_line(flops, ms)->mean_interval_95_at(1.8e9);
+  ASSERT_TRUE(line_ci);
   const auto& ci = s["projected_epoch_seconds_ci95"];
+  EXPECT_NEAR(ci[0].get<double>(), 10 * line_ci->low / 1e3, 1e-9);
+  EXPECT_NEAR(ci[1].get<double>(), 10 * line_ci->high / 1e3, 1e-9);
   EXPECT_LT(ci[0].get<double>(), 4.6);
   EXPECT_GT(ci[1].get<double>(), 4.6);
   in.expected_step_train_flops.reset();

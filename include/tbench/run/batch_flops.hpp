@@ -44,6 +44,7 @@ class BatchFlops {
 struct PlanningLimits {
   int64_t epochs = 8;                      // at most this many epochs are planned
   int64_t sample_visits = 4'000'000;       // nor more than this many samples in all (at least one epoch)
+  bool one_where_alike = true;             // false: plan every epoch even where all count alike (tests)
 };
 
 // Each of the first epochs a run plans: the mean training FLOPs of one rank's optimizer step (its
