@@ -108,6 +108,8 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   const SteadyStep step = fit_steady_step(r.step_seconds, timed_step_flops(r), p.step_train_flops.has_value());
   p.step_model = step.model;
   p.steady_step_seconds = step.seconds_at(p.step_train_flops.value_or(0.0));
+  p.step_lag1_autocorrelation = step.lag1_autocorrelation;
+  p.effective_steps = step.effective_steps;
   p.from_partial_epoch = r.epoch_wall_seconds.empty();
   p.steady_epoch_seconds = static_cast<double>(r.steps_per_epoch) * p.steady_step_seconds + outside_steps_per_epoch(r);
   // Warm-up steps are paid once per run, not once per epoch: what each took beyond a steady step

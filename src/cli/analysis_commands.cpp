@@ -128,7 +128,15 @@ void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
   if (p.from_partial_epoch) {
     std::printf("  no epoch completed: the time outside the steps is the partial epoch's\n");
   }
-  if (const auto& ci = p.predicted_seconds_ci95) std::printf("  95%% CI %.1f .. %.1f s (the steady step's)\n", ci->low, ci->high);
+  if (const auto& ci = p.predicted_seconds_ci95) {
+    std::string serial;
+    if (p.effective_steps + 0.05 < static_cast<double>(r.step_seconds.size())) {
+      serial = format_fixed(p.effective_steps, 1) + " independent steps' worth: lag-1 autocorrelation " +
+               format_fixed(p.step_lag1_autocorrelation.value_or(0.0), 2);
+    }
+    std::printf("  95%% CI %.1f .. %.1f s (the steady step's%s%s)\n", ci->low, ci->high, serial.empty() ? "" : "; ",
+                serial.c_str());
+  }
   if (p.predicted_with_eval_seconds) {
     std::printf("  with evaluation (%.2f s an epoch): %s (%.1f s)\n", *p.eval_seconds_per_epoch,
                 format_duration(*p.predicted_with_eval_seconds).c_str(), *p.predicted_with_eval_seconds);
@@ -164,6 +172,8 @@ int predict_command() {
                      {"from_partial_epoch", p.from_partial_epoch},
                      {"step_model", p.step_model}, {"steady_step_seconds", p.steady_step_seconds},
                      {"step_train_flops", or_null(p.step_train_flops)},
+                     {"step_lag1_autocorrelation", or_null(p.step_lag1_autocorrelation)},
+                     {"effective_steps", p.effective_steps},
                      {"eval_seconds_per_epoch", or_null(p.eval_seconds_per_epoch)},
                      {"predicted_with_eval_seconds", or_null(p.predicted_with_eval_seconds)}};
     const auto& ci = p.predicted_seconds_ci95;

@@ -142,6 +142,7 @@ json to_json(const Summary& s) {
             {"projected_epoch_seconds", or_null(s.projected_epoch_seconds)},
             {"projected_epoch_time", duration_or_null(s.projected_epoch_seconds)},
             {"projected_step_model", or_null(s.projected_step_model)},
+            {"step_lag1_autocorrelation", or_null(s.step_lag1_autocorrelation)},
             {"projected_epoch_seconds_ci95", s.projected_epoch_seconds_ci95
                                                  ? json::array({s.projected_epoch_seconds_ci95->low,
                                                                 s.projected_epoch_seconds_ci95->high})

@@ -116,6 +116,7 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
     const double epoch_seconds_per_step_ms = static_cast<double>(in.steps_per_epoch) / 1e3;
     const double step_ms = step.seconds_at(expected);
     s.projected_step_model = step.model;
+    s.step_lag1_autocorrelation = step.lag1_autocorrelation;
     s.projected_epoch_seconds = epoch_seconds_per_step_ms * step_ms;
     if (const auto half = step.half_ci95_at(expected)) {
       s.projected_epoch_seconds_ci95 = Interval{epoch_seconds_per_step_ms * std::max(0.0, step_ms - *half),

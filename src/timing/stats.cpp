@@ -56,10 +56,29 @@ double student_t_975(double df) {
   return z + (z * z * z + z) / (4 * df) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
 }
 
-std::optional<Interval> mean_interval_95(const Spread& s) {
+std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count) {
   if (s.count < 2) return std::nullopt;
-  const double half = student_t_975(static_cast<double>(s.count - 1)) * s.stdev / std::sqrt(static_cast<double>(s.count));
+  const double n = std::min(static_cast<double>(s.count), effective_count.value_or(static_cast<double>(s.count)));
+  const double half = student_t_975(n - 1) * s.stdev / std::sqrt(n);
   return Interval{s.mean - half, s.mean + half};
+}
+
+double lag1_autocorrelation(const std::vector<double>& series) {
+  const std::size_t n = series.size();
+  if (n < 3) return 0.0;
+  const double mean = std::accumulate(series.begin(), series.end(), 0.0) / static_cast<double>(n);
+  double variance = 0, lag1 = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    variance += (series[i] - mean) * (series[i] - mean);
+    if (i + 1 < n) lag1 += (series[i] - mean) * (series[i + 1] - mean);
+  }
+  return variance > 0 ? lag1 / variance : 0.0;
+}
+
+double effective_count(int64_t n, double rho) {
+  const double count = static_cast<double>(n);
+  if (!(rho > 0) || n < 2) return count;
+  return std::max(2.0, count * (1 - rho) / (1 + rho));
 }
 
 std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
@@ -67,6 +86,7 @@ std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<
   if (n < 2) return std::nullopt;
   LineFit line;
   line.count = static_cast<int64_t>(n);
+  line.effective_count = static_cast<double>(n);
   double mean_y = 0;
   for (std::size_t i = 0; i < n; ++i) {
     line.mean_x += x[i];
@@ -93,8 +113,9 @@ std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<
 std::optional<Interval> LineFit::mean_interval_95_at(double x) const {
   if (count < 3) return std::nullopt;
   const double n = static_cast<double>(count);
-  const double se = std::sqrt(residual_variance * (1.0 / n + (x - mean_x) * (x - mean_x) / sxx));
-  const double half = student_t_975(n - 2) * se;
+  const double effective = std::min(n, effective_count > 0 ? effective_count : n);
+  const double se = std::sqrt(residual_variance * n / effective * (1.0 / n + (x - mean_x) * (x - mean_x) / sxx));
+  const double half = student_t_975(std::max(1.0, effective - 2)) * se;
   return Interval{at(x) - half, at(x) + half};
 }
 

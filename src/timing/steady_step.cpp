@@ -13,16 +13,34 @@ std::optional<double> SteadyStep::half_ci95_at(double flops) const {
   return (ci->high - ci->low) / 2;
 }
 
+namespace {
+
+// The lag-1 autocorrelation of a model's deviations in step order, from kSerialStepsMin steps on
+// (fewer estimate it too loosely to act on).
+std::optional<double> serial_correlation(const std::vector<double>& deviations) {
+  if (static_cast<int64_t>(deviations.size()) < kSerialStepsMin) return std::nullopt;
+  return lag1_autocorrelation(deviations);
+}
+
+}  // namespace
+
 SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector<double>& flops, bool fit_flops) {
   SteadyStep step;
   const Spread s = spread(seconds);
   step.mean_seconds = s.mean;
-  if (const auto ci = mean_interval_95(s)) step.mean_half_ci95 = ci->high - s.mean;
+  step.lag1_autocorrelation = serial_correlation(seconds);
+  step.effective_steps = effective_count(s.count, step.lag1_autocorrelation.value_or(0.0));
+  if (const auto ci = mean_interval_95(s, step.effective_steps)) step.mean_half_ci95 = ci->high - s.mean;
   if (!fit_flops || flops.size() != seconds.size() || seconds.size() < 3) return step;
-  const auto line = fit_line(flops, seconds);
+  auto line = fit_line(flops, seconds);
   if (!line) return step;
   const bool work_varies = std::sqrt(line->sxx / static_cast<double>(line->count)) > 1e-3 * line->mean_x;
   if (!work_varies || !(line->slope > 0)) return step;
+  std::vector<double> residuals;
+  for (std::size_t i = 0; i < seconds.size(); ++i) residuals.push_back(seconds[i] - line->at(flops[i]));
+  step.lag1_autocorrelation = serial_correlation(residuals);
+  step.effective_steps = effective_count(line->count, step.lag1_autocorrelation.value_or(0.0));
+  line->effective_count = step.effective_steps;
   step.model = "flops line";
   step.line = line;
   return step;

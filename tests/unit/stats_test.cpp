@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tbench/timing/stats.hpp"
+#include "tbench/timing/steady_step.hpp"
 
 namespace tbench {
 
@@ -79,6 +82,88 @@ TEST(Stats, LineFitNeedsTwoXsAndThreePointsForAnInterval) {
   EXPECT_FALSE(two->mean_interval_95_at(2));
   EXPECT_FALSE(fit_line({1}, {2}));
   EXPECT_FALSE(fit_line({2, 2, 2}, {1, 2, 3}));
+}
+
+// A drifting series: statsmodels 0.13's acf(x, nlags=1, fft=False)[1] is 0.3142023346, worth
+// 12 (1 - rho) / (1 + rho) = 6.262028127 independent values; scipy's t.ppf(0.975, 5.262028127)
+// gives the mean's interval (0.8180408469, 0.8669591531), where independent values would give
+// (0.82714440, 0.85785560).
+const std::vector<double> kDrifting = {0.80, 0.82, 0.81, 0.85, 0.84, 0.86, 0.83, 0.86, 0.88, 0.85, 0.87, 0.84};
+
+TEST(Stats, Lag1AutocorrelationMatchesStatsmodels) {
+  EXPECT_NEAR(lag1_autocorrelation(kDrifting), 0.3142023346, 1e-9);
+  EXPECT_NEAR(lag1_autocorrelation({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}), -0.9166666667, 1e-9);  // alternating
+  EXPECT_DOUBLE_EQ(lag1_autocorrelation({3, 3, 3, 3}), 0.0);  // no spread
+  EXPECT_DOUBLE_EQ(lag1_autocorrelation({1, 2}), 0.0);        // too few
+}
+
+TEST(Stats, EffectiveCountIsTheAr1SampleSize) {
+  EXPECT_NEAR(effective_count(12, 0.3142023346), 6.262028127, 1e-8);
+  EXPECT_DOUBLE_EQ(effective_count(12, -0.9), 12.0);  // alternation loses nothing
+  EXPECT_DOUBLE_EQ(effective_count(12, 0.0), 12.0);
+  EXPECT_DOUBLE_EQ(effective_count(12, 0.99), 2.0);   // never under one degree of freedom
+}
+
+TEST(Stats, MeanIntervalCountsAnEffectiveNumberOfValues) {
+  const Spread s = spread(kDrifting);
+  const auto serial = mean_interval_95(s, effective_count(12, lag1_autocorrelation(kDrifting)));
+  ASSERT_TRUE(serial);
+  EXPECT_NEAR(serial->low, 0.8180408469, 1e-4);
+  EXPECT_NEAR(serial->high, 0.8669591531, 1e-4);
+  const auto independent = mean_interval_95(s);
+  ASSERT_TRUE(independent);
+  EXPECT_NEAR(independent->low, 0.82714440, 1e-4);
+  EXPECT_NEAR(independent->high, 0.85785560, 1e-4);
+}
+
+// The line's residuals worth a quarter as many independent points: its variance 4 times, and
+// Student's t at effective - 2 degrees of freedom.
+TEST(Stats, LineIntervalCountsAnEffectiveNumberOfPoints) {
+  std::vector<double> x, y;
+  for (int i = 0; i < 16; ++i) {
+    x.push_back(i % 4);
+    y.push_back(1.0 + 0.5 * (i % 4) + (i % 3 == 0 ? 0.1 : -0.05));
+  }
+  auto line = fit_line(x, y);
+  ASSERT_TRUE(line);
+  const auto independent = line->mean_interval_95_at(2.5);
+  line->effective_count = 4 + 2;  // 16 points worth 6: t at 4 degrees of freedom, variance x 16/6
+  const auto serial = line->mean_interval_95_at(2.5);
+  ASSERT_TRUE(independent && serial);
+  const double half = independent->high - line->at(2.5), serial_half = serial->high - line->at(2.5);
+  EXPECT_NEAR(serial_half / half, student_t_975(4) / student_t_975(14) * std::sqrt(16.0 / 6.0), 1e-9);
+}
+
+// From 10 timed steps on, the steady step counts how alike neighbouring steps are (the steps
+// about their mean, or a line's residuals); under 10 it takes them as independent, and
+// alternating steps lose nothing.
+TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
+  const SteadyStep drifting = fit_steady_step(kDrifting, {}, false);
+  ASSERT_TRUE(drifting.lag1_autocorrelation);
+  EXPECT_NEAR(*drifting.lag1_autocorrelation, 0.3142023346, 1e-9);
+  EXPECT_NEAR(drifting.effective_steps, 6.262028127, 1e-8);
+  ASSERT_TRUE(drifting.mean_half_ci95);
+  EXPECT_NEAR(*drifting.mean_half_ci95, (0.8669591531 - 0.8180408469) / 2, 1e-4);
+  const std::vector<double> nine(kDrifting.begin(), kDrifting.begin() + 9);
+  const SteadyStep short_run = fit_steady_step(nine, {}, false);
+  EXPECT_FALSE(short_run.lag1_autocorrelation);
+  EXPECT_DOUBLE_EQ(short_run.effective_steps, 9.0);
+  EXPECT_NEAR(*short_run.mean_half_ci95, mean_interval_95(spread(nine))->high - spread(nine).mean, 1e-12);
+  const SteadyStep alternating = fit_steady_step({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}, {}, false);
+  EXPECT_DOUBLE_EQ(alternating.effective_steps, 12.0);
+
+  // A line: steps of two works in turn, their residuals drifting up then down.
+  std::vector<double> flops, seconds;
+  for (int i = 0; i < 12; ++i) {
+    flops.push_back(i % 2 == 0 ? 1e9 : 2e9);
+    seconds.push_back(0.1 + 2e-10 * flops.back() + (i < 6 ? 0.01 * i : 0.01 * (11 - i)));
+  }
+  const SteadyStep line = fit_steady_step(seconds, flops, true);
+  ASSERT_EQ(line.model, "flops line");
+  ASSERT_TRUE(line.lag1_autocorrelation);
+  EXPECT_GT(*line.lag1_autocorrelation, 0.5);
+  EXPECT_LT(line.effective_steps, 4.0);
+  EXPECT_DOUBLE_EQ(line.line->effective_count, line.effective_steps);
 }
 
 TEST(Stats, DurationsAreQuotedAsMinutesAndSeconds) {

@@ -180,6 +180,10 @@ struct EpochPrediction {
   std::string step_model = "mean";
   double steady_step_seconds = 0;
   std::optional<double> step_train_flops;  // the N epochs' planned mean FLOPs per step, where known
+  // The steady step's deviations in step order (SteadyStep): their lag-1 autocorrelation (none
+  // under 10 timed steps) and what the timed steps are worth as independent ones.
+  std::optional<double> step_lag1_autocorrelation;
+  double effective_steps = 0;
   // Its 95% confidence interval from the steady step's (the timed steps taken as independent
   // draws), never below 0; none with fewer than two timed steps (three for a line). With
   // `actual`, whether it holds the actual time.

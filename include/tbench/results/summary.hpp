@@ -52,6 +52,9 @@ struct Summary {
   // ... and its 95% confidence interval: steps_per_epoch x the steady step's, the timed steps
   // taken as draws of the epoch's. None with fewer than two timed steps (three for a line).
   std::optional<Interval> projected_epoch_seconds_ci95;
+  // The steady step's deviations in step order: their lag-1 autocorrelation, from 10 timed steps
+  // on (SteadyStep), which the interval counts.
+  std::optional<double> step_lag1_autocorrelation;
   double wall_seconds = 0;
   std::string started_at, ended_at;
   RunStatus status = RunStatus::completed;

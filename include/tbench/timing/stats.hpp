@@ -27,9 +27,20 @@ double student_t_975(double degrees_of_freedom);
 struct Interval {
   double low = 0, high = 0;
 };
-// The 95% confidence interval of the mean that `s` summarises (Student's t with count - 1 degrees
-// of freedom), taking its values as independent draws; none for fewer than two.
-std::optional<Interval> mean_interval_95(const Spread& s);
+// The 95% confidence interval of the mean that `s` summarises: Student's t with count - 1 degrees
+// of freedom, its values taken as independent draws; none for fewer than two. Given
+// `effective_count` (effective_count below), the values are worth that many independent ones:
+// s / sqrt(effective) with effective - 1 degrees of freedom.
+std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count = std::nullopt);
+
+// The lag-1 autocorrelation of a series in its order: the lag-1 autocovariance over the variance,
+// both about the mean and over n (statsmodels' acf); 0 for fewer than 3 values or none that differ.
+double lag1_autocorrelation(const std::vector<double>& series);
+
+// How many independent values `n` values of a series are worth for its mean where neighbours
+// correlate by `rho`: n (1 - rho) / (1 + rho), the AR(1) effective sample size (Bretherton et al.
+// 1999), never under 2 (one degree of freedom). A negative rho counts as 0: n.
+double effective_count(int64_t n, double rho);
 
 // The least-squares line y = intercept + slope * x through points (x_i, y_i).
 struct LineFit {
@@ -37,10 +48,15 @@ struct LineFit {
   int64_t count = 0;
   double mean_x = 0, sxx = 0;    // the x's mean and their squared deviations' sum
   double residual_variance = 0;  // the residuals' squares over count - 2 (0 with two points)
+  // What the points are worth as independent ones (effective_count of a series' residuals); the
+  // count where they are independent, as fit_line leaves it.
+  double effective_count = 0;
 
   double at(double x) const { return intercept + slope * x; }
   // The 95% confidence interval of the line's mean at `x` (Student's t with count - 2 degrees of
-  // freedom), the residuals taken as independent draws of one variance; none for fewer than 3.
+  // freedom), the residuals taken as draws of one variance, independent, or worth effective_count
+  // independent ones (the variance scaled by count / effective_count, effective_count - 2 degrees
+  // of freedom, at least 1); none for fewer than 3 points.
   std::optional<Interval> mean_interval_95_at(double x) const;
 };
 // None for fewer than two points, or where every x is the same.

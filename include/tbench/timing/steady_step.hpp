@@ -12,11 +12,23 @@ namespace tbench {
 // Where every step does the same work, the timed steps' mean. Where their work varies (dynamic
 // padding: each batch pads to its own longest) a line in the steps' FLOPs: the timed steps are one
 // epoch's batches or fewer, and the epochs to come draw others, whose mean work the run plans.
+//
+// Steps are a series, not independent draws: a machine that drifts (a shared VM's speed states,
+// clocks, a neighbour's load) makes neighbouring steps alike, and then the steps know their mean
+// less well than as many independent ones. From kSerialStepsMin timed steps on, the intervals count
+// the steps (or the line's residuals) as effective_count of their lag-1 autocorrelation.
+inline constexpr int64_t kSerialStepsMin = 10;
+
 struct SteadyStep {
   std::string model = "mean";  // or "flops line"
   double mean_seconds = 0;     // the timed steps' mean
   std::optional<double> mean_half_ci95;  // its 95% interval's half-width; none for fewer than 2
   std::optional<LineFit> line;  // seconds in FLOPs, where model is "flops line"
+  // The model's deviations (the steps about their mean, or the line's residuals) in step order:
+  // their lag-1 autocorrelation (none under kSerialStepsMin steps), and what the steps are worth
+  // as independent ones.
+  std::optional<double> lag1_autocorrelation;
+  double effective_steps = 0;
 
   // A steady step of `flops`' work: the line's where there is one, else the mean.
   double seconds_at(double flops) const;
