@@ -72,17 +72,29 @@ void score_against(const ResultFile& actual, EpochPrediction& p) {
   }
 }
 
-// The timed steps' training FLOPs, in step_seconds' order; empty where any step did not record
-// them (older results).
-std::vector<double> timed_step_flops(const ResultFile& r) {
-  std::vector<double> flops;
+// A figure each timed step records (`of`), in step_seconds' order; empty where any timed step did
+// not record it (above 0): older results without it.
+template <typename Figure>
+std::vector<double> timed_step_values(const ResultFile& r, Figure of) {
+  std::vector<double> values;
   for (const auto& it : r.iterations) {
     if (it.warmup || it.profiled) continue;
-    if (!(it.train_flops > 0)) return {};
-    flops.push_back(it.train_flops);
+    const double value = static_cast<double>(of(it));
+    if (!(value > 0)) return {};
+    values.push_back(value);
   }
-  return flops;
+  return values;
 }
+
+// Their mean; none where they are empty.
+template <typename Figure>
+std::optional<double> timed_step_mean(const ResultFile& r, Figure of) {
+  const std::vector<double> values = timed_step_values(r, of);
+  if (values.empty()) return std::nullopt;
+  return mean(values);
+}
+
+double train_flops_of(const ResultIteration& it) { return it.train_flops; }
 
 // The mean training FLOPs per step of a run of `epochs` epochs: the source run planned its first
 // epochs' batches (model.planned_epoch_step_train_flops), so the first `epochs` of them; a run
@@ -105,7 +117,8 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   p.epochs = epochs;
   const double steps = static_cast<double>(epochs * r.steps_per_epoch);
   p.step_train_flops = planned_step_flops(r.planned_epoch_step_train_flops, epochs);
-  const SteadyStep step = fit_steady_step(r.step_seconds, timed_step_flops(r), p.step_train_flops.has_value());
+  const SteadyStep step =
+      fit_steady_step(r.step_seconds, timed_step_values(r, train_flops_of), p.step_train_flops.has_value());
   p.step_model = step.model;
   p.steady_step_seconds = step.seconds_at(p.step_train_flops.value_or(0.0));
   p.step_lag1_autocorrelation = step.lag1_autocorrelation;
@@ -143,27 +156,6 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   if (actual) score_against(*actual, p);
   return p;
 }
-
-namespace {
-
-// The timed steps' mean of a figure each step records (`of`), where every timed step recorded it
-// (above 0); none for older results without it.
-template <typename Figure>
-std::optional<double> timed_step_mean(const ResultFile& r, Figure of) {
-  double sum = 0;
-  int64_t steps = 0;
-  for (const auto& it : r.iterations) {
-    if (it.warmup || it.profiled) continue;
-    const double value = static_cast<double>(of(it));
-    if (!(value > 0)) return std::nullopt;
-    sum += value;
-    ++steps;
-  }
-  if (steps == 0) return std::nullopt;
-  return sum / static_cast<double>(steps);
-}
-
-}  // namespace
 
 double estimate_bytes_per_step(const ResultFile& r) {
   const double params = static_cast<double>(r.params);
@@ -213,7 +205,7 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   const double samples_per_step = static_cast<double>(r.batch_size * r.grad_accum);
   // A step's own count where the run recorded it: with padding `longest`, model.unpad or sparse
   // prediction the steps do less than the plan's figure at seq_len for every sample.
-  p.flops_per_step = timed_step_mean(r, [](const ResultIteration& it) { return it.train_flops; })
+  p.flops_per_step = timed_step_mean(r, train_flops_of)
                          .value_or(r.train_flops_per_sample * samples_per_step);
   p.bytes_per_step = estimate_bytes_per_step(r);
   p.source_step_seconds = mean(r.step_seconds);

@@ -130,9 +130,9 @@ void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
   }
   if (const auto& ci = p.predicted_seconds_ci95) {
     std::string serial;
-    if (p.effective_steps + 0.05 < static_cast<double>(r.step_seconds.size())) {
+    if (const auto rho = p.step_lag1_autocorrelation; rho && *rho > 0) {  // worth fewer steps than ran
       serial = format_fixed(p.effective_steps, 1) + " independent steps' worth: lag-1 autocorrelation " +
-               format_fixed(p.step_lag1_autocorrelation.value_or(0.0), 2);
+               format_fixed(*rho, 2);
     }
     std::printf("  95%% CI %.1f .. %.1f s (the steady step's%s%s)\n", ci->low, ci->high, serial.empty() ? "" : "; ",
                 serial.c_str());

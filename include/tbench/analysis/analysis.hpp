@@ -184,9 +184,9 @@ struct EpochPrediction {
   // under 10 timed steps) and what the timed steps are worth as independent ones.
   std::optional<double> step_lag1_autocorrelation;
   double effective_steps = 0;
-  // Its 95% confidence interval from the steady step's (the timed steps taken as independent
-  // draws), never below 0; none with fewer than two timed steps (three for a line). With
-  // `actual`, whether it holds the actual time.
+  // Its 95% confidence interval from the steady step's (the timed steps as a series: worth
+  // effective_steps independent ones), never below 0; none with fewer than two timed steps (three
+  // for a line). With `actual`, whether it holds the actual time.
   std::optional<Interval> predicted_seconds_ci95;
   std::optional<bool> actual_within_ci95;
   std::optional<double> naive_seconds;  // N x the first complete epoch; none without one
