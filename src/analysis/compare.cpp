@@ -4,6 +4,7 @@
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/timing/steady_step.hpp"
 
 namespace tbench {
 namespace {
@@ -11,6 +12,12 @@ namespace {
 struct PerSampleTimes {
   double mean = 0, variance = 0;
   int64_t n = 0;
+  // The steps in order are a series (SteadyStep): their lag-1 autocorrelation from kSerialStepsMin
+  // steps on, and what they are worth as independent ones.
+  std::optional<double> lag1_autocorrelation;
+  double effective = 0;
+  // Var(log mean) ~ var / (n_eff mean^2): the delta method, the steps counted as n_eff.
+  double log_mean_variance() const { return effective > 0 ? variance / (effective * mean * mean) : 0; }
 };
 
 // Seconds per sample of each steady-state step: the throughput's reciprocal, averaged per step.
@@ -20,7 +27,8 @@ PerSampleTimes per_sample_times(const ResultFile& r) {
     t.push_back(r.step_seconds[i] / static_cast<double>(r.step_samples[i]));
   }
   const Spread s = spread(t);
-  return {s.mean, s.stdev * s.stdev, s.count};
+  const SteadyStep series = fit_steady_step(t, {}, false);
+  return {s.mean, s.stdev * s.stdev, s.count, series.lag1_autocorrelation, series.effective_steps};
 }
 
 // The spec's fields as dotted paths, objects descended into, anything else (arrays too) whole.
@@ -76,16 +84,20 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b) {
   Comparison c;
   c.a_steps = ta.n;
   c.b_steps = tb.n;
+  c.a_effective_steps = ta.effective;
+  c.b_effective_steps = tb.effective;
+  c.a_lag1_autocorrelation = ta.lag1_autocorrelation;
+  c.b_lag1_autocorrelation = tb.lag1_autocorrelation;
   c.a_samples_per_s = 1.0 / ta.mean;
   c.b_samples_per_s = 1.0 / tb.mean;
   c.ratio = ta.mean / tb.mean;
-  // Var(log mean) ~ var / (n mean^2): the delta method; Welch-Satterthwaite for the t quantile.
-  const double va = ta.n > 0 ? ta.variance / (static_cast<double>(ta.n) * ta.mean * ta.mean) : 0;
-  const double vb = tb.n > 0 ? tb.variance / (static_cast<double>(tb.n) * tb.mean * tb.mean) : 0;
+  // The log ratio's variance is the sides' sum; Welch-Satterthwaite's degrees of freedom for the t
+  // quantile, each side's n_eff - 1.
+  const double va = ta.log_mean_variance(), vb = tb.log_mean_variance();
   const double se = std::sqrt(va + vb);
   double df = 1;
-  const double denom = (ta.n > 1 ? va * va / static_cast<double>(ta.n - 1) : 0) +
-                       (tb.n > 1 ? vb * vb / static_cast<double>(tb.n - 1) : 0);
+  const double denom = (ta.effective > 1 ? va * va / (ta.effective - 1) : 0) +
+                       (tb.effective > 1 ? vb * vb / (tb.effective - 1) : 0);
   if (denom > 0) df = (va + vb) * (va + vb) / denom;
   const double t = student_t_975(df);
   c.low = c.ratio * std::exp(-t * se);

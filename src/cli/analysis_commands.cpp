@@ -58,6 +58,18 @@ std::string describe(const ResultFile& r) {
          std::to_string(r.seq_len);
 }
 
+// One side of a comparison: its run, its throughput, and what its steps were worth as independent
+// ones where neighbouring steps were alike (the interval counts that many).
+void print_compared_side(const char* side, const ResultFile& r, double samples_per_s, int64_t steps,
+                         double effective_steps, const std::optional<double>& lag1) {
+  std::printf("%s: %s\n   %s\n   %.2f samples/s over %lld steady steps", side, r.path.c_str(), describe(r).c_str(),
+              samples_per_s, static_cast<long long>(steps));
+  if (lag1 && effective_steps < static_cast<double>(steps)) {
+    std::printf(" (worth %.1f independent ones: lag-1 autocorrelation %.2f)", effective_steps, *lag1);
+  }
+  std::printf("\n");
+}
+
 int compare_command() {
   const ResultFile a = load_result(g_analysis.a), b = load_result(g_analysis.b);
   const Comparison c = compare_results(a, b);
@@ -66,16 +78,17 @@ int compare_command() {
     for (const auto& d : c.differences) differences.push_back({{"field", d.field}, {"a", d.a}, {"b", d.b}});
     std::cout << json_text(json{{"a", a.path}, {"b", b.path}, {"a_samples_per_s", c.a_samples_per_s},
                                 {"b_samples_per_s", c.b_samples_per_s}, {"a_steps", c.a_steps}, {"b_steps", c.b_steps},
+                                {"a_effective_steps", c.a_effective_steps}, {"b_effective_steps", c.b_effective_steps},
+                                {"a_step_lag1_autocorrelation", or_null(c.a_lag1_autocorrelation)},
+                                {"b_step_lag1_autocorrelation", or_null(c.b_lag1_autocorrelation)},
                                 {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant},
                                 {"differences", differences}},
                            2)
               << "\n";
     return 0;
   }
-  std::printf("A: %s\n   %s\n   %.2f samples/s over %lld steady steps\n", a.path.c_str(), describe(a).c_str(),
-              c.a_samples_per_s, static_cast<long long>(c.a_steps));
-  std::printf("B: %s\n   %s\n   %.2f samples/s over %lld steady steps\n", b.path.c_str(), describe(b).c_str(),
-              c.b_samples_per_s, static_cast<long long>(c.b_steps));
+  print_compared_side("A", a, c.a_samples_per_s, c.a_steps, c.a_effective_steps, c.a_lag1_autocorrelation);
+  print_compared_side("B", b, c.b_samples_per_s, c.b_steps, c.b_effective_steps, c.b_lag1_autocorrelation);
   std::printf("B/A throughput: %.3fx  (95%% CI %.3f .. %.3f)  %s\n", c.ratio, c.low, c.high,
               c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
                             : "no significant difference");

@@ -39,21 +39,59 @@ void to_json(nlohmann::json& j, const Spread& s) {
        {"stdev", s.stdev}, {"min", s.min}, {"max", s.max}};
 }
 
-double student_t_975(double df) {
-  static const double table[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                                 2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-                                 2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  if (!(df >= 1)) return table[0];
-  if (df <= 30) {
-    // Linear in 1/df between tabulated integers is accurate to ~1e-3 here.
-    const int lo = static_cast<int>(std::floor(df)), hi = std::min(30, lo + 1);
-    if (lo == hi) return table[lo - 1];
-    const double w = (1.0 / df - 1.0 / hi) / (1.0 / lo - 1.0 / hi);
-    return w * table[lo - 1] + (1 - w) * table[hi - 1];
+namespace {
+
+// The continued fraction of the regularized incomplete beta function I_x(a, b), by the modified
+// Lentz method; it converges fast where x < (a + 1) / (a + b + 2).
+double incomplete_beta_fraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300, kEpsilon = 1e-15;
+  const auto guard = [](double v) { return std::fabs(v) < kTiny ? kTiny : v; };
+  double c = 1, d = 1 / guard(1 - (a + b) * x / (a + 1));
+  double fraction = d;
+  for (int m = 1; m <= 500; ++m) {
+    // The even and the odd term of step m: d_2m = m (b - m) x / ((a + 2m - 1)(a + 2m)),
+    // d_2m+1 = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1)).
+    const double even = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m));
+    d = 1 / guard(1 + even * d);
+    c = guard(1 + even / c);
+    fraction *= d * c;
+    const double odd = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+    d = 1 / guard(1 + odd * d);
+    c = guard(1 + odd / c);
+    const double change = d * c;
+    fraction *= change;
+    if (std::fabs(change - 1) < kEpsilon) break;
   }
-  // Cornish-Fisher expansion around the normal quantile.
-  const double z = 1.959964;
-  return z + (z * z * z + z) / (4 * df) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+  return fraction;
+}
+
+// I_x(a, b) = x^a (1 - x)^b / (a B(a, b)) times the fraction, or 1 - I_{1-x}(b, a) where that
+// converges faster.
+double regularized_incomplete_beta(double a, double b, double x) {
+  if (x <= 0) return 0;
+  if (x >= 1) return 1;
+  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
+  if (x < (a + 1) / (a + b + 2)) return std::exp(log_front) * incomplete_beta_fraction(a, b, x) / a;
+  return 1 - std::exp(log_front) * incomplete_beta_fraction(b, a, 1 - x) / b;
+}
+
+// P(|T| > t) for Student's t with `df` degrees of freedom: I_{df / (df + t^2)}(df / 2, 1 / 2).
+double student_t_two_sided_tail(double t, double df) {
+  return regularized_incomplete_beta(df / 2, 0.5, df / (df + t * t));
+}
+
+}  // namespace
+
+double student_t_975(double df) {
+  if (!(df >= 1)) df = 1;
+  // The tail falls as t grows: bisect for a two-sided tail of 5%. t_975 is 12.706 at one degree of
+  // freedom and falls towards 1.96, so [1.9, 13] holds it.
+  double lo = 1.9, hi = 13;
+  for (int i = 0; i < 100 && hi - lo > 1e-12; ++i) {
+    const double mid = (lo + hi) / 2;
+    (student_t_two_sided_tail(mid, df) > 0.05 ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count) {

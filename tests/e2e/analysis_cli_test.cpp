@@ -43,6 +43,12 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
   EXPECT_GT(j["ratio"].get<double>(), 0);
   EXPECT_LE(j["ci95"][0].get<double>(), j["ratio"].get<double>());
   EXPECT_GE(j["ci95"][1].get<double>(), j["ratio"].get<double>());
+  for (const char* side : {"a", "b"}) {  // what each side's steps were worth as independent ones
+    const std::string s = side;
+    EXPECT_GE(j[s + "_effective_steps"].get<double>(), 2) << j.dump();
+    EXPECT_LE(j[s + "_effective_steps"].get<double>(), j[s + "_steps"].get<double>()) << j.dump();
+    EXPECT_TRUE(j.contains(s + "_step_lag1_autocorrelation")) << j.dump();
+  }
 }
 
 TEST_F(AnalysisCli, ReportRendersEveryFormat) {

@@ -235,6 +235,39 @@ TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {
   EXPECT_FALSE(n.significant);
 }
 
+// A drifting machine's steps: the first half at `first` seconds, the second at `second`, each step
+// alternating `jitter` about them; one slower warm-up step ahead.
+json drifting_result(double first, double second, double jitter, int steps) {
+  json result = make_result("m", "h", first, 1, steps + 1);
+  for (int i = 0; i < steps; ++i) {
+    result["iterations"][i + 1]["seconds"] = (i < steps / 2 ? first : second) + jitter * ((i % 2) * 2 - 1);
+  }
+  return result;
+}
+
+// Steps are a series: where A's machine changed speed halfway, its 20 steps are worth 2.2
+// independent ones (lag-1 autocorrelation 0.8), and the difference from B that 20 independent
+// steps would call significant (1.005 .. 1.054) is not. Figures from scipy.stats.t and
+// statsmodels' acf on the same steps.
+TEST_F(Analysis, CompareCountsADriftingRunsStepsAsTheirEffectiveNumber) {
+  const ResultFile a = load_result(write("a.json", drifting_result(1.0, 1.1, 0.01, 20)));
+  const ResultFile b = load_result(write("b.json", drifting_result(1.02, 1.02, 0.01, 20)));
+  const Comparison c = compare_results(a, b);
+  EXPECT_NEAR(c.ratio, 1.0294117647058822, 1e-12);
+  ASSERT_TRUE(c.a_lag1_autocorrelation && c.b_lag1_autocorrelation);
+  EXPECT_NEAR(*c.a_lag1_autocorrelation, 0.8, 1e-12);
+  EXPECT_NEAR(*c.b_lag1_autocorrelation, -0.95, 1e-12);
+  EXPECT_NEAR(c.a_effective_steps, 2.2222222222222222, 1e-12);
+  EXPECT_EQ(c.b_effective_steps, 20);  // alternating steps count as independent ones, never more
+  EXPECT_NEAR(c.low, 0.7815376398644749, 1e-6);
+  EXPECT_NEAR(c.high, 1.3559021693422693, 1e-6);
+  EXPECT_FALSE(c.significant);
+  // Under kSerialStepsMin steps the steps count as independent.
+  const Comparison few = compare_results(load_result(write("a9.json", drifting_result(1.0, 1.1, 0.01, 9))), b);
+  EXPECT_FALSE(few.a_lag1_autocorrelation);
+  EXPECT_EQ(few.a_effective_steps, 9);
+}
+
 // compare names what else differs between its two runs: spec fields (not the name, the output
 // path or sweep bookkeeping), fields only one side records, and the code, torch and BLAS.
 TEST_F(Analysis, CompareListsTheSettingsThatDiffer) {

@@ -148,6 +148,10 @@ struct SettingDifference {
 struct Comparison {
   std::string a_label, b_label;
   int64_t a_steps = 0, b_steps = 0;
+  // Each side's steps in order as a series: their lag-1 autocorrelation (none under
+  // kSerialStepsMin steps) and what they are worth as independent ones (SteadyStep).
+  double a_effective_steps = 0, b_effective_steps = 0;
+  std::optional<double> a_lag1_autocorrelation, b_lag1_autocorrelation;
   double a_samples_per_s = 0, b_samples_per_s = 0;
   double ratio = 0;           // B's throughput over A's
   double low = 0, high = 0;   // 95% confidence interval of the ratio
@@ -156,7 +160,9 @@ struct Comparison {
 };
 
 // Ratio of mean per-sample step times (warm-up excluded), interval from the delta method on the
-// log ratio with Welch's degrees of freedom.
+// log ratio with Welch's degrees of freedom, each side's steps counted as their effective number:
+// a drifting machine's neighbouring steps are alike, and know their mean less well than as many
+// independent ones.
 Comparison compare_results(const ResultFile& a, const ResultFile& b);
 
 // Every field of the two resolved specs that differs (not the run's name, output path or sweep
