@@ -19,10 +19,14 @@ void add_unique(std::vector<T>& v, const T& x) {
   if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
 }
 
-// "19:32 ±4.1s" — mm:ss as people quote epochs, the spread over repeats in seconds.
+// "19:32 ±4.1s" — mm:ss as people quote epochs, the spread over repeats in seconds; one projected
+// run's as "~19:32 [18:50, 20:14]", its 95% interval.
 std::string epoch_text(const ReportCell& c) {
   std::string text = (c.projected ? "~" : "") + format_duration(c.epoch_mean);
   if (c.runs > 1) text += " ±" + format_fixed(c.epoch_stdev, 1) + "s";
+  if (c.projected_ci95) {
+    text += " [" + format_duration(c.projected_ci95->low) + ", " + format_duration(c.projected_ci95->high) + "]";
+  }
   return text;
 }
 
@@ -39,7 +43,8 @@ std::string header_note(const Report& r) {
   const bool any_gpu_figures = std::any_of(r.results.begin(), r.results.end(), [](const ResultFile* f) {
     return f->gpu_power_w_mean || f->gpu_energy_j_per_sample;
   });
-  return "epoch time (mm:ss; ~ = projected from steady steps; ± = stdev over repeats), samples/s, speedup vs '" +
+  return "epoch time (mm:ss; ~ = projected from steady steps, [ ] its 95% interval; ± = stdev over repeats), "
+         "samples/s, speedup vs '" +
          r.baseline + "'" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
 }
 
@@ -81,16 +86,20 @@ Table overview_table(const Report& r, bool markdown) {
 Table records_table(const Report& r, const std::string& label_header) {
   Table table;
   table.columns = {{"model"},      {label_header}, {"runs"},          {"epoch_seconds_mean"}, {"epoch_seconds_stdev"},
-                   {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"}, {"gpu_power_w"},
-                   {"gpu_energy_j_per_sample"}};
+                   {"epoch_time"}, {"projected"},  {"projected_ci95_low"}, {"projected_ci95_high"},
+                   {"samples_per_s"}, {"speedup"}, {"gpu_power_w"}, {"gpu_energy_j_per_sample"}};
   for (const auto& model : r.models) {
     const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
       const auto found = cells.find(label);
       if (found == cells.end()) continue;
       const ReportCell& c = found->second;
+      const auto bound = [&](double Interval::*end) {
+        return Cell::number_or_blank(c.projected_ci95 ? std::optional<double>((*c.projected_ci95).*end) : std::nullopt, 3);
+      };
       table.rows.push_back({model, label, Cell::integer(c.runs), Cell::number(c.epoch_mean, 3),
                             Cell::number(c.epoch_stdev, 3), format_duration(c.epoch_mean), Cell::boolean(c.projected),
+                            bound(&Interval::low), bound(&Interval::high),
                             Cell::number(c.samples_per_s, 3), Cell::number_or_blank(c.speedup, 4),
                             Cell::number_or_blank(c.gpu_power_w, 1), Cell::number_or_blank(c.gpu_energy_j_per_sample, 4)});
     }
@@ -159,6 +168,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
       cell.epoch_mean = e.mean;
       cell.epoch_stdev = e.stdev;
       cell.samples_per_s = spread(rates).mean;
+      if (runs.size() == 1 && runs.front()->epoch_projected) cell.projected_ci95 = runs.front()->projected_epoch_ci95;
       cell.gpu_power_w = mean_where_measured(runs, &ResultFile::gpu_power_w_mean);
       cell.gpu_energy_j_per_sample = mean_where_measured(runs, &ResultFile::gpu_energy_j_per_sample);
       report.cells[model][label] = cell;

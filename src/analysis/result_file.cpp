@@ -73,6 +73,15 @@ class ResultReader {
     const json* v = find(pointer);
     return v && v->is_number() && std::isfinite(v->get<double>()) ? std::optional<double>(v->get<double>()) : std::nullopt;
   }
+  // An optional [low, high] pair of numbers >= 0, low <= high (null: none).
+  std::optional<Interval> interval_if_any(const char* pointer) const {
+    const json* v = find(pointer);
+    if (!v || v->is_null()) return std::nullopt;
+    if (!v->is_array() || v->size() != 2) throw bad(pointer, "expected [low, high] or null, got " + json_text(*v));
+    const Interval interval{number((*v)[0], std::string(pointer) + "/0"), number((*v)[1], std::string(pointer) + "/1")};
+    if (interval.low > interval.high) throw bad(pointer, "low above high: " + json_text(*v));
+    return interval;
+  }
   Error bad(const std::string& where, const std::string& what) const {
     return input_error(path_ + ": " + where + ": " + what);
   }
@@ -291,6 +300,7 @@ ResultFile load_result(const std::string& path) {
   } else if (const auto projected = read.number_if_any("/summary/projected_epoch_seconds")) {
     r.epoch_seconds = *projected;
     r.epoch_projected = true;
+    r.projected_epoch_ci95 = read.interval_if_any("/summary/projected_epoch_seconds_ci95");
   }
   if (r.step_seconds.empty()) {
     throw input_error(path + ": no steady-state steps to analyse (all " + std::to_string(r.warmup_seconds.size()) +

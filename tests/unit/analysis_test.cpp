@@ -124,9 +124,9 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_NE(render_report(r, "markdown").find("| **bert** |"), std::string::npos);
   const std::string csv = render_report(r, "csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup,"
-            "gpu_power_w,gpu_energy_j_per_sample");
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000,,\n"), std::string::npos) << csv;
+            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,projected_ci95_low,"
+            "projected_ci95_high,samples_per_s,speedup,gpu_power_w,gpu_energy_j_per_sample");
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,,,16.000,2.2000,,\n"), std::string::npos) << csv;
   EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention
   const json j = json::parse(render_report(r, "json"));
   EXPECT_EQ(j["rows"].size(), 3u);
@@ -135,6 +135,44 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_THROW(render_report(r, "pdf"), Error);
   EXPECT_THROW(build_report(results, "host", "S9"), Error);
   EXPECT_THROW(build_report(results, "colour", ""), Error);
+}
+
+// A cell of one run cut short (no complete epoch) shows the projection with its 95% interval, in
+// every format; repeats show their spread instead, and a malformed interval names its field.
+TEST_F(Analysis, ReportShowsAProjectedEpochsInterval) {
+  const auto projected = [](double low, double high) {
+    json r = make_result("bert", "S1", 1.0, 1, 100);
+    r["summary"]["epoch_seconds"] = nullptr;
+    r["summary"]["projected_epoch_seconds_ci95"] = {low, high};
+    return r;
+  };
+  const auto one = load_results({write("one.json", projected(95.2, 104.4))});
+  const Report r = build_report(one, "host", "");
+  ASSERT_TRUE(r.cells.at("bert").at("S1").projected_ci95);
+  EXPECT_NE(render_report(r, "table").find("~01:40 [01:35, 01:44]"), std::string::npos) << render_report(r, "table");
+  EXPECT_NE(render_report(r, "table").find("[ ] its 95% interval"), std::string::npos);
+  EXPECT_NE(render_report(r, "csv").find(",true,95.200,104.400,"), std::string::npos) << render_report(r, "csv");
+  const json row = json::parse(render_report(r, "json"))["rows"][0];
+  EXPECT_EQ(row["projected_ci95_low"], 95.2);
+  EXPECT_EQ(row["projected_ci95_high"], 104.4);
+  EXPECT_NE(render_report(r, "html").find("projected_ci95_low"), std::string::npos);
+
+  const auto repeats = load_results({write("r1.json", projected(95.2, 104.4)), write("r2.json", projected(90, 110))});
+  const ReportCell& cell = build_report(repeats, "host", "").cells.at("bert").at("S1");
+  EXPECT_TRUE(cell.projected);
+  EXPECT_FALSE(cell.projected_ci95);
+
+  json reversed = projected(104.5, 95.5), short_pair = projected(1, 2), negative = projected(-1, 2);
+  short_pair["summary"]["projected_epoch_seconds_ci95"] = {1.0};
+  for (const auto& [name, bad] : {std::pair{"reversed", reversed}, {"short", short_pair}, {"negative", negative}}) {
+    const std::string path = write(std::string(name) + ".json", bad);
+    try {
+      load_result(path);
+      ADD_FAILURE() << name << " loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("/summary/projected_epoch_seconds_ci95"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Where results carry their GPU's power and energy (NVML), the cell shows the mean over the

@@ -55,6 +55,9 @@ struct ResultFile {
   std::vector<double> planned_epoch_step_train_flops;
   double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
   bool epoch_projected = false;
+  // The projection's 95% interval (summary.projected_epoch_seconds_ci95), where epoch_projected
+  // and the run recorded one.
+  std::optional<Interval> projected_epoch_ci95;
   double samples_per_s = 0;    // steady state (warm-up excluded); global for data-parallel results
   std::vector<double> step_seconds;  // timed (steady-state) steps
   std::vector<int64_t> step_samples; // samples of each timed step over all ranks
@@ -94,6 +97,9 @@ struct ReportCell {
   int runs = 0;
   double epoch_mean = 0, epoch_stdev = 0;  // seconds, over repeats
   bool projected = false;                  // epoch time projected from steady steps
+  // A cell of one projected run: that projection's 95% interval, where the run recorded one
+  // (repeats show their spread instead).
+  std::optional<Interval> projected_ci95;
   double samples_per_s = 0;                // mean over repeats
   std::optional<double> speedup;           // baseline epoch time / this epoch time
   // One GPU's mean power draw and energy per sample (NVML), over the repeats that measured them.
