@@ -33,6 +33,9 @@ std::string epoch_text(const ReportCell& c) {
 std::string cell_text(const ReportCell& c) {
   std::string text = epoch_text(c) + ", " + format_fixed(c.samples_per_s, 1) + "/s";
   if (c.speedup) text += ", " + format_fixed(*c.speedup, 2) + "x";
+  if (c.speedup_ci95) {
+    text += " (" + format_fixed(c.speedup_ci95->low, 2) + "-" + format_fixed(c.speedup_ci95->high, 2) + ")";
+  }
   if (c.gpu_power_w) text += ", " + format_fixed(*c.gpu_power_w, 0) + " W";
   if (c.gpu_energy_j_per_sample) text += ", " + format_fixed(*c.gpu_energy_j_per_sample, 2) + " J/sample";
   if (c.runs > 1) text += " (n=" + std::to_string(c.runs) + ")";
@@ -45,7 +48,7 @@ std::string header_note(const Report& r) {
   });
   return "epoch time (mm:ss; ~ = projected from steady steps, [ ] its 95% interval; ± = stdev over repeats), "
          "samples/s, speedup vs '" +
-         r.baseline + "'" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
+         r.baseline + "' (its 95% interval: from the repeats, or one run's steps)" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
 }
 
 // The mean of a figure over the runs that have it; none if no run does.
@@ -57,6 +60,13 @@ std::optional<double> mean_where_measured(const std::vector<const ResultFile*>& 
   }
   if (values.empty()) return std::nullopt;
   return spread(values).mean;
+}
+
+// What is known of a cell's mean epoch time: from its repeats where it has two or more, else from
+// its one run's steps (the relative uncertainty of their mean per-sample time is the epoch's).
+LogMean epoch_log_mean(const std::vector<const ResultFile*>& runs, const Spread& epochs) {
+  if (runs.size() >= 2) return log_mean(epochs, static_cast<double>(epochs.count));
+  return per_sample_step_times(*runs.front()).log_mean();
 }
 
 // What a model x label grid shows where that model was not run under that label: markdown has
@@ -87,20 +97,22 @@ Table records_table(const Report& r, const std::string& label_header) {
   Table table;
   table.columns = {{"model"},      {label_header}, {"runs"},          {"epoch_seconds_mean"}, {"epoch_seconds_stdev"},
                    {"epoch_time"}, {"projected"},  {"projected_ci95_low"}, {"projected_ci95_high"},
-                   {"samples_per_s"}, {"speedup"}, {"gpu_power_w"}, {"gpu_energy_j_per_sample"}};
+                   {"samples_per_s"}, {"speedup"}, {"speedup_ci95_low"}, {"speedup_ci95_high"},
+                   {"gpu_power_w"}, {"gpu_energy_j_per_sample"}};
   for (const auto& model : r.models) {
     const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
       const auto found = cells.find(label);
       if (found == cells.end()) continue;
       const ReportCell& c = found->second;
-      const auto bound = [&](double Interval::*end) {
-        return Cell::number_or_blank(c.projected_ci95 ? std::optional<double>((*c.projected_ci95).*end) : std::nullopt, 3);
+      const auto bound = [](const std::optional<Interval>& interval, double Interval::*end, int digits) {
+        return Cell::number_or_blank(interval ? std::optional<double>((*interval).*end) : std::nullopt, digits);
       };
       table.rows.push_back({model, label, Cell::integer(c.runs), Cell::number(c.epoch_mean, 3),
                             Cell::number(c.epoch_stdev, 3), format_duration(c.epoch_mean), Cell::boolean(c.projected),
-                            bound(&Interval::low), bound(&Interval::high),
+                            bound(c.projected_ci95, &Interval::low, 3), bound(c.projected_ci95, &Interval::high, 3),
                             Cell::number(c.samples_per_s, 3), Cell::number_or_blank(c.speedup, 4),
+                            bound(c.speedup_ci95, &Interval::low, 4), bound(c.speedup_ci95, &Interval::high, 4),
                             Cell::number_or_blank(c.gpu_power_w, 1), Cell::number_or_blank(c.gpu_energy_j_per_sample, 4)});
     }
   }
@@ -133,6 +145,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   Report report;
   report.by = by;
   std::map<std::string, std::map<std::string, std::vector<const ResultFile*>>> groups;
+  std::map<std::string, std::map<std::string, LogMean>> epoch_knowledge;
   for (const auto& r : results) {
     const std::string label = label_of(r, by);
     const std::string row = model_row(r, by);
@@ -164,6 +177,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
                                " runs differ in " + fields);
       }
       const Spread e = spread(epochs);
+      epoch_knowledge[model][label] = epoch_log_mean(runs, e);
       cell.runs = static_cast<int>(runs.size());
       cell.epoch_mean = e.mean;
       cell.epoch_stdev = e.stdev;
@@ -177,8 +191,13 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   for (auto& [model, cells] : report.cells) {
     if (!cells.count(report.baseline)) continue;
     const double base = cells.at(report.baseline).epoch_mean;
+    const LogMean& base_knowledge = epoch_knowledge[model][report.baseline];
     for (auto& [label, cell] : cells) {
-      if (cell.epoch_mean > 0) cell.speedup = base / cell.epoch_mean;
+      if (!(cell.epoch_mean > 0)) continue;
+      cell.speedup = base / cell.epoch_mean;
+      if (label != report.baseline) {
+        cell.speedup_ci95 = ratio_interval_95(*cell.speedup, base_knowledge, epoch_knowledge[model][label]);
+      }
     }
   }
   return report;

@@ -101,6 +101,24 @@ std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> 
   return Interval{s.mean - half, s.mean + half};
 }
 
+LogMean log_mean(const Spread& s, double effective_count) {
+  const double n = std::min(static_cast<double>(s.count), effective_count);
+  if (s.count < 2 || !(n > 0) || !(s.mean > 0)) return {};
+  return {s.stdev * s.stdev / (n * s.mean * s.mean), n - 1};
+}
+
+Interval ratio_interval_95(double ratio, const LogMean& numerator, const LogMean& denominator) {
+  const double variance = numerator.variance + denominator.variance;
+  double df = 1;
+  const auto welch_term = [](const LogMean& m) {
+    return m.degrees_of_freedom > 0 ? m.variance * m.variance / m.degrees_of_freedom : 0.0;
+  };
+  const double denom = welch_term(numerator) + welch_term(denominator);
+  if (denom > 0) df = variance * variance / denom;
+  const double half = student_t_975(df) * std::sqrt(variance);
+  return {ratio * std::exp(-half), ratio * std::exp(half)};
+}
+
 double lag1_autocorrelation(const std::vector<double>& series) {
   const std::size_t n = series.size();
   if (n < 3) return 0.0;

@@ -98,6 +98,7 @@ TEST_F(AnalysisCli, HtmlReportDrawsItsChartsInABrowser) {
   EXPECT_EQ(bars, 4u);    // 2 epoch-time bars + 2 speedup bars
   EXPECT_EQ(series, 2u);  // one throughput line per result
   EXPECT_NE(rendered.find("422 W, 1.23 J/sample"), std::string::npos) << "the measured cell shows its power";
+  EXPECT_NE(rendered.find("x ("), std::string::npos) << "the speedup shows its interval";
   const auto first_cell = rendered.find("J/sample</td>");
   ASSERT_NE(first_cell, std::string::npos);
   EXPECT_EQ(rendered.find("J/sample</td>", first_cell + 1), std::string::npos) << "only the measured cell does";

@@ -52,6 +52,16 @@ json make_result(const std::string& model, const std::string& host, double step_
                        {"peak_source", "measured"}}}};
 }
 
+// A drifting machine's steps: the first half at `first` seconds, the second at `second`, each step
+// alternating `jitter` about them; one slower warm-up step ahead.
+json drifting_result(double first, double second, double jitter, int steps) {
+  json result = make_result("m", "h", first, 1, steps + 1);
+  for (int i = 0; i < steps; ++i) {
+    result["iterations"][i + 1]["seconds"] = (i < steps / 2 ? first : second) + jitter * ((i % 2) * 2 - 1);
+  }
+  return result;
+}
+
 class Analysis : public ::testing::Test {
  protected:
   testing::ScratchDir dir;
@@ -125,8 +135,10 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   const std::string csv = render_report(r, "csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,projected_ci95_low,"
-            "projected_ci95_high,samples_per_s,speedup,gpu_power_w,gpu_energy_j_per_sample");
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,,,16.000,2.2000,,\n"), std::string::npos) << csv;
+            "projected_ci95_high,samples_per_s,speedup,speedup_ci95_low,speedup_ci95_high,gpu_power_w,"
+            "gpu_energy_j_per_sample");
+  // S1's two repeats (10 s, 12 s) know their mean with one degree of freedom: 2.2x (0.69-6.98).
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,,,16.000,2.2000,0.6931,6.9836,,\n"), std::string::npos) << csv;
   EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention
   const json j = json::parse(render_report(r, "json"));
   EXPECT_EQ(j["rows"].size(), 3u);
@@ -135,6 +147,36 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_THROW(render_report(r, "pdf"), Error);
   EXPECT_THROW(build_report(results, "host", "S9"), Error);
   EXPECT_THROW(build_report(results, "colour", ""), Error);
+}
+
+// Every speedup carries its 95% interval: between repeats where both cells have them (Welch on the
+// log ratio; scipy.stats.t gives 1.6275 .. 2.4577 for 11 s over 5.5 s from three runs each), else
+// from a single run's steps, as `compare` counts them; none in the baseline column.
+TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
+  std::vector<std::string> files;
+  for (double s : {1.0, 1.2, 1.1}) files.push_back(write("s1-" + std::to_string(s) + ".json", make_result("bert", "S1", s, 1, 10)));
+  for (double s : {0.5, 0.55, 0.6}) files.push_back(write("s2-" + std::to_string(s) + ".json", make_result("bert", "S2", s, 1, 10)));
+  const auto repeats = load_results(files);
+  const Report r = build_report(repeats, "host", "S1");
+  const ReportCell& s2 = r.cells.at("bert").at("S2");
+  ASSERT_TRUE(s2.speedup && s2.speedup_ci95);
+  EXPECT_NEAR(*s2.speedup, 2.0, 1e-12);
+  EXPECT_NEAR(s2.speedup_ci95->low, 1.6275244133526605, 1e-9);
+  EXPECT_NEAR(s2.speedup_ci95->high, 2.4577204293729134, 1e-9);
+  EXPECT_FALSE(r.cells.at("bert").at("S1").speedup_ci95);
+  EXPECT_NE(render_report(r, "table").find("2.00x (1.63-2.46)"), std::string::npos) << render_report(r, "table");
+  const json row = json::parse(render_report(r, "json"))["rows"][1];
+  EXPECT_NEAR(row["speedup_ci95_low"].get<double>(), 1.6275244133526605, 1e-9);
+
+  json slow = drifting_result(1.0, 1.1, 0.01, 20), fast = drifting_result(0.5, 0.5, 0.01, 20);
+  slow["env"]["host"] = "S1";
+  fast["env"]["host"] = "S2";
+  const auto single = load_results({write("slow.json", slow), write("fast.json", fast)});
+  const ReportCell& one = build_report(single, "host", "S1").cells.at("m").at("S2");
+  const Comparison c = compare_results(single[0], single[1]);
+  ASSERT_TRUE(one.speedup_ci95);
+  EXPECT_NEAR(one.speedup_ci95->low / *one.speedup, c.low / c.ratio, 1e-12);
+  EXPECT_NEAR(one.speedup_ci95->high / *one.speedup, c.high / c.ratio, 1e-12);
 }
 
 // A cell of one run cut short (no complete epoch) shows the projection with its 95% interval, in
@@ -271,16 +313,6 @@ TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {
   const Comparison n = compare_results(slow, same);
   EXPECT_NEAR(n.ratio, 1.0, 1e-9);
   EXPECT_FALSE(n.significant);
-}
-
-// A drifting machine's steps: the first half at `first` seconds, the second at `second`, each step
-// alternating `jitter` about them; one slower warm-up step ahead.
-json drifting_result(double first, double second, double jitter, int steps) {
-  json result = make_result("m", "h", first, 1, steps + 1);
-  for (int i = 0; i < steps; ++i) {
-    result["iterations"][i + 1]["seconds"] = (i < steps / 2 ? first : second) + jitter * ((i % 2) * 2 - 1);
-  }
-  return result;
 }
 
 // Steps are a series: where A's machine changed speed halfway, its 20 steps are worth 2.2

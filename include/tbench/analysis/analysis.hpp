@@ -92,6 +92,18 @@ const nlohmann::json* find_dotted(const nlohmann::json& root, const std::string&
 // A dotted field the result's spec does not record is an input error naming the file.
 std::string label_of(const ResultFile& r, const std::string& by);
 
+// A run's steady-state seconds per sample, step by step (the throughput's reciprocal: steps of
+// other sizes, a partial last one, weigh alike), the timed steps in order taken as a series
+// (SteadyStep): their lag-1 autocorrelation from kSerialStepsMin steps on, and what they are worth
+// as independent ones.
+struct PerSampleStepTimes {
+  Spread seconds;
+  std::optional<double> lag1_autocorrelation;
+  double effective_steps = 0;
+  LogMean log_mean() const { return tbench::log_mean(seconds, effective_steps); }
+};
+PerSampleStepTimes per_sample_step_times(const ResultFile& r);
+
 // ---- report ---------------------------------------------------------------------------------------
 struct ReportCell {
   int runs = 0;
@@ -102,6 +114,10 @@ struct ReportCell {
   std::optional<Interval> projected_ci95;
   double samples_per_s = 0;                // mean over repeats
   std::optional<double> speedup;           // baseline epoch time / this epoch time
+  // Its 95% interval: each side's epoch time known from its repeats where it has two or more (runs
+  // are independent draws), else from its one run's steps (per_sample_step_times; the run-to-run
+  // drift that repeats show is then unseen). None in the baseline column.
+  std::optional<Interval> speedup_ci95;
   // One GPU's mean power draw and energy per sample (NVML), over the repeats that measured them.
   std::optional<double> gpu_power_w, gpu_energy_j_per_sample;
 };

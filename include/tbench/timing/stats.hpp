@@ -35,6 +35,19 @@ struct Interval {
 // s / sqrt(effective) with effective - 1 degrees of freedom.
 std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count = std::nullopt);
 
+// What is known of a mean's log: its variance by the delta method, Var(log mean) = variance /
+// (n mean^2), and the degrees of freedom that variance was estimated with.
+struct LogMean {
+  double variance = 0, degrees_of_freedom = 0;
+};
+// From the values `s` summarises, worth `effective_count` independent ones (at most count): n is
+// that count, with n - 1 degrees of freedom. No spread (one value) knows nothing: variance 0.
+LogMean log_mean(const Spread& s, double effective_count);
+// The 95% confidence interval of the ratio of two means, numerator over denominator: ratio x
+// exp(+-t se), se^2 the two logs' variances summed, t with Welch-Satterthwaite's degrees of
+// freedom (at least 1).
+Interval ratio_interval_95(double ratio, const LogMean& numerator, const LogMean& denominator);
+
 // The lag-1 autocorrelation of a series in its order: the lag-1 autocovariance over the variance,
 // both about the mean and over n (statsmodels' acf); 0 for fewer than 3 values or none that differ.
 double lag1_autocorrelation(const std::vector<double>& series);
