@@ -78,10 +78,11 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b) {
   c.a_samples_per_s = 1.0 / ta.seconds.mean;
   c.b_samples_per_s = 1.0 / tb.seconds.mean;
   c.ratio = ta.seconds.mean / tb.seconds.mean;
-  const Interval ci = ratio_interval_95(c.ratio, ta.log_mean(), tb.log_mean());
-  c.low = ci.low;
-  c.high = ci.high;
-  c.significant = c.low > 1.0 || c.high < 1.0;
+  const auto la = ta.log_mean(), lb = tb.log_mean();
+  if (la && lb) {
+    c.ci95 = ratio_interval_95(c.ratio, *la, *lb);
+    c.significant = c.ci95->low > 1.0 || c.ci95->high < 1.0;
+  }
   c.differences = setting_differences(a, b);
   return c;
 }

@@ -96,17 +96,17 @@ std::optional<double> timed_step_mean(const ResultFile& r, Figure of) {
 
 double train_flops_of(const ResultIteration& it) { return it.train_flops; }
 
-// The mean training FLOPs per step of a run of `epochs` epochs: the source run planned its first
-// epochs' batches (model.planned_epoch_step_train_flops), so the first `epochs` of them; a run
-// longer than those it planned, at all of theirs. None where it planned none (older results,
-// sparse prediction).
+}  // namespace
+
 std::optional<double> planned_step_flops(const std::vector<double>& planned, int64_t epochs) {
   if (planned.empty() || epochs <= 0) return std::nullopt;
   const auto first = static_cast<std::ptrdiff_t>(std::min<std::size_t>(planned.size(), static_cast<std::size_t>(epochs)));
   return std::accumulate(planned.begin(), planned.begin() + first, 0.0) / static_cast<double>(first);
 }
 
-}  // namespace
+SteadyStep run_steady_step(const ResultFile& r, bool fit_flops) {
+  return fit_steady_step(r.step_seconds, timed_step_values(r, train_flops_of), fit_flops);
+}
 
 EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const ResultFile* actual) {
   if (r.epoch_wall_seconds.empty() && !r.partial_epoch) {
@@ -117,8 +117,7 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   p.epochs = epochs;
   const double steps = static_cast<double>(epochs * r.steps_per_epoch);
   p.step_train_flops = planned_step_flops(r.planned_epoch_step_train_flops, epochs);
-  const SteadyStep step =
-      fit_steady_step(r.step_seconds, timed_step_values(r, train_flops_of), p.step_train_flops.has_value());
+  const SteadyStep step = run_steady_step(r, p.step_train_flops.has_value());
   p.step_model = step.model;
   p.steady_step_seconds = step.seconds_at(p.step_train_flops.value_or(0.0));
   p.step_lag1_autocorrelation = step.lag1_autocorrelation;

@@ -35,6 +35,7 @@ std::string cell_text(const ReportCell& c) {
   if (c.speedup) text += ", " + format_fixed(*c.speedup, 2) + "x";
   if (c.speedup_ci95) {
     text += " (" + format_fixed(c.speedup_ci95->low, 2) + "-" + format_fixed(c.speedup_ci95->high, 2) + ")";
+    if (c.speedup_ci95_basis != "repeats") text += "*";
   }
   if (c.gpu_power_w) text += ", " + format_fixed(*c.gpu_power_w, 0) + " W";
   if (c.gpu_energy_j_per_sample) text += ", " + format_fixed(*c.gpu_energy_j_per_sample, 2) + " J/sample";
@@ -48,7 +49,7 @@ std::string header_note(const Report& r) {
   });
   return "epoch time (mm:ss; ~ = projected from steady steps, [ ] its 95% interval; ± = stdev over repeats), "
          "samples/s, speedup vs '" +
-         r.baseline + "' (its 95% interval: from the repeats, or one run's steps)" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
+         r.baseline + "' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift)" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
 }
 
 // The mean of a figure over the runs that have it; none if no run does.
@@ -62,11 +63,29 @@ std::optional<double> mean_where_measured(const std::vector<const ResultFile*>& 
   return spread(values).mean;
 }
 
-// What is known of a cell's mean epoch time: from its repeats where it has two or more, else from
-// its one run's steps (the relative uncertainty of their mean per-sample time is the epoch's).
-LogMean epoch_log_mean(const std::vector<const ResultFile*>& runs, const Spread& epochs) {
-  if (runs.size() >= 2) return log_mean(epochs, static_cast<double>(epochs.count));
-  return per_sample_step_times(*runs.front()).log_mean();
+// What is known of a cell's mean epoch time, and from what: its repeats where it has two or more
+// (independent runs), else its one run's steady step at the work it planned, as its summary
+// projects the epoch (the step's relative uncertainty is the epoch's).
+struct EpochKnowledge {
+  std::optional<LogMean> log_mean;
+  std::string basis;  // "repeats" or "steps"
+};
+EpochKnowledge epoch_knowledge_of(const std::vector<const ResultFile*>& runs, const Spread& epochs) {
+  if (runs.size() >= 2) return {log_mean(epochs, static_cast<double>(epochs.count)), "repeats"};
+  const ResultFile& r = *runs.front();
+  const auto planned = planned_step_flops(r.planned_epoch_step_train_flops,
+                                          static_cast<int64_t>(r.planned_epoch_step_train_flops.size()));
+  const SteadyStep step = run_steady_step(r, planned.has_value());
+  const double flops = planned.value_or(0.0);
+  const auto se = step.standard_error_at(flops);
+  return {se ? log_mean(step.seconds_at(flops), *se) : std::nullopt, "steps"};
+}
+
+// The speedup's interval where both cells' epoch times are known.
+void add_speedup_interval(ReportCell& cell, const EpochKnowledge& base, const EpochKnowledge& own) {
+  if (!cell.speedup || !base.log_mean || !own.log_mean) return;
+  cell.speedup_ci95 = ratio_interval_95(*cell.speedup, *base.log_mean, *own.log_mean);
+  cell.speedup_ci95_basis = base.basis == own.basis ? base.basis : "repeats and steps";
 }
 
 // What a model x label grid shows where that model was not run under that label: markdown has
@@ -95,10 +114,11 @@ Table overview_table(const Report& r, bool markdown) {
 // column with the --by key, JSON with "label".
 Table records_table(const Report& r, const std::string& label_header) {
   Table table;
+  // Columns added later go last, so readers that index columns by position keep working.
   table.columns = {{"model"},      {label_header}, {"runs"},          {"epoch_seconds_mean"}, {"epoch_seconds_stdev"},
-                   {"epoch_time"}, {"projected"},  {"projected_ci95_low"}, {"projected_ci95_high"},
-                   {"samples_per_s"}, {"speedup"}, {"speedup_ci95_low"}, {"speedup_ci95_high"},
-                   {"gpu_power_w"}, {"gpu_energy_j_per_sample"}};
+                   {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"},            {"gpu_power_w"},
+                   {"gpu_energy_j_per_sample"},    {"projected_ci95_low"},  {"projected_ci95_high"},
+                   {"speedup_ci95_low"},           {"speedup_ci95_high"},   {"speedup_ci95_basis"}};
   for (const auto& model : r.models) {
     const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
@@ -110,10 +130,11 @@ Table records_table(const Report& r, const std::string& label_header) {
       };
       table.rows.push_back({model, label, Cell::integer(c.runs), Cell::number(c.epoch_mean, 3),
                             Cell::number(c.epoch_stdev, 3), format_duration(c.epoch_mean), Cell::boolean(c.projected),
-                            bound(c.projected_ci95, &Interval::low, 3), bound(c.projected_ci95, &Interval::high, 3),
                             Cell::number(c.samples_per_s, 3), Cell::number_or_blank(c.speedup, 4),
+                            Cell::number_or_blank(c.gpu_power_w, 1), Cell::number_or_blank(c.gpu_energy_j_per_sample, 4),
+                            bound(c.projected_ci95, &Interval::low, 3), bound(c.projected_ci95, &Interval::high, 3),
                             bound(c.speedup_ci95, &Interval::low, 4), bound(c.speedup_ci95, &Interval::high, 4),
-                            Cell::number_or_blank(c.gpu_power_w, 1), Cell::number_or_blank(c.gpu_energy_j_per_sample, 4)});
+                            Cell::text_or_null(c.speedup_ci95_basis)});
     }
   }
   return table;
@@ -145,7 +166,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   Report report;
   report.by = by;
   std::map<std::string, std::map<std::string, std::vector<const ResultFile*>>> groups;
-  std::map<std::string, std::map<std::string, LogMean>> epoch_knowledge;
+  std::map<std::string, std::map<std::string, EpochKnowledge>> epoch_knowledge;
   for (const auto& r : results) {
     const std::string label = label_of(r, by);
     const std::string row = model_row(r, by);
@@ -177,7 +198,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
                                " runs differ in " + fields);
       }
       const Spread e = spread(epochs);
-      epoch_knowledge[model][label] = epoch_log_mean(runs, e);
+      epoch_knowledge[model][label] = epoch_knowledge_of(runs, e);
       cell.runs = static_cast<int>(runs.size());
       cell.epoch_mean = e.mean;
       cell.epoch_stdev = e.stdev;
@@ -191,12 +212,11 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   for (auto& [model, cells] : report.cells) {
     if (!cells.count(report.baseline)) continue;
     const double base = cells.at(report.baseline).epoch_mean;
-    const LogMean& base_knowledge = epoch_knowledge[model][report.baseline];
     for (auto& [label, cell] : cells) {
       if (!(cell.epoch_mean > 0)) continue;
       cell.speedup = base / cell.epoch_mean;
       if (label != report.baseline) {
-        cell.speedup_ci95 = ratio_interval_95(*cell.speedup, base_knowledge, epoch_knowledge[model][label]);
+        add_speedup_interval(cell, epoch_knowledge[model][report.baseline], epoch_knowledge[model][label]);
       }
     }
   }

@@ -111,11 +111,12 @@ function table() {
     return `<td>${c.projected ? "~" : ""}${mmss(c.epoch_seconds_mean)}${c.runs > 1 ? " ±" + c.epoch_seconds_stdev.toFixed(1) + "s" : ""}` +
       `${c.projected_ci95_low !== null ? " [" + mmss(c.projected_ci95_low) + ", " + mmss(c.projected_ci95_high) + "]" : ""}` +
       `<br>${c.samples_per_s.toFixed(1)}/s${c.speedup !== null ? "<br>" + c.speedup.toFixed(2) + "x" : ""}` +
-      `${c.speedup_ci95_low !== null ? " (" + c.speedup_ci95_low.toFixed(2) + "-" + c.speedup_ci95_high.toFixed(2) + ")" : ""}` +
+      `${c.speedup_ci95_low !== null ? " (" + c.speedup_ci95_low.toFixed(2) + "-" + c.speedup_ci95_high.toFixed(2) + ")" +
+        (c.speedup_ci95_basis !== "repeats" ? "*" : "") : ""}` +
       `${c.gpu_power_w !== null ? "<br>" + c.gpu_power_w.toFixed(0) + " W" : ""}` +
       `${c.gpu_energy_j_per_sample !== null ? ", " + c.gpu_energy_j_per_sample.toFixed(2) + " J/sample" : ""}</td>`; }).join("") + "</tr>"; });
   t.innerHTML = html;
-  document.getElementById("note").textContent = `Columns by ${r.by}; speedup vs '${r.baseline}' (its 95% interval: from the repeats, or one run's steps). ~ = epoch time projected from steady-state steps, [ ] its 95% interval.`;
+  document.getElementById("note").textContent = `Columns by ${r.by}; speedup vs '${r.baseline}' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift). ~ = epoch time projected from steady-state steps, [ ] its 95% interval.`;
 }
 table();
 groupedBars("epochs", c => c.epoch_seconds_mean, mmss, "epoch (mm:ss)");

@@ -81,7 +81,7 @@ int compare_command() {
                                 {"a_effective_steps", c.a_effective_steps}, {"b_effective_steps", c.b_effective_steps},
                                 {"a_step_lag1_autocorrelation", or_null(c.a_lag1_autocorrelation)},
                                 {"b_step_lag1_autocorrelation", or_null(c.b_lag1_autocorrelation)},
-                                {"ratio", c.ratio}, {"ci95", {c.low, c.high}}, {"significant", c.significant},
+                                {"ratio", c.ratio}, {"ci95", c.ci95 ? json::array({c.ci95->low, c.ci95->high}) : json(nullptr)}, {"significant", c.significant},
                                 {"differences", differences}},
                            2)
               << "\n";
@@ -89,9 +89,14 @@ int compare_command() {
   }
   print_compared_side("A", a, c.a_samples_per_s, c.a_steps, c.a_effective_steps, c.a_lag1_autocorrelation);
   print_compared_side("B", b, c.b_samples_per_s, c.b_steps, c.b_effective_steps, c.b_lag1_autocorrelation);
-  std::printf("B/A throughput: %.3fx  (95%% CI %.3f .. %.3f)  %s\n", c.ratio, c.low, c.high,
-              c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
-                            : "no significant difference");
+  if (c.ci95) {
+    std::printf("B/A throughput: %.3fx  (95%% CI %.3f .. %.3f)  %s\n", c.ratio, c.ci95->low, c.ci95->high,
+                c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
+                              : "no significant difference");
+  } else {
+    std::printf("B/A throughput: %.3fx  (no interval: a run with one timed step says nothing of its spread)\n",
+                c.ratio);
+  }
   if (c.differences.empty()) {
     std::printf("Settings: the same spec, tbench commit, torch and BLAS\n");
   } else {

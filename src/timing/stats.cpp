@@ -84,6 +84,10 @@ double student_t_two_sided_tail(double t, double df) {
 
 double student_t_975(double df) {
   if (!(df >= 1)) df = 1;
+  if (df > 1e5) {  // where the tail's incomplete beta loses digits; the expansion's next term is ~1e-15
+    const double z = 1.959963984540054;
+    return z + (z * z * z + z) / (4 * df) + (5 * std::pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * df * df);
+  }
   // The tail falls as t grows: bisect for a two-sided tail of 5%. t_975 is 12.706 at one degree of
   // freedom and falls towards 1.96, so [1.9, 13] holds it.
   double lo = 1.9, hi = 13;
@@ -101,10 +105,15 @@ std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> 
   return Interval{s.mean - half, s.mean + half};
 }
 
-LogMean log_mean(const Spread& s, double effective_count) {
+std::optional<LogMean> log_mean(const Spread& s, double effective_count) {
   const double n = std::min(static_cast<double>(s.count), effective_count);
-  if (s.count < 2 || !(n > 0) || !(s.mean > 0)) return {};
-  return {s.stdev * s.stdev / (n * s.mean * s.mean), n - 1};
+  if (s.count < 2 || !(n > 1)) return std::nullopt;
+  return log_mean(s.mean, StandardError{s.stdev / std::sqrt(n), n - 1});
+}
+
+std::optional<LogMean> log_mean(double mean, const StandardError& se) {
+  if (!(mean > 0)) return std::nullopt;
+  return LogMean{(se.value / mean) * (se.value / mean), se.degrees_of_freedom};
 }
 
 Interval ratio_interval_95(double ratio, const LogMean& numerator, const LogMean& denominator) {
@@ -166,12 +175,18 @@ std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<
   return line;
 }
 
-std::optional<Interval> LineFit::mean_interval_95_at(double x) const {
+std::optional<StandardError> LineFit::mean_standard_error_at(double x) const {
   if (count < 3) return std::nullopt;
   const double n = static_cast<double>(count);
   const double effective = std::min(n, effective_count > 0 ? effective_count : n);
   const double se = std::sqrt(residual_variance * n / effective * (1.0 / n + (x - mean_x) * (x - mean_x) / sxx));
-  const double half = student_t_975(std::max(1.0, effective - 2)) * se;
+  return StandardError{se, std::max(1.0, effective - 2)};
+}
+
+std::optional<Interval> LineFit::mean_interval_95_at(double x) const {
+  const auto se = mean_standard_error_at(x);
+  if (!se) return std::nullopt;
+  const double half = student_t_975(se->degrees_of_freedom) * se->value;
   return Interval{at(x) - half, at(x) + half};
 }
 

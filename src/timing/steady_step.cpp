@@ -1,5 +1,6 @@
 #include "tbench/timing/steady_step.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tbench {
@@ -11,6 +12,11 @@ std::optional<double> SteadyStep::half_ci95_at(double flops) const {
   const auto ci = line->mean_interval_95_at(flops);
   if (!ci) return std::nullopt;
   return (ci->high - ci->low) / 2;
+}
+
+std::optional<StandardError> SteadyStep::standard_error_at(double flops) const {
+  if (!line || !(flops > 0)) return mean_standard_error;
+  return line->mean_standard_error_at(flops);
 }
 
 namespace {
@@ -31,6 +37,10 @@ SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector
   step.lag1_autocorrelation = serial_correlation(seconds);
   step.effective_steps = effective_count(s.count, step.lag1_autocorrelation.value_or(0.0));
   if (const auto ci = mean_interval_95(s, step.effective_steps)) step.mean_half_ci95 = ci->high - s.mean;
+  if (s.count >= 2) {
+    const double n = std::min(static_cast<double>(s.count), step.effective_steps);
+    step.mean_standard_error = StandardError{s.stdev / std::sqrt(n), n - 1};
+  }
   if (!fit_flops || flops.size() != seconds.size() || seconds.size() < 3) return step;
   auto line = fit_line(flops, seconds);
   if (!line) return step;

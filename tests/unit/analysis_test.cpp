@@ -134,11 +134,14 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_NE(render_report(r, "markdown").find("| **bert** |"), std::string::npos);
   const std::string csv = render_report(r, "csv");
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,projected_ci95_low,"
-            "projected_ci95_high,samples_per_s,speedup,speedup_ci95_low,speedup_ci95_high,gpu_power_w,"
-            "gpu_energy_j_per_sample");
-  // S1's two repeats (10 s, 12 s) know their mean with one degree of freedom: 2.2x (0.69-6.98).
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,,,16.000,2.2000,0.6931,6.9836,,\n"), std::string::npos) << csv;
+            "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup,"
+            "gpu_power_w,gpu_energy_j_per_sample,projected_ci95_low,projected_ci95_high,speedup_ci95_low,"
+            "speedup_ci95_high,speedup_ci95_basis");
+  // S1's two repeats (10 s, 12 s) know their mean with one degree of freedom, S2's one run's
+  // identical steps know theirs exactly: 2.2x (0.69-6.98).
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps\n"),
+            std::string::npos)
+      << csv;
   EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention
   const json j = json::parse(render_report(r, "json"));
   EXPECT_EQ(j["rows"].size(), 3u);
@@ -168,15 +171,50 @@ TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
   const json row = json::parse(render_report(r, "json"))["rows"][1];
   EXPECT_NEAR(row["speedup_ci95_low"].get<double>(), 1.6275244133526605, 1e-9);
 
+  EXPECT_EQ(s2.speedup_ci95_basis, "repeats");
+  EXPECT_EQ(render_report(r, "csv").find("*"), std::string::npos);
+
+  // One run a side: each epoch known from its steady step, the steps a series (the slow run's
+  // machine changed speed halfway: 20 steps worth 2.2). 21 s over 10.5 s; the interval from
+  // statsmodels' acf and mpmath's t at Welch's 1.2687 degrees of freedom.
   json slow = drifting_result(1.0, 1.1, 0.01, 20), fast = drifting_result(0.5, 0.5, 0.01, 20);
   slow["env"]["host"] = "S1";
   fast["env"]["host"] = "S2";
   const auto single = load_results({write("slow.json", slow), write("fast.json", fast)});
-  const ReportCell& one = build_report(single, "host", "S1").cells.at("m").at("S2");
-  const Comparison c = compare_results(single[0], single[1]);
+  const Report one_each = build_report(single, "host", "S1");
+  const ReportCell& one = one_each.cells.at("m").at("S2");
   ASSERT_TRUE(one.speedup_ci95);
-  EXPECT_NEAR(one.speedup_ci95->low / *one.speedup, c.low / c.ratio, 1e-12);
-  EXPECT_NEAR(one.speedup_ci95->high / *one.speedup, c.high / c.ratio, 1e-12);
+  EXPECT_NEAR(*one.speedup, 2.0, 1e-12);
+  EXPECT_NEAR(one.speedup_ci95->low, 1.5361816797297274, 1e-9);
+  EXPECT_NEAR(one.speedup_ci95->high, 2.603858679465408, 1e-9);
+  EXPECT_EQ(one.speedup_ci95_basis, "steps");
+  EXPECT_NE(render_report(one_each, "table").find("2.00x (1.54-2.60)*"), std::string::npos)
+      << render_report(one_each, "table");
+  EXPECT_NE(render_report(one_each, "csv").find(",1.5362,2.6039,steps\n"), std::string::npos)
+      << render_report(one_each, "csv");
+
+  // Dynamic padding: a run's step times follow their FLOPs, so its epoch is known from the line
+  // in them (as the summary projects it), far better than from the steps' spread about their mean.
+  json padded = make_result("m", "S3", 1.0, 1, 21);
+  padded["model"]["planned_epoch_step_train_flops"] = {1.5e9};
+  for (int i = 0; i < 21; ++i) {
+    const double flops = 1e9 * (1 + (i * 7 % 10) / 10.0);  // 1.0 .. 1.9 GFLOP
+    padded["iterations"][i]["train_flops"] = flops;
+    if (i > 0) padded["iterations"][i]["seconds"] = flops / 1e9 + 0.001 * ((i % 2) * 2 - 1);
+  }
+  const auto with_line = load_results({write("base.json", fast), write("padded.json", padded)});
+  const ReportCell& line_cell = build_report(with_line, "host", "S2").cells.at("m").at("S3");
+  const Comparison per_sample = compare_results(with_line[0], with_line[1]);
+  ASSERT_TRUE(line_cell.speedup_ci95 && per_sample.ci95);
+  EXPECT_LT(line_cell.speedup_ci95->high / line_cell.speedup_ci95->low, 1.02);
+  EXPECT_GT(per_sample.ci95->high / per_sample.ci95->low, 1.1);  // the work's spread taken as noise
+
+  // A run with one timed step knows nothing of its spread: no interval, and compare says so.
+  const auto one_step = load_results({write("s1.json", make_result("m", "S1", 1.0, 1, 2)),
+                                      write("s2.json", make_result("m", "S2", 0.5, 1, 2))});
+  EXPECT_FALSE(build_report(one_step, "host", "S1").cells.at("m").at("S2").speedup_ci95);
+  EXPECT_FALSE(compare_results(one_step[0], one_step[1]).ci95);
+  EXPECT_FALSE(compare_results(one_step[0], one_step[1]).significant);
 }
 
 // A cell of one run cut short (no complete epoch) shows the projection with its 95% interval, in
@@ -193,11 +231,11 @@ TEST_F(Analysis, ReportShowsAProjectedEpochsInterval) {
   ASSERT_TRUE(r.cells.at("bert").at("S1").projected_ci95);
   EXPECT_NE(render_report(r, "table").find("~01:40 [01:35, 01:44]"), std::string::npos) << render_report(r, "table");
   EXPECT_NE(render_report(r, "table").find("[ ] its 95% interval"), std::string::npos);
-  EXPECT_NE(render_report(r, "csv").find(",true,95.200,104.400,"), std::string::npos) << render_report(r, "csv");
+  EXPECT_NE(render_report(r, "csv").find(",95.200,104.400,,,\n"), std::string::npos) << render_report(r, "csv");
   const json row = json::parse(render_report(r, "json"))["rows"][0];
   EXPECT_EQ(row["projected_ci95_low"], 95.2);
   EXPECT_EQ(row["projected_ci95_high"], 104.4);
-  EXPECT_NE(render_report(r, "html").find("projected_ci95_low"), std::string::npos);
+  EXPECT_NE(render_report(r, "html").find("\"projected_ci95_low\":95.2"), std::string::npos);  // in the page's data
 
   const auto repeats = load_results({write("r1.json", projected(95.2, 104.4)), write("r2.json", projected(90, 110))});
   const ReportCell& cell = build_report(repeats, "host", "").cells.at("bert").at("S1");
@@ -236,7 +274,7 @@ TEST_F(Analysis, ReportShowsTheGpusPowerAndEnergyWhereMeasured) {
   const std::string table = render_report(r, "table");
   EXPECT_NE(table.find("450 W, 2.50 J/sample"), std::string::npos) << table;
   EXPECT_NE(table.find("J/sample: one GPU's mean power and energy per sample"), std::string::npos) << table;
-  EXPECT_NE(render_report(r, "csv").find(",450.0,2.5000\n"), std::string::npos) << render_report(r, "csv");
+  EXPECT_NE(render_report(r, "csv").find(",450.0,2.5000,"), std::string::npos) << render_report(r, "csv");
   const json rows = json::parse(render_report(r, "json"))["rows"];
   EXPECT_TRUE(rows[1]["gpu_power_w"].is_null());
 }
@@ -307,8 +345,9 @@ TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {
   const ResultFile same = load_result(write("same.json", make_result("m", "h", 2.0, 1, 30, 1, 0.05)));
   const Comparison c = compare_results(slow, fast);
   EXPECT_NEAR(c.ratio, 2.0, 1e-9);
-  EXPECT_LT(c.low, 2.0);
-  EXPECT_GT(c.high, 2.0);
+  ASSERT_TRUE(c.ci95);
+  EXPECT_LT(c.ci95->low, 2.0);
+  EXPECT_GT(c.ci95->high, 2.0);
   EXPECT_TRUE(c.significant);
   const Comparison n = compare_results(slow, same);
   EXPECT_NEAR(n.ratio, 1.0, 1e-9);
@@ -329,8 +368,9 @@ TEST_F(Analysis, CompareCountsADriftingRunsStepsAsTheirEffectiveNumber) {
   EXPECT_NEAR(*c.b_lag1_autocorrelation, -0.95, 1e-12);
   EXPECT_NEAR(c.a_effective_steps, 2.2222222222222222, 1e-12);
   EXPECT_EQ(c.b_effective_steps, 20);  // alternating steps count as independent ones, never more
-  EXPECT_NEAR(c.low, 0.7815376398644749, 1e-6);
-  EXPECT_NEAR(c.high, 1.3559021693422693, 1e-6);
+  ASSERT_TRUE(c.ci95);
+  EXPECT_NEAR(c.ci95->low, 0.7815376398644749, 1e-6);
+  EXPECT_NEAR(c.ci95->high, 1.3559021693422693, 1e-6);
   EXPECT_FALSE(c.significant);
   // Under kSerialStepsMin steps the steps count as independent.
   const Comparison few = compare_results(load_result(write("a9.json", drifting_result(1.0, 1.1, 0.01, 9))), b);

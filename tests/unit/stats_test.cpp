@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
@@ -34,9 +35,11 @@ TEST(StudentT, MatchesTheDistributionsQuantiles) {
       {1, 12.706204736174705},   {1.2333155318310782, 8.2236820762064938}, {1.5, 6.0166631044279319},
       {2, 4.3026527297494639},   {2.7, 3.3921483831737522},                {3, 3.1824463052837096},
       {7, 2.3646242515927853},   {10, 2.2281388519862747},                 {29.5, 2.0437249667721233},
-      {60, 2.0002978220142605},  {1000, 1.9623390808264085},               {1e6, 1.959966356814107}};
+      {60, 2.0002978220142605},  {1000, 1.9623390808264085},               {1e6, 1.959966356814107},
+      {2e5, 1.9599758459667685}, {1e9, 1.9599639869123255}};  // the last two by Cornish-Fisher
   for (const auto& [df, t] : quantiles) EXPECT_NEAR(student_t_975(df), t, 1e-9) << "df " << df;
   EXPECT_EQ(student_t_975(0.5), student_t_975(1));  // under one degree of freedom counts as one
+  EXPECT_NEAR(student_t_975(std::numeric_limits<double>::infinity()), 1.959963984540054, 1e-12);  // the normal's
 }
 
 // mean +- t(n - 1) s / sqrt(n): scipy's t.interval(0.95, 7, 5, 2.138089935 / sqrt(8)) is

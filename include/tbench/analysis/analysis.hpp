@@ -10,6 +10,7 @@
 
 #include "tbench/env/hardware.hpp"
 #include "tbench/timing/stats.hpp"
+#include "tbench/timing/steady_step.hpp"
 
 namespace tbench {
 
@@ -100,9 +101,18 @@ struct PerSampleStepTimes {
   Spread seconds;
   std::optional<double> lag1_autocorrelation;
   double effective_steps = 0;
-  LogMean log_mean() const { return tbench::log_mean(seconds, effective_steps); }
+  std::optional<LogMean> log_mean() const { return tbench::log_mean(seconds, effective_steps); }
 };
 PerSampleStepTimes per_sample_step_times(const ResultFile& r);
+
+// A run's steady step (SteadyStep) from its timed steps: a line in their FLOPs where `fit_flops`
+// (the caller reads it at a planned work) and their work varied, else their mean.
+SteadyStep run_steady_step(const ResultFile& r, bool fit_flops);
+
+// The mean training FLOPs per step of a run of `epochs` epochs, from the epochs the source run
+// planned (model.planned_epoch_step_train_flops): the first `epochs` of them, or all of them for a
+// run longer than it planned. None where it planned none (older results, sparse prediction).
+std::optional<double> planned_step_flops(const std::vector<double>& planned, int64_t epochs);
 
 // ---- report ---------------------------------------------------------------------------------------
 struct ReportCell {
@@ -115,9 +125,12 @@ struct ReportCell {
   double samples_per_s = 0;                // mean over repeats
   std::optional<double> speedup;           // baseline epoch time / this epoch time
   // Its 95% interval: each side's epoch time known from its repeats where it has two or more (runs
-  // are independent draws), else from its one run's steps (per_sample_step_times; the run-to-run
-  // drift that repeats show is then unseen). None in the baseline column.
+  // are independent draws), else from its one run's steady step (run_steady_step, as its summary's
+  // projected epoch; the run-to-run drift that repeats show is then unseen), which basis says:
+  // "repeats", "steps", or "repeats and steps". None in the baseline column, or where a side has
+  // fewer than two runs or steps to know it from.
   std::optional<Interval> speedup_ci95;
+  std::string speedup_ci95_basis;
   // One GPU's mean power draw and energy per sample (NVML), over the repeats that measured them.
   std::optional<double> gpu_power_w, gpu_energy_j_per_sample;
 };
@@ -175,9 +188,9 @@ struct Comparison {
   double a_effective_steps = 0, b_effective_steps = 0;
   std::optional<double> a_lag1_autocorrelation, b_lag1_autocorrelation;
   double a_samples_per_s = 0, b_samples_per_s = 0;
-  double ratio = 0;           // B's throughput over A's
-  double low = 0, high = 0;   // 95% confidence interval of the ratio
-  bool significant = false;   // the interval excludes 1
+  double ratio = 0;                    // B's throughput over A's
+  std::optional<Interval> ci95;        // its 95% confidence interval; none where a side has one step
+  bool significant = false;            // the interval excludes 1
   std::vector<SettingDifference> differences;  // what else tells the two runs apart (setting_differences)
 };
 

@@ -23,7 +23,8 @@ void to_json(nlohmann::json& j, const Spread& s);
 // Student's t at 97.5%, the two-sided 95% quantile, for `degrees_of_freedom` (at least 1; below
 // counts as 1), fractional ones too: Welch's and effective counts' are, and between 1 and 3 a
 // table's interpolation is off by up to 20%. Solved from the t distribution's tail, the regularized
-// incomplete beta function, to 1e-9.
+// incomplete beta function, to 1e-9 up to 1e5 degrees of freedom; above, a Cornish-Fisher
+// expansion about the normal quantile (off by under 1e-12 there).
 double student_t_975(double degrees_of_freedom);
 
 struct Interval {
@@ -35,14 +36,23 @@ struct Interval {
 // s / sqrt(effective) with effective - 1 degrees of freedom.
 std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count = std::nullopt);
 
+// An estimate's standard error and the degrees of freedom it was estimated with.
+struct StandardError {
+  double value = 0, degrees_of_freedom = 0;
+};
+
 // What is known of a mean's log: its variance by the delta method, Var(log mean) = variance /
-// (n mean^2), and the degrees of freedom that variance was estimated with.
+// (n mean^2) = (standard error / mean)^2, and the degrees of freedom that variance was estimated
+// with.
 struct LogMean {
   double variance = 0, degrees_of_freedom = 0;
 };
 // From the values `s` summarises, worth `effective_count` independent ones (at most count): n is
-// that count, with n - 1 degrees of freedom. No spread (one value) knows nothing: variance 0.
-LogMean log_mean(const Spread& s, double effective_count);
+// that count, with n - 1 degrees of freedom. None for fewer than two values (one value says
+// nothing of its spread) or a mean of 0.
+std::optional<LogMean> log_mean(const Spread& s, double effective_count);
+// From a mean of `mean` (> 0) and its standard error.
+std::optional<LogMean> log_mean(double mean, const StandardError& se);
 // The 95% confidence interval of the ratio of two means, numerator over denominator: ratio x
 // exp(+-t se), se^2 the two logs' variances summed, t with Welch-Satterthwaite's degrees of
 // freedom (at least 1).
@@ -68,10 +78,12 @@ struct LineFit {
   double effective_count = 0;
 
   double at(double x) const { return intercept + slope * x; }
-  // The 95% confidence interval of the line's mean at `x` (Student's t with count - 2 degrees of
-  // freedom), the residuals taken as draws of one variance, independent, or worth effective_count
-  // independent ones (the variance scaled by count / effective_count, effective_count - 2 degrees
-  // of freedom, at least 1); none for fewer than 3 points.
+  // The standard error of the line's mean at `x`, the residuals taken as draws of one variance,
+  // independent, or worth effective_count independent ones (the variance scaled by count /
+  // effective_count), with effective_count - 2 degrees of freedom (at least 1); none for fewer
+  // than 3 points.
+  std::optional<StandardError> mean_standard_error_at(double x) const;
+  // The 95% confidence interval of the line's mean at `x`: Student's t on mean_standard_error_at.
   std::optional<Interval> mean_interval_95_at(double x) const;
 };
 // None for fewer than two points, or where every x is the same.

@@ -23,6 +23,7 @@ struct SteadyStep {
   std::string model = "mean";  // or "flops line"
   double mean_seconds = 0;     // the timed steps' mean
   std::optional<double> mean_half_ci95;  // its 95% interval's half-width; none for fewer than 2
+  std::optional<StandardError> mean_standard_error;  // the steps counted as effective_steps
   std::optional<LineFit> line;  // seconds in FLOPs, where model is "flops line"
   // The model's deviations (the steps about their mean, or the line's residuals) in step order:
   // their lag-1 autocorrelation (none under kSerialStepsMin steps), and what the steps are worth
@@ -34,6 +35,9 @@ struct SteadyStep {
   double seconds_at(double flops) const;
   // The 95% interval's half-width of the mean of steady steps of `flops`' work on average.
   std::optional<double> half_ci95_at(double flops) const;
+  // That mean's standard error, the steps counted as effective_steps (a line: its mean's at
+  // `flops`); none for fewer than 2 steps (3 for a line).
+  std::optional<StandardError> standard_error_at(double flops) const;
 };
 
 // `seconds`: the timed steps' times. `flops`: each one's training FLOPs, empty where any is
