@@ -203,7 +203,7 @@ TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
     if (i > 0) padded["iterations"][i]["seconds"] = flops / 1e9 + 0.001 * ((i % 2) * 2 - 1);
   }
   const auto with_line = load_results({write("base.json", fast), write("padded.json", padded)});
-  const ReportCell& line_cell = build_report(with_line, "host", "S2").cells.at("m").at("S3");
+  const ReportCell line_cell = build_report(with_line, "host", "S2").cells.at("m").at("S3");
   const Comparison per_sample = compare_results(with_line[0], with_line[1]);
   ASSERT_TRUE(line_cell.speedup_ci95 && per_sample.ci95);
   EXPECT_LT(line_cell.speedup_ci95->high / line_cell.speedup_ci95->low, 1.02);
@@ -238,7 +238,7 @@ TEST_F(Analysis, ReportShowsAProjectedEpochsInterval) {
   EXPECT_NE(render_report(r, "html").find("\"projected_ci95_low\":95.2"), std::string::npos);  // in the page's data
 
   const auto repeats = load_results({write("r1.json", projected(95.2, 104.4)), write("r2.json", projected(90, 110))});
-  const ReportCell& cell = build_report(repeats, "host", "").cells.at("bert").at("S1");
+  const ReportCell cell = build_report(repeats, "host", "").cells.at("bert").at("S1");
   EXPECT_TRUE(cell.projected);
   EXPECT_FALSE(cell.projected_ci95);
 
