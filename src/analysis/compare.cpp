@@ -3,6 +3,7 @@
 #include <set>
 
 #include "tbench/analysis/analysis.hpp"
+#include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
 
@@ -66,25 +67,51 @@ PerSampleStepTimes per_sample_step_times(const ResultFile& r) {
   return {spread(t), series.lag1_autocorrelation, series.effective_steps};
 }
 
-Comparison compare_results(const ResultFile& a, const ResultFile& b) {
-  const PerSampleStepTimes ta = per_sample_step_times(a), tb = per_sample_step_times(b);
+namespace {
+
+// A side's throughput and what its mean per-sample step time is known from (ComparedSide).
+ComparedSide compared_side(const std::vector<const ResultFile*>& runs, std::optional<LogMean>& known) {
+  if (runs.empty()) throw input_error("compare: a side with no results");
+  ComparedSide side;
+  side.runs = static_cast<int64_t>(runs.size());
+  std::vector<double> run_means;
+  for (const auto* r : runs) {
+    const PerSampleStepTimes t = per_sample_step_times(*r);
+    side.steps += t.seconds.count;
+    run_means.push_back(t.seconds.mean);
+    if (runs.size() == 1) {
+      side.basis = "steps";
+      side.lag1_autocorrelation = t.lag1_autocorrelation;
+      side.effective_steps = t.effective_steps;
+      known = t.log_mean();
+    }
+  }
+  const Spread means = spread(run_means);
+  side.samples_per_s = 1.0 / means.mean;
+  if (runs.size() >= 2) {
+    side.basis = "repeats";
+    side.runs_cv_pct = 100 * means.stdev / means.mean;
+    known = log_mean(means, static_cast<double>(means.count));
+  }
+  return side;
+}
+
+}  // namespace
+
+Comparison compare_results(const std::vector<const ResultFile*>& a, const std::vector<const ResultFile*>& b) {
   Comparison c;
-  c.a_steps = ta.seconds.count;
-  c.b_steps = tb.seconds.count;
-  c.a_effective_steps = ta.effective_steps;
-  c.b_effective_steps = tb.effective_steps;
-  c.a_lag1_autocorrelation = ta.lag1_autocorrelation;
-  c.b_lag1_autocorrelation = tb.lag1_autocorrelation;
-  c.a_samples_per_s = 1.0 / ta.seconds.mean;
-  c.b_samples_per_s = 1.0 / tb.seconds.mean;
-  c.ratio = ta.seconds.mean / tb.seconds.mean;
-  const auto la = ta.log_mean(), lb = tb.log_mean();
-  if (la && lb) {
-    c.ci95 = ratio_interval_95(c.ratio, *la, *lb);
+  std::optional<LogMean> known_a, known_b;
+  c.a = compared_side(a, known_a);
+  c.b = compared_side(b, known_b);
+  c.ratio = c.b.samples_per_s / c.a.samples_per_s;
+  if (known_a && known_b) {
+    c.ci95 = ratio_interval_95(c.ratio, *known_a, *known_b);
     c.significant = c.ci95->low > 1.0 || c.ci95->high < 1.0;
   }
-  c.differences = setting_differences(a, b);
+  c.differences = setting_differences(*a.front(), *b.front());
   return c;
 }
+
+Comparison compare_results(const ResultFile& a, const ResultFile& b) { return compare_results({&a}, {&b}); }
 
 }  // namespace tbench

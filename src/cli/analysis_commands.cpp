@@ -18,7 +18,8 @@ using nlohmann::json;
 struct AnalysisOptions {
   std::vector<std::string> results;
   std::string by = "machine", baseline, format = "table", output;
-  std::string a, b, result, target, actual;
+  std::vector<std::string> vs;  // compare: B's runs
+  std::string result, target, actual;
   int64_t epochs = 0;
   bool as_json = false;
   bool scaling = false;
@@ -58,37 +59,84 @@ std::string describe(const ResultFile& r) {
          std::to_string(r.seq_len);
 }
 
-// One side of a comparison: its run, its throughput, and what its steps were worth as independent
-// ones where neighbouring steps were alike (the interval counts that many).
-void print_compared_side(const char* side, const ResultFile& r, double samples_per_s, int64_t steps,
-                         double effective_steps, const std::optional<double>& lag1) {
-  std::printf("%s: %s\n   %s\n   %.2f samples/s over %lld steady steps", side, r.path.c_str(), describe(r).c_str(),
-              samples_per_s, static_cast<long long>(steps));
-  if (lag1 && effective_steps < static_cast<double>(steps)) {
-    std::printf(" (worth %.1f independent ones: lag-1 autocorrelation %.2f)", effective_steps, *lag1);
+// One side of a comparison: its runs, its throughput, and what the interval knows of it: one run's
+// steps (what they were worth as independent ones, where neighbouring steps were alike) or the
+// repeats' spread.
+void print_compared_side(const char* name, const std::vector<ResultFile>& runs, const ComparedSide& side) {
+  std::printf("%s: %s", name, runs.front().path.c_str());
+  if (runs.size() > 1) std::printf(" and %zu more run(s) of it", runs.size() - 1);
+  std::printf("\n   %s\n   %.2f samples/s", describe(runs.front()).c_str(), side.samples_per_s);
+  if (side.runs_cv_pct) {
+    std::printf(", the mean of %lld runs (their spread %.1f%%) over %lld steady steps\n",
+                static_cast<long long>(side.runs), *side.runs_cv_pct, static_cast<long long>(side.steps));
+    return;
+  }
+  std::printf(" over %lld steady steps", static_cast<long long>(side.steps));
+  if (side.lag1_autocorrelation && side.effective_steps &&
+      *side.effective_steps < static_cast<double>(side.steps)) {
+    std::printf(" (worth %.1f independent ones: lag-1 autocorrelation %.2f)", *side.effective_steps,
+                *side.lag1_autocorrelation);
   }
   std::printf("\n");
 }
 
+json compared_side_json(const std::string& name, const std::vector<ResultFile>& runs, const ComparedSide& side) {
+  json files = json::array();
+  for (const auto& r : runs) files.push_back(r.path);
+  return {{name, runs.front().path},
+          {name + "_files", files},
+          {name + "_runs", side.runs},
+          {name + "_basis", side.basis},
+          {name + "_samples_per_s", side.samples_per_s},
+          {name + "_steps", side.steps},
+          {name + "_effective_steps", or_null(side.effective_steps)},
+          {name + "_step_lag1_autocorrelation", or_null(side.lag1_autocorrelation)},
+          {name + "_runs_cv_pct", or_null(side.runs_cv_pct)}};
+}
+
+// Repeats on a side should be runs of one setting: say where they are not.
+void warn_of_mixed_runs(const char* name, const std::vector<ResultFile>& runs) {
+  std::vector<const ResultFile*> pointers;
+  for (const auto& r : runs) pointers.push_back(&r);
+  const auto mixed = mixed_settings(pointers, "");
+  if (mixed.empty()) return;
+  std::string fields;
+  for (const auto& f : mixed) fields += (fields.empty() ? "" : ", ") + f;
+  std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), fields.c_str());
+}
+
 int compare_command() {
-  const ResultFile a = load_result(g_analysis.a), b = load_result(g_analysis.b);
-  const Comparison c = compare_results(a, b);
+  // `compare A B`, or each side's repeats: `compare A1 A2 ... --vs B1 B2 ...`.
+  std::vector<std::string> a_files = g_analysis.results, b_files = g_analysis.vs;
+  if (b_files.empty()) {
+    if (a_files.size() != 2) {
+      throw input_error("compare: give two results (A B), or A's runs, then --vs and B's runs; got " +
+                        std::to_string(a_files.size()) + " result(s) and no --vs");
+    }
+    b_files = {a_files.back()};
+    a_files.pop_back();
+  }
+  const std::vector<ResultFile> a = load_results(a_files), b = load_results(b_files);
+  warn_of_mixed_runs("A", a);
+  warn_of_mixed_runs("B", b);
+  std::vector<const ResultFile*> pa, pb;
+  for (const auto& r : a) pa.push_back(&r);
+  for (const auto& r : b) pb.push_back(&r);
+  const Comparison c = compare_results(pa, pb);
   if (g_analysis.as_json) {
     json differences = json::array();
     for (const auto& d : c.differences) differences.push_back({{"field", d.field}, {"a", d.a}, {"b", d.b}});
-    std::cout << json_text(json{{"a", a.path}, {"b", b.path}, {"a_samples_per_s", c.a_samples_per_s},
-                                {"b_samples_per_s", c.b_samples_per_s}, {"a_steps", c.a_steps}, {"b_steps", c.b_steps},
-                                {"a_effective_steps", c.a_effective_steps}, {"b_effective_steps", c.b_effective_steps},
-                                {"a_step_lag1_autocorrelation", or_null(c.a_lag1_autocorrelation)},
-                                {"b_step_lag1_autocorrelation", or_null(c.b_lag1_autocorrelation)},
-                                {"ratio", c.ratio}, {"ci95", c.ci95 ? json::array({c.ci95->low, c.ci95->high}) : json(nullptr)}, {"significant", c.significant},
-                                {"differences", differences}},
-                           2)
-              << "\n";
+    json out = compared_side_json("a", a, c.a);
+    out.update(compared_side_json("b", b, c.b));
+    out.update({{"ratio", c.ratio},
+                {"ci95", c.ci95 ? json::array({c.ci95->low, c.ci95->high}) : json(nullptr)},
+                {"significant", c.significant},
+                {"differences", differences}});
+    std::cout << json_text(out, 2) << "\n";
     return 0;
   }
-  print_compared_side("A", a, c.a_samples_per_s, c.a_steps, c.a_effective_steps, c.a_lag1_autocorrelation);
-  print_compared_side("B", b, c.b_samples_per_s, c.b_steps, c.b_effective_steps, c.b_lag1_autocorrelation);
+  print_compared_side("A", a, c.a);
+  print_compared_side("B", b, c.b);
   if (c.ci95) {
     std::printf("B/A throughput: %.3fx  (95%% CI %.3f .. %.3f)  %s\n", c.ratio, c.ci95->low, c.ci95->high,
                 c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
@@ -96,6 +144,10 @@ int compare_command() {
   } else {
     std::printf("B/A throughput: %.3fx  (no interval: a run with one timed step says nothing of its spread)\n",
                 c.ratio);
+  }
+  if (c.a.basis == "steps" || c.b.basis == "steps") {
+    std::printf("  (a side of one run knows its own steps, not how the next run of it will differ: for an\n"
+                "   interval that does, repeat the runs and give them: compare A1 A2 ... --vs B1 B2 ...)\n");
   }
   if (c.differences.empty()) {
     std::printf("Settings: the same spec, tbench commit, torch and BLAS\n");
@@ -259,9 +311,12 @@ void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
   report->add_option("-o,--output", g_analysis.output, "write to this file (atomically) instead of stdout");
   report->callback([&action] { action = report_command; });
 
-  auto* compare = app.add_subcommand("compare", "throughput ratio B/A with a 95% confidence interval");
-  compare->add_option("a", g_analysis.a, "result A (the reference)")->required()->check(CLI::ExistingFile);
-  compare->add_option("b", g_analysis.b, "result B")->required()->check(CLI::ExistingFile);
+  auto* compare = app.add_subcommand("compare", "throughput ratio B/A with a 95% confidence interval (A B, or A... --vs B...)");
+  compare->add_option("results", g_analysis.results, "A B: result A (the reference) and result B; with --vs, A's runs")
+      ->required()
+      ->check(CLI::ExistingFile);
+  compare->add_option("--vs", g_analysis.vs, "B's runs: repeats on each side give an interval from their spread")
+      ->check(CLI::ExistingFile);
   compare->add_flag("--json", g_analysis.as_json, "machine-readable output");
   compare->callback([&action] { action = compare_command; });
 

@@ -1,5 +1,7 @@
 // End-to-end analysis: real runs at 1 and 2 threads, then report / compare / predict on them,
 // and the HTML report rendered in headless Chromium.
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -49,6 +51,39 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
     EXPECT_LE(j[s + "_effective_steps"].get<double>(), j[s + "_steps"].get<double>()) << j.dump();
     EXPECT_TRUE(j.contains(s + "_step_lag1_autocorrelation")) << j.dump();
   }
+}
+
+// Repeats on each side (`A... --vs B...`): the interval from the runs' spread; the sides' runs are
+// named, and runs that are not repeats of one setting are flagged. Without --vs, exactly two.
+TEST_F(AnalysisCli, CompareTakesRepeatsOnEachSide) {
+  // A second run of each setting: the same run 4% slower, as a drifting machine would give.
+  const auto slower = [&](int threads) {
+    auto r = testing::read_json(result(threads));
+    for (auto& it : r["iterations"]) it["seconds"] = it["seconds"].get<double>() * 1.04;
+    return dir_->write("t" + std::to_string(threads) + "-slower.json", r.dump());
+  };
+  const std::string a2 = slower(1), b2 = slower(2);
+  const auto r = run_tbench("compare --json " + result(1) + " " + a2 + " --vs " + result(2) + " " + b2);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["a_runs"], 2);
+  EXPECT_EQ(j["a_basis"], "repeats");
+  EXPECT_EQ(j["b_files"].size(), 2u);
+  EXPECT_NEAR(j["a_runs_cv_pct"].get<double>(), 100 * 0.04 / 2.04 * std::sqrt(2.0), 1e-6);
+  EXPECT_TRUE(j["a_effective_steps"].is_null());
+  ASSERT_TRUE(j["ci95"].is_array()) << r.out;
+  const auto text = run_tbench("compare " + result(1) + " " + a2 + " --vs " + result(2) + " " + b2);
+  EXPECT_NE(text.out.find("and 1 more run(s) of it"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("the mean of 2 runs (their spread"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("repeat the runs"), std::string::npos) << text.out;  // the advice is for single runs
+  EXPECT_NE(run_tbench("compare " + result(1) + " " + result(2)).out.find("repeat the runs"), std::string::npos);
+
+  const auto mixed = run_tbench("compare " + result(1) + " " + result(2) + " --vs " + b2);
+  EXPECT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(mixed.err.find("A's 2 runs differ in threads"), std::string::npos) << mixed.err;
+  const auto three = run_tbench("compare " + result(1) + " " + a2 + " " + result(2));
+  EXPECT_EQ(three.exit_code, 2);
+  EXPECT_NE(three.err.find("give two results (A B), or A's runs, then --vs and B's runs"), std::string::npos) << three.err;
 }
 
 TEST_F(AnalysisCli, ReportRendersEveryFormat) {

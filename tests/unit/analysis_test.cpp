@@ -363,19 +363,49 @@ TEST_F(Analysis, CompareCountsADriftingRunsStepsAsTheirEffectiveNumber) {
   const ResultFile b = load_result(write("b.json", drifting_result(1.02, 1.02, 0.01, 20)));
   const Comparison c = compare_results(a, b);
   EXPECT_NEAR(c.ratio, 1.0294117647058822, 1e-12);
-  ASSERT_TRUE(c.a_lag1_autocorrelation && c.b_lag1_autocorrelation);
-  EXPECT_NEAR(*c.a_lag1_autocorrelation, 0.8, 1e-12);
-  EXPECT_NEAR(*c.b_lag1_autocorrelation, -0.95, 1e-12);
-  EXPECT_NEAR(c.a_effective_steps, 2.2222222222222222, 1e-12);
-  EXPECT_EQ(c.b_effective_steps, 20);  // alternating steps count as independent ones, never more
+  ASSERT_TRUE(c.a.lag1_autocorrelation && c.b.lag1_autocorrelation);
+  EXPECT_NEAR(*c.a.lag1_autocorrelation, 0.8, 1e-12);
+  EXPECT_NEAR(*c.b.lag1_autocorrelation, -0.95, 1e-12);
+  EXPECT_NEAR(*c.a.effective_steps, 2.2222222222222222, 1e-12);
+  EXPECT_EQ(*c.b.effective_steps, 20);  // alternating steps count as independent ones, never more
+  EXPECT_EQ(c.a.basis, "steps");
   ASSERT_TRUE(c.ci95);
   EXPECT_NEAR(c.ci95->low, 0.7815376398644749, 1e-6);
   EXPECT_NEAR(c.ci95->high, 1.3559021693422693, 1e-6);
   EXPECT_FALSE(c.significant);
   // Under kSerialStepsMin steps the steps count as independent.
   const Comparison few = compare_results(load_result(write("a9.json", drifting_result(1.0, 1.1, 0.01, 9))), b);
-  EXPECT_FALSE(few.a_lag1_autocorrelation);
-  EXPECT_EQ(few.a_effective_steps, 9);
+  EXPECT_FALSE(few.a.lag1_autocorrelation);
+  EXPECT_EQ(*few.a.effective_steps, 9);
+}
+
+// Repeats on each side: the interval comes from the spread of the runs' means (each run an
+// independent draw), so it sees how much the next run of a setting differs, which no single run's
+// steps can. Runs at 1.0, 1.1 and 0.9 s a step against 0.5, 0.55 and 0.6: scipy.stats.t at
+// Welch's 3.96 degrees of freedom gives 1.8182 (1.4629 .. 2.2597).
+TEST_F(Analysis, CompareTakesEachSidesRepeatsSpread) {
+  std::vector<ResultFile> a, b;
+  for (double s : {1.0, 1.1, 0.9}) a.push_back(load_result(write("a" + std::to_string(s) + ".json", make_result("m", "h", s, 1, 10))));
+  for (double s : {0.5, 0.55, 0.6}) b.push_back(load_result(write("b" + std::to_string(s) + ".json", make_result("m", "h", s, 1, 10))));
+  const Comparison c = compare_results({&a[0], &a[1], &a[2]}, {&b[0], &b[1], &b[2]});
+  EXPECT_NEAR(c.ratio, 1.8181818181818183, 1e-12);
+  ASSERT_TRUE(c.ci95);
+  EXPECT_NEAR(c.ci95->low, 1.4629087318962763, 1e-7);
+  EXPECT_NEAR(c.ci95->high, 2.2597343579198284, 1e-7);
+  EXPECT_TRUE(c.significant);
+  EXPECT_EQ(c.a.basis, "repeats");
+  EXPECT_EQ(c.a.runs, 3);
+  EXPECT_EQ(c.a.steps, 27);  // 9 timed steps a run
+  EXPECT_NEAR(*c.a.runs_cv_pct, 10.0, 1e-9);
+  EXPECT_FALSE(c.a.effective_steps);
+  // One run on a side knows only its steps, here exactly (no jitter): B's repeats alone set the
+  // interval, with their 2 degrees of freedom (scipy: 1.4506 .. 2.2788).
+  const Comparison mixed = compare_results({&a[0]}, {&b[0], &b[1], &b[2]});
+  EXPECT_EQ(mixed.a.basis, "steps");
+  EXPECT_EQ(mixed.b.basis, "repeats");
+  ASSERT_TRUE(mixed.ci95);
+  EXPECT_NEAR(mixed.ci95->low, 1.4506421198439503, 1e-9);
+  EXPECT_NEAR(mixed.ci95->high, 2.278842644057898, 1e-9);
 }
 
 // compare names what else differs between its two runs: spec fields (not the name, the output

@@ -180,25 +180,37 @@ struct SettingDifference {
   nlohmann::json a, b;
 };
 
-struct Comparison {
-  std::string a_label, b_label;
-  int64_t a_steps = 0, b_steps = 0;
-  // Each side's steps in order as a series: their lag-1 autocorrelation (none under
-  // kSerialStepsMin steps) and what they are worth as independent ones (SteadyStep).
-  double a_effective_steps = 0, b_effective_steps = 0;
-  std::optional<double> a_lag1_autocorrelation, b_lag1_autocorrelation;
-  double a_samples_per_s = 0, b_samples_per_s = 0;
-  double ratio = 0;                    // B's throughput over A's
-  std::optional<Interval> ci95;        // its 95% confidence interval; none where a side has one step
-  bool significant = false;            // the interval excludes 1
-  std::vector<SettingDifference> differences;  // what else tells the two runs apart (setting_differences)
+// One side of a comparison: its runs (one, or repeats of one setting), their throughput, and what
+// its mean per-sample step time is known from.
+struct ComparedSide {
+  int64_t runs = 0;
+  int64_t steps = 0;          // timed steps, over its runs
+  double samples_per_s = 0;   // 1 / the runs' mean per-sample step time
+  // "repeats" (two runs or more: the spread of the runs' means, each run an independent draw, so
+  // run-to-run drift counts) or "steps" (one run: its timed steps as a series, which cannot see how
+  // the next run of the same spec will differ).
+  std::string basis;
+  // One run: its steps' lag-1 autocorrelation (none under kSerialStepsMin steps) and what they are
+  // worth as independent ones. Repeats: the runs' means' coefficient of variation, in percent.
+  std::optional<double> lag1_autocorrelation, effective_steps, runs_cv_pct;
 };
 
-// Ratio of mean per-sample step times (warm-up excluded), interval from the delta method on the
-// log ratio with Welch's degrees of freedom, each side's steps counted as their effective number:
-// a drifting machine's neighbouring steps are alike, and know their mean less well than as many
-// independent ones.
-Comparison compare_results(const ResultFile& a, const ResultFile& b);
+struct Comparison {
+  ComparedSide a, b;
+  double ratio = 0;                    // B's throughput over A's
+  std::optional<Interval> ci95;        // its 95% confidence interval; none where a side knows nothing
+  bool significant = false;            // the interval excludes 1
+  std::vector<SettingDifference> differences;  // what else tells A's first run and B's apart
+};
+
+// The ratio of A's mean per-sample step time to B's (warm-up excluded), each side's the mean of
+// its runs'. Its interval: the delta method on the log ratio with Welch's degrees of freedom, each
+// side's mean known from its runs' spread where it has two or more, else from its one run's steps
+// counted as their effective number (a drifting machine's neighbouring steps are alike, and know
+// their mean less well than as many independent ones). None where a side has one run of one
+// timed step. Neither side may be empty.
+Comparison compare_results(const std::vector<const ResultFile*>& a, const std::vector<const ResultFile*>& b);
+Comparison compare_results(const ResultFile& a, const ResultFile& b);  // one run a side
 
 // Every field of the two resolved specs that differs (not the run's name, output path or sweep
 // bookkeeping), then the tbench commit, the torch version and the BLAS libraries: what a ratio
