@@ -55,6 +55,9 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
     };
     add(field, recorded(a), recorded(b));
   }
+  // Where and how wide it ran, which no spec field records: the launcher sets the world size.
+  add("machine", a.machine, b.machine);
+  add("world_size", a.world_size, b.world_size);
   return out;
 }
 

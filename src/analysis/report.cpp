@@ -153,10 +153,9 @@ std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& ru
   std::set<std::string> fields;
   for (std::size_t i = 1; i < runs.size(); ++i) {
     for (const auto& d : setting_differences(*runs.front(), *runs[i])) {
-      if (d.field != "train.seed" && d.field != "data.seed" && d.field != by) fields.insert(d.field);
+      const bool the_columns = d.field == by || (d.field == "machine" && by == "host");
+      if (d.field != "train.seed" && d.field != "data.seed" && !the_columns) fields.insert(d.field);
     }
-    if (by != "machine" && by != "host" && runs[i]->machine != runs.front()->machine) fields.insert("machine");
-    if (by != "world_size" && runs[i]->world_size != runs.front()->world_size) fields.insert("world_size");
   }
   return {fields.begin(), fields.end()};
 }

@@ -431,6 +431,14 @@ TEST_F(Analysis, CompareListsTheSettingsThatDiffer) {
   EXPECT_EQ(described, (std::vector<std::string>{"cuda.tf32: null -> true", "model.sparse_last_layer: false -> true",
                                                  "threads: 2 -> 1", "env.torch: \"1.13.1\" -> \"2.6.0\""}));
   EXPECT_TRUE(compare_results(ra, ra).differences.empty());
+  // What no spec field records: the machine, and the world size the launcher set.
+  json wide = a;
+  wide["env"]["host"] = "node7";
+  wide["dist"] = {{"world_size", 2}};
+  const ResultFile rw = load_result(write("wide.json", wide));
+  described.clear();
+  for (const auto& d : compare_results(ra, rw).differences) described.push_back(d.field + ": " + d.a.dump() + " -> " + d.b.dump());
+  EXPECT_EQ(described, (std::vector<std::string>{"machine: \"h (cpu)\" -> \"node7 (cpu)\"", "world_size: 1 -> 2"}));
 }
 
 // report --by takes any dotted field of the resolved spec: a sweep's axis becomes the columns.

@@ -147,9 +147,8 @@ struct Report {
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
 // What the runs averaged into one report cell differ in, besides what repeats vary (the seeds)
-// and the report's own column key: the fields of setting_differences, the machine where the
-// columns are not machines, and the data-parallel world size. Empty when they are repeats of one
-// setting.
+// and the report's own column key (columns by host leave the machine out too): the fields of
+// setting_differences. Empty when they are repeats of one setting.
 std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by);
 
 std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
@@ -213,8 +212,9 @@ Comparison compare_results(const std::vector<const ResultFile*>& a, const std::v
 Comparison compare_results(const ResultFile& a, const ResultFile& b);  // one run a side
 
 // Every field of the two resolved specs that differs (not the run's name, output path or sweep
-// bookkeeping), then the tbench commit, the torch version and the BLAS libraries: what a ratio
-// measures, and what else moved with it.
+// bookkeeping), then the tbench commit, the torch version and the BLAS libraries, the machine
+// (host and device) and the data-parallel world size (the launcher's, in no spec field): what a
+// ratio measures, and what else moved with it.
 std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b);
 
 // ---- predict --------------------------------------------------------------------------------------
