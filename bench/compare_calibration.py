@@ -117,16 +117,16 @@ def settings_groups(pairs, directory):
     return [sorted(g) for g in groups.values()]
 
 
-def halves(runs, limit=10):
-    """Distinct splits of `runs` into two equal halves (each split once), at most `limit`."""
-    n = len(runs) // 2 * 2
-    runs = runs[:n]
+def halves(runs):
+    """Every distinct split of `runs` into two equal halves (each split once; an odd run out is left
+    out in turn, so every run takes part)."""
     out = []
-    for first in itertools.combinations(runs[1:], n // 2 - 1):
-        a = [runs[0], *first]
-        out.append((a, [r for r in runs if r not in a]))
-        if len(out) == limit:
-            break
+    outs = [None] if len(runs) % 2 == 0 else runs
+    for left_out in outs:
+        pool = [r for r in runs if r != left_out]
+        for first in itertools.combinations(pool[1:], len(pool) // 2 - 1):
+            a = [pool[0], *first]
+            out.append((a, [r for r in pool if r not in a]))
     return out
 
 

@@ -1,5 +1,7 @@
 // report, compare, predict: questions answered from result files alone.
 #include <cstdio>
+#include <filesystem>
+#include <set>
 #include <fstream>
 #include <iostream>
 
@@ -116,6 +118,18 @@ int compare_command() {
     b_files = {a_files.back()};
     a_files.pop_back();
   }
+  // A file given twice is one run counted twice: a side of copies has no spread, and would make
+  // any difference "significant".
+  std::set<std::string> seen;
+  for (const auto* side : {&a_files, &b_files}) {
+    for (const auto& file : *side) {
+      std::error_code ec;
+      const auto canonical = std::filesystem::weakly_canonical(file, ec).string();
+      if (!seen.insert(ec ? file : canonical).second && (a_files.size() > 1 || b_files.size() > 1)) {
+        throw input_error("compare: " + file + " is given twice; repeats are separate runs of one setting");
+      }
+    }
+  }
   const std::vector<ResultFile> a = load_results(a_files), b = load_results(b_files);
   warn_of_mixed_runs("A", a);
   warn_of_mixed_runs("B", b);
@@ -150,7 +164,7 @@ int compare_command() {
                 "   interval that does, repeat the runs and give them: compare A1 A2 ... --vs B1 B2 ...)\n");
   }
   if (c.differences.empty()) {
-    std::printf("Settings: the same spec, tbench commit, torch and BLAS\n");
+    std::printf("Settings: the same spec, tbench commit, torch, BLAS, machine and world size\n");
   } else {
     std::printf("Settings that differ (A -> B):\n");
     for (const auto& d : c.differences) {

@@ -84,6 +84,14 @@ TEST_F(AnalysisCli, CompareTakesRepeatsOnEachSide) {
   const auto three = run_tbench("compare " + result(1) + " " + a2 + " " + result(2));
   EXPECT_EQ(three.exit_code, 2);
   EXPECT_NE(three.err.find("give two results (A B), or A's runs, then --vs and B's runs"), std::string::npos) << three.err;
+  const auto one = run_tbench("compare " + result(1));
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("got 1 result(s) and no --vs"), std::string::npos) << one.err;
+  EXPECT_EQ(run_tbench("compare " + result(1) + " --vs").exit_code, 2);
+  // One run given twice is not two repeats: its copies have no spread.
+  const auto twice = run_tbench("compare " + result(1) + " " + result(1) + " --vs " + result(2) + " " + b2);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("is given twice"), std::string::npos) << twice.err;
 }
 
 TEST_F(AnalysisCli, ReportRendersEveryFormat) {
