@@ -97,10 +97,8 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
 }
 
 // Repeats on a side should be runs of one setting: say where they are not.
-void warn_of_mixed_runs(const char* name, const std::vector<ResultFile>& runs) {
-  std::vector<const ResultFile*> pointers;
-  for (const auto& r : runs) pointers.push_back(&r);
-  const auto mixed = mixed_settings(pointers, "");
+void warn_of_mixed_runs(const char* name, const std::vector<const ResultFile*>& runs) {
+  const auto mixed = mixed_settings(runs, "");
   if (mixed.empty()) return;
   std::string fields;
   for (const auto& f : mixed) fields += (fields.empty() ? "" : ", ") + f;
@@ -131,11 +129,11 @@ int compare_command() {
     }
   }
   const std::vector<ResultFile> a = load_results(a_files), b = load_results(b_files);
-  warn_of_mixed_runs("A", a);
-  warn_of_mixed_runs("B", b);
   std::vector<const ResultFile*> pa, pb;
   for (const auto& r : a) pa.push_back(&r);
   for (const auto& r : b) pb.push_back(&r);
+  warn_of_mixed_runs("A", pa);
+  warn_of_mixed_runs("B", pb);
   const Comparison c = compare_results(pa, pb);
   if (g_analysis.as_json) {
     json differences = json::array();

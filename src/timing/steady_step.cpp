@@ -8,10 +8,9 @@ namespace tbench {
 double SteadyStep::seconds_at(double flops) const { return line && flops > 0 ? line->at(flops) : mean_seconds; }
 
 std::optional<double> SteadyStep::half_ci95_at(double flops) const {
-  if (!line || !(flops > 0)) return mean_half_ci95;
-  const auto ci = line->mean_interval_95_at(flops);
-  if (!ci) return std::nullopt;
-  return (ci->high - ci->low) / 2;
+  const auto se = standard_error_at(flops);
+  if (!se) return std::nullopt;
+  return student_t_975(se->degrees_of_freedom) * se->value;
 }
 
 std::optional<StandardError> SteadyStep::standard_error_at(double flops) const {
@@ -36,7 +35,6 @@ SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector
   step.mean_seconds = s.mean;
   step.lag1_autocorrelation = serial_correlation(seconds);
   step.effective_steps = effective_count(s.count, step.lag1_autocorrelation.value_or(0.0));
-  if (const auto ci = mean_interval_95(s, step.effective_steps)) step.mean_half_ci95 = ci->high - s.mean;
   if (s.count >= 2) {
     const double n = std::min(static_cast<double>(s.count), step.effective_steps);
     step.mean_standard_error = StandardError{s.stdev / std::sqrt(n), n - 1};

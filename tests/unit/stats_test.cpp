@@ -150,13 +150,13 @@ TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
   ASSERT_TRUE(drifting.lag1_autocorrelation);
   EXPECT_NEAR(*drifting.lag1_autocorrelation, 0.3142023346, 1e-9);
   EXPECT_NEAR(drifting.effective_steps, 6.262028127, 1e-8);
-  ASSERT_TRUE(drifting.mean_half_ci95);
-  EXPECT_NEAR(*drifting.mean_half_ci95, (0.8669591531 - 0.8180408469) / 2, 1e-4);
+  ASSERT_TRUE(drifting.half_ci95_at(0));
+  EXPECT_NEAR(*drifting.half_ci95_at(0), (0.8669591531 - 0.8180408469) / 2, 1e-4);
   const std::vector<double> nine(kDrifting.begin(), kDrifting.begin() + 9);
   const SteadyStep short_run = fit_steady_step(nine, {}, false);
   EXPECT_FALSE(short_run.lag1_autocorrelation);
   EXPECT_DOUBLE_EQ(short_run.effective_steps, 9.0);
-  EXPECT_NEAR(*short_run.mean_half_ci95, mean_interval_95(spread(nine))->high - spread(nine).mean, 1e-12);
+  EXPECT_NEAR(*short_run.half_ci95_at(0), mean_interval_95(spread(nine))->high - spread(nine).mean, 1e-12);
   const SteadyStep alternating = fit_steady_step({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}, {}, false);
   EXPECT_DOUBLE_EQ(alternating.effective_steps, 12.0);
 

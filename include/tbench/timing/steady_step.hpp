@@ -22,8 +22,8 @@ inline constexpr int64_t kSerialStepsMin = 10;
 struct SteadyStep {
   std::string model = "mean";  // or "flops line"
   double mean_seconds = 0;     // the timed steps' mean
-  std::optional<double> mean_half_ci95;  // its 95% interval's half-width; none for fewer than 2
-  std::optional<StandardError> mean_standard_error;  // the steps counted as effective_steps
+  // Its standard error, the steps counted as effective_steps; none for fewer than 2.
+  std::optional<StandardError> mean_standard_error;
   std::optional<LineFit> line;  // seconds in FLOPs, where model is "flops line"
   // The model's deviations (the steps about their mean, or the line's residuals) in step order:
   // their lag-1 autocorrelation (none under kSerialStepsMin steps), and what the steps are worth
