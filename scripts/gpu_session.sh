@@ -25,6 +25,7 @@
 #             masked-LM, distillation and permutation-LM tasks; loss curves against fp32
 #   nccl      NCCL at world size 1 (a group of one) against the same spec without a launcher, two
 #             alternated rounds and `tbench compare`; 2 ranks on the one GPU (NCCL refuses them)
+#   tf32      bert-base-cased fp32 with and without TF32 tensor cores (cuda.tf32): speed and loss curves
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
 #   sweep     each speed switch alone against the defaults, and the CUDA graph with fused QKV,
@@ -138,6 +139,20 @@ stage_nccl() {
   for round in 1 2; do
     "$tbench" compare "$out/nccl/nccl-off-$round.json" "$out/nccl/nccl-world-1-$round.json"
   done > "$out/nccl/compare.txt" 2>&1
+}
+
+# TF32 tensor cores for fp32 GEMMs (cuda.tf32) against plain fp32, same seed and row: the speed-up
+# (`tbench compare`) and the loss curves (bench/loss_curves.py), the one precision setting no other
+# stage runs.
+stage_tf32() {
+  ensure_built || return
+  local short=(--set device=cuda:0 --set data.num_samples=2560 --set train.max_steps=70 --set timing.warmup_steps=10
+               --set train.batch_size=32 --set data.seq_len=128 --set model=bert-base-cased --set precision=fp32)
+  run_one_in tf32 bert-base-cased-fp32 "${short[@]}"
+  run_one_in tf32 bert-base-cased-tf32 "${short[@]}" --set cuda.tf32=true
+  { "$tbench" compare "$out/tf32/bert-base-cased-fp32.json" "$out/tf32/bert-base-cased-tf32.json"
+    python3 bench/loss_curves.py "$out/tf32/bert-base-cased-fp32.json" "$out/tf32/bert-base-cased-tf32.json"
+  } > "$out/tf32/compare.txt" 2>&1
 }
 
 machine_name() { python3 -c "import torch; print(torch.cuda.get_device_name(0))" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-'; }
