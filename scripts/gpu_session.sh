@@ -58,6 +58,25 @@ stage_build() {
     -DCMAKE_CUDA_ARCHITECTURES=90 \
     -DCMAKE_PREFIX_PATH="$root/.deps/usr;$root/.deps/usr/lib/x86_64-linux-gnu/cmake" &&
     cmake --build "$build" -j16 ${1:+--target "$1"}
+  local rc=$?
+  link_facts > "$out/build/link-facts.txt" 2>&1
+  return $rc
+}
+
+# Which libstdc++ the binaries load first (pip torch exports its own std::filesystem; see
+# CMakeLists.txt): the compiler's own files and each binary's first DT_NEEDED entries.
+link_facts() {
+  mkdir -p "$out/build"
+  local cxx
+  cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+  echo "compiler: $cxx"
+  echo "its libstdc++.so: $("$cxx" -print-file-name=libstdc++.so)"
+  echo "its libstdc++.a: $("$cxx" -print-file-name=libstdc++.a)"
+  grep -h "TBENCH_SHARED_LIBSTDCXX\|TBENCH_COMPILERS_LIBSTDCXX" "$build/CMakeCache.txt"
+  local binary
+  for binary in "$tbench" "$build/tests/tbench_tests"; do
+    [[ -x $binary ]] && { echo "== $binary"; readelf -d "$binary" | grep NEEDED | head -4; }
+  done
 }
 
 stage_test() {
