@@ -11,10 +11,13 @@
 # included, about 30 s) holds about one full call and a short one, so the stages go in order of
 # what the issues need most, and a stage stopped at the budget still brings back what it finished:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build runs test perf")
-# (the first session, 2026-11-26, did that: bench/results/gpu/NVIDIA-H200/) and in later sessions:
-#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test nccl sweep")
-#   run(carry=[".deps.tar.xz"], command="scripts/gpu_session.sh perf profile")
-#   on the other kind (nvidia-h100-x1): run(carry=[".deps.tar.xz"], command="scripts/gpu_session.sh rows")
+# (the first session, 2026-11-26, did that: bench/results/gpu/NVIDIA-H200/; the second, 2026-11-27 on
+# an H100, ran "build test nccl tf32 rows", then perf and sweep: bench/results/gpu/NVIDIA-H100-80GB-HBM3/).
+# Next: the tests again (the libstdc++ link fix), and the side-by-side with the CUDA graph:
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test graphs")
+# then, with what is left, on the same machine:
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=... scripts/gpu_session.sh profile")
+# and in a session lent the other kind: TBENCH_SET="train.cuda_graph=true" scripts/gpu_session.sh rows
 # Stages:
 #   build     configure and build build-gpu/ against python3's torch, for sm_90, -j16
 #   test      ctest: the GPU tests first, one at a time (one of them fills the GPU until it runs out
@@ -34,7 +37,9 @@
 #             (alone, and with fused QKV, fused LayerNorm and the sparse last layer) against them
 #   profile   3 profiled steps of tbench (timing.profile_steps) and of HF (torch.profiler) on the
 #             same rows: device time by kernel and by kind of work, and both traces
-#   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU)
+#   graphs    perf with train.cuda_graph=true on tbench's side (HF's rows as they are)
+#   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU;
+#             TBENCH_SET="train.cuda_graph=true" for rows the host does not hold)
 # Every stage writes under $OUT/<stage>/ and goes on after a failure (its exit code is in
 # $OUT/<stage>/rc; 124: stopped at the call's time budget, BUDGET_S); at the end everything is
 # packed into $OUT/<stages>.tar.gz (one file back).
@@ -185,6 +190,15 @@ stage_perf() {
   RESULTS_DIR="$out/perf/$machine" bench/gpu_side_by_side.sh "$machine"
 }
 
+# The side-by-side again with tbench's step captured in a CUDA graph: the switch that took the host
+# out of the step on the H100 (2.68x at bert-base bf16 seq 128, 2026-11-27), on every row.
+stage_graphs() {
+  ensure_built || return
+  local machine
+  machine=$(machine_name)
+  RESULTS_DIR="$out/graphs/$machine" TBENCH_SET="train.cuda_graph=true ${TBENCH_SET:-}" bench/gpu_side_by_side.sh "$machine"
+}
+
 stage_rows() {
   ensure_built || return
   local machine
@@ -268,6 +282,18 @@ fi
 # The device tool kills a command at 600 s, and then nothing comes back: every stage gets what is
 # left of BUDGET_S (default 560) and is stopped there, so the archive is always written.
 budget=${BUDGET_S:-560}
+# `timeout` signals the stage's whole process group, but returns once the stage's shell is gone: a
+# tbench run stopped by SIGTERM still finishes its step and writes its result (what a stopped run
+# should do), and tar must not read that folder half-written (seen 2026-11-27: "file changed as we
+# read it"). Wait for such runs, at most 20 s (the device tool's 600 s leave room for it).
+wait_for_stopped_runs() {
+  command -v pgrep >/dev/null || { sleep 5; return; }
+  local waited=0
+  while pgrep -f "$tbench run|hf_side_by_side.py" >/dev/null && (( waited < 20 )); do
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
 session_start=$(date +%s)
 stages=("$@")
 [[ ${#stages[@]} -gt 0 ]] || stages=(build test runs)
@@ -282,6 +308,7 @@ for stage in "${stages[@]}"; do
   fi
   timeout -k 5 "$left" "$0" --stage "$stage" > "$out/$stage/log.txt" 2>&1
   rc=$?
+  (( rc == 124 )) && wait_for_stopped_runs
   echo "$rc" > "$out/$stage/rc"
   echo "stage $stage: exit $rc in $(( $(date +%s) - start )) s$( (( rc == 124 )) && echo ' (stopped at the time limit)')"
   tail -5 "$out/$stage/log.txt"

@@ -212,6 +212,15 @@ TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("from the kernel profile"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("compute kernels"), std::string::npos) << text.out;
+  // Kernels for about half of each of the 2 profiled steps (the median step's, against the mean):
+  // the GPU waited for the host about half the step.
+  EXPECT_NE(text.out.find("% of the measured step, waiting for the host"), std::string::npos) << text.out;
+  // Kernels longer than the steps (scaled down to the measured step): the GPU never waited.
+  result_json["profile"]["measured_ms"] = 1e6;
+  result_json["profile"]["bounds"][0]["ms"] = 1e6;
+  const auto busy = run_tbench("predict --target H200 " + dir_->write("busy.json", result_json.dump()));
+  ASSERT_EQ(busy.exit_code, 0) << busy.err;
+  EXPECT_EQ(busy.out.find("waiting for the host"), std::string::npos) << busy.out;
   result_json["profile"]["bounds"][0]["name"] = "tensor";
   const auto bad = run_tbench("predict --target H200 " + dir_->write("bad.json", result_json.dump()));
   EXPECT_EQ(bad.exit_code, 2);
