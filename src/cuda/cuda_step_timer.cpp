@@ -15,6 +15,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "tbench/cuda/cuda.hpp"
+#include "tbench/timing/clock.hpp"
 
 namespace tbench::cuda {
 namespace {
@@ -37,11 +38,16 @@ class EventStepTimer : public StepTimer {
 
   void begin() override {
     open_ = spare_pair();
+    // Every earlier step has passed its end event (those taken were waited for): the GPU ran out
+    // of queued work before the host began this step, so the host sets the pace.
+    open_.device_idle_at_start = pending_.empty() || pending_.back().end.query();
+    open_.host_began = Clock::now();
     open_.start.record(at::cuda::getCurrentCUDAStream(device_index_));
   }
 
   void end() override {
     open_.end.record(at::cuda::getCurrentCUDAStream(device_index_));
+    open_.host_seconds = seconds_between(open_.host_began, Clock::now());
     pending_.push_back(std::move(open_));
   }
 
@@ -57,6 +63,8 @@ class EventStepTimer : public StepTimer {
     StepTime t;
     t.seconds = static_cast<double>(pair.start.elapsed_time(pair.end)) / 1e3;
     t.ended_at = static_cast<double>(origin_.elapsed_time(pair.end)) / 1e3;
+    t.host_seconds = pair.host_seconds;
+    t.device_idle_at_start = pair.device_idle_at_start;
     spares_.push_back(std::move(pair));
     return t;
   }
@@ -65,6 +73,9 @@ class EventStepTimer : public StepTimer {
   struct EventPair {
     at::cuda::CUDAEvent start = timing_event();
     at::cuda::CUDAEvent end = timing_event();
+    Clock::time_point host_began;
+    double host_seconds = 0;
+    bool device_idle_at_start = false;
   };
 
   // Events are reused: creating two per step would cost a driver call each.

@@ -8,6 +8,8 @@ void to_json(nlohmann::json& j, const IterationRecord& r) {
        {"data_seconds", r.data_seconds}, {"comm_wait_seconds", r.comm_wait_seconds}, {"loss", r.loss}, {"lr", r.lr}, {"loss_scale", r.loss_scale},
        {"skipped", r.skipped}, {"warmup", r.warmup}, {"ended_at", r.ended_at}};
   if (r.profiled) j["profiled"] = true;
+  if (r.host_seconds) j["host_seconds"] = *r.host_seconds;
+  if (r.device_idle_at_start) j["device_idle_at_start"] = *r.device_idle_at_start;
   if (!r.loss_terms.empty()) {
     auto& terms = j["loss_terms"] = nlohmann::json::object();
     for (const auto& [name, value] : r.loss_terms) terms[name] = value;
@@ -54,6 +56,10 @@ void from_json(const nlohmann::json& j, IterationRecord& r) {
   r.warmup = j.value("warmup", false);
   r.profiled = j.value("profiled", false);
   r.ended_at = j.value("ended_at", 0.0);
+  if (j.contains("host_seconds") && j["host_seconds"].is_number()) r.host_seconds = j["host_seconds"].get<double>();
+  if (j.contains("device_idle_at_start") && j["device_idle_at_start"].is_boolean()) {
+    r.device_idle_at_start = j["device_idle_at_start"].get<bool>();
+  }
   if (j.contains("loss_terms") && j["loss_terms"].is_object()) {
     for (const auto& item : j["loss_terms"].items()) {
       if (item.value().is_number()) r.loss_terms.emplace_back(item.key(), item.value().get<double>());

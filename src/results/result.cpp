@@ -133,6 +133,8 @@ json to_json(const Summary& s) {
             {"real_tokens_per_s", or_null(s.real_tokens_per_s)},
             {"it_per_s", or_null(s.it_per_s)},
             {"padding_efficiency", or_null(s.padding_efficiency)},
+            {"host_ms", s.host_ms ? json(*s.host_ms) : json(nullptr)},
+            {"device_idle_at_start_fraction", or_null(s.device_idle_at_start_fraction)},
             {"skipped_steps", s.skipped_steps},
             {"train_flops_per_s", or_null(s.train_flops_per_s)},
             {"epochs_completed", s.epochs_completed},

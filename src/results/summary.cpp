@@ -56,6 +56,7 @@ void set_gpu_figures(Summary& s, const std::vector<EpochRecord>& epochs) {
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
   TimedSteps t;
   bool every_step_counted = true;
+  bool every_host_time = true;
   for (const auto& r : iterations) {
     if (r.warmup) {
       ++t.excluded;
@@ -68,6 +69,12 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
     t.step_ms.push_back(r.seconds * 1e3);
     t.data_ms.push_back(r.data_seconds * 1e3);
     t.comm_wait_ms.push_back(r.comm_wait_seconds * 1e3);
+    every_host_time = every_host_time && r.host_seconds.has_value();
+    if (every_host_time) t.host_ms.push_back(*r.host_seconds * 1e3);
+    if (r.device_idle_at_start) {
+      ++t.device_idle_known;
+      t.device_idle_at_start += *r.device_idle_at_start ? 1 : 0;
+    }
     t.seconds += r.seconds;
     t.comm_wait_seconds += r.comm_wait_seconds;
     t.samples += r.samples;
@@ -80,6 +87,7 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
     t.skipped += r.skipped ? 1 : 0;
   }
   if (!every_step_counted) t.step_flops.clear();
+  if (!every_host_time) t.host_ms.clear();
   return t;
 }
 
@@ -101,6 +109,11 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   s.train_flops_per_s = rate(t.flops);
   if (t.tokens > 0) s.padding_efficiency = static_cast<double>(t.real_tokens) / static_cast<double>(t.tokens);
   s.skipped_steps = t.skipped;
+  if (!t.host_ms.empty()) s.host_ms = spread(t.host_ms);
+  if (t.device_idle_known > 0) {
+    s.device_idle_at_start_fraction =
+        static_cast<double>(t.device_idle_at_start) / static_cast<double>(t.device_idle_known);
+  }
 
   std::vector<double> complete_epochs;
   for (const auto& e : records.epochs) {

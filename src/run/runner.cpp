@@ -626,6 +626,17 @@ void save_weights_if_asked(const RunPlan& plan, const torch::nn::Module& model, 
   }
 }
 
+// Who set the pace of an asynchronous device's steps: a GPU that had run everything queued before
+// most steps began waited for the host, and a faster GPU would not shorten those steps.
+void report_host_pace(const Summary& s) {
+  if (!s.host_ms || !s.device_idle_at_start_fraction) return;
+  const double idle = *s.device_idle_at_start_fraction;
+  spdlog::info("host: issued a step in {:.1f} ms median; the GPU had run all queued work before {:.0f}% of the "
+               "steps began{}",
+               s.host_ms->median, 100 * idle,
+               idle > 0.5 ? ": the host sets this step's pace (train.cuda_graph takes it out of the step)" : "");
+}
+
 ExitCode report_outcome(const Result& result) {
   const Summary& s = result.summary;
   if (s.samples_per_s) {
@@ -638,6 +649,7 @@ ExitCode report_outcome(const Result& result) {
                  to_string(s.status), *s.samples_per_s, s.step_ms.median, s.step_ms.p10, s.step_ms.p90,
                  s.step_ms.count, s.warmup_steps, s.epoch_seconds ? format_duration(*s.epoch_seconds) : "-", projected);
   }
+  report_host_pace(s);
   if (!s.mfu_error.empty()) spdlog::warn("no MFU: {}", s.mfu_error);
   spdlog::info("result: {}", result.files.result);
   switch (s.status) {

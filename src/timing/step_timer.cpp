@@ -18,7 +18,10 @@ class HostStepTimer : public StepTimer {
   void begin() override { began_ = Clock::now(); }
   void end() override {
     const auto now = Clock::now();
-    done_.push_back({seconds_between(began_, now), seconds_between(origin_, now)});
+    StepTime t;
+    t.seconds = seconds_between(began_, now);
+    t.ended_at = seconds_between(origin_, now);
+    done_.push_back(t);
   }
   std::size_t pending() const override { return done_.size(); }
   bool oldest_done() const override { return !done_.empty(); }

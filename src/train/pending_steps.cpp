@@ -39,6 +39,8 @@ IterationRecord PendingSteps::complete_oldest() {
   const float* v = values.data_ptr<float>();
   record.seconds = time.seconds;
   record.ended_at = time.ended_at;
+  record.host_seconds = time.host_seconds;
+  record.device_idle_at_start = time.device_idle_at_start;
   record.loss = static_cast<double>(v[0]);
   record.loss_scale = static_cast<double>(v[1]);
   record.skipped = record.skipped || v[2] != 0.0f;

@@ -58,6 +58,40 @@ TEST(Summary, ExcludesWarmupAndReportsSpread) {
   EXPECT_EQ(s["scope"], "per-device");
 }
 
+// On CUDA each step records the host's time to issue it and whether the GPU had run out of queued
+// work before it began; the summary gives the timed steps' spread and share (warm-up left out).
+TEST(Summary, SaysHowOftenTheDeviceWaitedForTheHost) {
+  RunRecords rec;
+  rec.iterations = {step(1, 1, 0.5, true), step(1, 2, 0.01, false), step(1, 3, 0.01, false), step(1, 4, 0.01, false),
+                    step(1, 5, 0.01, false)};
+  const double host[] = {0.4, 0.009, 0.008, 0.010, 0.002};
+  const bool idle[] = {false, true, true, true, false};
+  for (std::size_t i = 0; i < rec.iterations.size(); ++i) {
+    rec.iterations[i].host_seconds = host[i];
+    rec.iterations[i].device_idle_at_start = idle[i];
+  }
+  SummaryInputs in;
+  in.steps_per_epoch = 5;
+  const auto s = to_json(summarize(rec, in));
+  EXPECT_DOUBLE_EQ(s["device_idle_at_start_fraction"].get<double>(), 0.75);
+  EXPECT_EQ(s["host_ms"]["count"], 4);
+  EXPECT_NEAR(s["host_ms"]["median"].get<double>(), 8.5, 1e-9);
+  EXPECT_NEAR(s["host_ms"]["max"].get<double>(), 10.0, 1e-9);
+  // The records carry both through their JSON line (the iterations file) and back.
+  const nlohmann::json line = rec.iterations[1];
+  EXPECT_DOUBLE_EQ(line["host_seconds"].get<double>(), 0.009);
+  EXPECT_TRUE(line["device_idle_at_start"].get<bool>());
+  const auto back = line.get<IterationRecord>();
+  EXPECT_DOUBLE_EQ(back.host_seconds.value(), 0.009);
+  EXPECT_TRUE(back.device_idle_at_start.value());
+
+  // A step without a host time (CPU) leaves no spread; CPU runs have neither figure.
+  rec.iterations[3].host_seconds.reset();
+  EXPECT_TRUE(to_json(summarize(rec, in))["host_ms"].is_null());
+  for (auto& r : rec.iterations) r.device_idle_at_start.reset();
+  EXPECT_TRUE(to_json(summarize(rec, in))["device_idle_at_start_fraction"].is_null());
+}
+
 // With dynamic padding the timed steps' work varies and the planned epochs do more on average than
 // they did: the projected epoch is a line in the steps' FLOPs read at the planned mean (1.8 GFLOP:
 // 0.1 s + 0.2 s per GFLOP, 0.46 s a step), not their mean (0.4 s). Without a planned figure, or

@@ -73,7 +73,12 @@ class LaggingTimer : public StepTimer {
   void end() override { ++ended_; }
   std::size_t pending() const override { return ended_ - taken_; }
   bool oldest_done() const override { return pending() > 0 && taken_ < finished_; }
-  StepTime take_oldest() override { return {0.01, static_cast<double>(++taken_)}; }
+  StepTime take_oldest() override {
+    StepTime t;
+    t.seconds = 0.01;
+    t.ended_at = static_cast<double>(++taken_);
+    return t;
+  }
   std::size_t finished_ = 0;
 
  private:
@@ -109,6 +114,53 @@ TEST(PendingSteps, RecordsWaitForTheirStepAndLeaveInOrder) {
   ASSERT_EQ(done.size(), 3u);
   EXPECT_EQ(done[0].global_step, 3);
   EXPECT_EQ(done[2].global_step, 5);
+}
+
+// An asynchronous timer's host figures (the CUDA timer's, which CPU builds cannot run) reach the
+// records; the host timer has none, since on CPU the host's time is the step.
+class HostPacedTimer : public StepTimer {
+ public:
+  const char* method() const override { return "test"; }
+  void begin() override {}
+  void end() override { ++ended_; }
+  std::size_t pending() const override { return ended_ - taken_; }
+  bool oldest_done() const override { return pending() > 0; }
+  StepTime take_oldest() override {
+    StepTime t;
+    t.seconds = 0.010;
+    t.ended_at = static_cast<double>(++taken_);
+    t.host_seconds = 0.004 * static_cast<double>(taken_);
+    t.device_idle_at_start = taken_ % 2 == 1;
+    return t;
+  }
+
+ private:
+  std::size_t ended_ = 0, taken_ = 0;
+};
+
+TEST(PendingSteps, RecordsCarryTheHostsTimeAndWhetherTheDeviceWaited) {
+  PendingSteps pending(std::make_unique<HostPacedTimer>(), 4);
+  for (int64_t step = 1; step <= 2; ++step) {
+    pending.begin_step();
+    pending.end_step(IterationRecord{}, outputs(1.0f));
+  }
+  const auto done = pending.take_finished(true);
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_DOUBLE_EQ(done[0].host_seconds.value(), 0.004);
+  EXPECT_DOUBLE_EQ(done[1].host_seconds.value(), 0.008);
+  EXPECT_TRUE(done[0].device_idle_at_start.value());
+  EXPECT_FALSE(done[1].device_idle_at_start.value());
+
+  PendingSteps on_cpu(make_host_step_timer(), 4);
+  on_cpu.begin_step();
+  on_cpu.end_step(IterationRecord{}, outputs(1.0f));
+  const auto cpu = on_cpu.take_finished(true);
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_FALSE(cpu[0].host_seconds.has_value());
+  EXPECT_FALSE(cpu[0].device_idle_at_start.has_value());
+  const nlohmann::json line = cpu[0];
+  EXPECT_FALSE(line.contains("host_seconds")) << line;
+  EXPECT_FALSE(line.contains("device_idle_at_start")) << line;
 }
 
 TEST(TimingCheck, ComparesStepTimesWithEpochWallTime) {

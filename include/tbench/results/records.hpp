@@ -38,6 +38,10 @@ struct IterationRecord {
   // When the step finished on its device, in seconds since the training loop began (not since
   // the process or the run started: model building and data preparation come before it).
   double ended_at = 0;
+  // CUDA only (StepTime): the host's time to issue the step, and whether the GPU had run all
+  // earlier work when the step began (it waited for the host).
+  std::optional<double> host_seconds;
+  std::optional<bool> device_idle_at_start;
 };
 
 struct EpochRecord {

@@ -41,6 +41,11 @@ struct Summary {
   Spread step_ms, data_ms;  // step_ms.count: the timed steps
   std::optional<double> samples_per_s, tokens_per_s, real_tokens_per_s, it_per_s, train_flops_per_s;
   std::optional<double> padding_efficiency;
+  // CUDA: the host's time to issue each timed step, and the share of timed steps that began with
+  // the GPU idle, having run everything queued (IterationRecord): near 1, the host sets the step's
+  // time and a faster GPU would not shorten it. None where the steps do not record them (CPU).
+  std::optional<Spread> host_ms;
+  std::optional<double> device_idle_at_start_fraction;
   int64_t skipped_steps = 0;
   int64_t epochs_completed = 0;
   std::optional<double> epoch_seconds;  // mean over the complete epochs
@@ -77,6 +82,8 @@ struct Summary {
 // rank's report are computed from.
 struct TimedSteps {
   std::vector<double> step_ms, data_ms, comm_wait_ms;
+  std::vector<double> host_ms;  // each step's host time, where every timed step records one
+  int64_t device_idle_at_start = 0, device_idle_known = 0;  // steps that began on an idle device, of those that say
   std::vector<double> step_flops;  // each step's own count; empty where any step has none
   double seconds = 0, comm_wait_seconds = 0, flops = 0;
   int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0, profiled = 0;

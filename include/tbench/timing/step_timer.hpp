@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <torch/torch.h>
@@ -24,6 +25,11 @@ using DeferredSeconds = std::function<double()>;
 struct StepTime {
   double seconds = 0;   // the step's duration
   double ended_at = 0;  // when it ended, in seconds since the timer was made
+  // Asynchronous devices (CUDA) only; unset on CPU, where the host's time is the step. The host's
+  // own time to issue the step (begin() to end()), and whether the device had already run all
+  // earlier work when the step began: then the device waited for the host, which sets the pace.
+  std::optional<double> host_seconds;
+  std::optional<bool> device_idle_at_start;
 };
 
 class StepTimer {
