@@ -295,6 +295,11 @@ ResultFile load_result(const std::string& path) {
   read_kernel_seconds(read, r);
   read.require("/summary");
   if (const auto rate = read.number_if_any("/summary/samples_per_s")) r.samples_per_s = *rate;
+  if (const json* idle = read.find("/summary/device_idle_at_start_fraction"); idle && !idle->is_null()) {
+    const double share = read.number(*idle, "/summary/device_idle_at_start_fraction");
+    if (share > 1) throw read.bad("/summary/device_idle_at_start_fraction", "expected a share in [0, 1], got " + json_text(*idle));
+    r.device_idle_at_start_fraction = share;
+  }
   if (const auto epoch = read.number_if_any("/summary/epoch_seconds")) {
     r.epoch_seconds = *epoch;
   } else if (const auto projected = read.number_if_any("/summary/projected_epoch_seconds")) {

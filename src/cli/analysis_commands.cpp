@@ -175,16 +175,25 @@ int compare_command() {
 // A step the GPU sat idle through, waiting for the host to launch its kernels, keeps that time on
 // any GPU: the target's host sets it, and no datasheet describes the host. Scored on an H200 and an
 // H100 (bench/results/gpu/NVIDIA-H100-80GB-HBM3/cross-gpu.md), such rows missed by 24-62%, the
-// rows the GPU bounds by 1-5%.
-void warn_of_a_host_held_step(const TargetPrediction& p) {
+// rows the GPU bounds by 1-5%. The kernel profile says how much of the step was held; without
+// one, the steps' own record says whether most of them began with the GPU idle.
+void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
   constexpr double kHostHeldShare = 0.2;
-  const auto& parts = *p.source_parts;
-  const double step = parts.compute + parts.memory + parts.held;
-  if (step <= 0 || parts.held / step < kHostHeldShare) return;
-  std::printf("  the GPU sat idle for %.0f%% of the measured step, waiting for the host: on the target that part\n"
-              "  is its host's, which the prediction takes to be as fast as this one (train.cuda_graph takes the\n"
-              "  host out of the step)\n",
-              100 * parts.held / step);
+  std::string held;
+  if (p.source_parts) {
+    const auto& parts = *p.source_parts;
+    const double step = parts.compute + parts.memory + parts.held;
+    if (step <= 0 || parts.held / step < kHostHeldShare) return;
+    held = "the GPU sat idle for " + format_fixed(100 * parts.held / step, 0) + "% of the measured step, waiting for the host";
+  } else if (r.device_idle_at_start_fraction && *r.device_idle_at_start_fraction > 0.5) {
+    held = "the GPU had run all queued work before " + format_fixed(100 * *r.device_idle_at_start_fraction, 0) +
+           "% of the steps began, waiting for the host";
+  } else {
+    return;
+  }
+  std::printf("  %s: on the target that\n  part is its host's, which the prediction takes to be as fast as this one\n"
+              "  (train.cuda_graph takes the host out of the step)\n",
+              held.c_str());
 }
 
 void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
@@ -201,8 +210,8 @@ void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
     std::printf("  if the host's launching hides slower kernels: step %s ms = max(measured step, %s + %s)\n",
                 ms(*p.overlapped_step_seconds).c_str(), ms(p.target_parts->compute).c_str(),
                 ms(p.target_parts->memory).c_str());
-    warn_of_a_host_held_step(p);
   }
+  warn_of_a_host_held_step(r, p);
   std::printf("  roofline: step %.1f ms (calibrated at %.0f%% of the measured device's peak)\n",
               p.roofline_step_seconds * 1e3, 100 * p.source_efficiency);
   std::printf("  naive peak-TFLOPS ratio: epoch %s (step %.1f ms)\n", format_duration(p.naive_epoch_seconds).c_str(),

@@ -194,6 +194,26 @@ TEST_F(AnalysisCli, PredictEpochsFromAShortRunWithEvaluation) {
 
 // A real run given a GPU's kernel profile (what timing.profile_steps writes on CUDA): predict
 // --target splits the measured step, says which method predicted, and scores the roofline too.
+// Without a kernel profile, a CUDA result's steps still say whether the host set their pace
+// (summary.device_idle_at_start_fraction), and predict --target warns that the target's host, not
+// its GPU, would set that part. A share outside [0, 1] is refused, naming the field.
+TEST_F(AnalysisCli, PredictTargetSaysWhenTheHostSetThePace) {
+  auto result_json = testing::read_json(result(2));
+  result_json["summary"]["device_idle_at_start_fraction"] = 0.9;
+  const auto paced = run_tbench("predict --target H200 " + dir_->write("paced.json", result_json.dump()));
+  ASSERT_EQ(paced.exit_code, 0) << paced.err;
+  EXPECT_NE(paced.out.find("the GPU had run all queued work before 90% of the steps began"), std::string::npos)
+      << paced.out;
+  result_json["summary"]["device_idle_at_start_fraction"] = 0.1;
+  const auto busy = run_tbench("predict --target H200 " + dir_->write("busy.json", result_json.dump()));
+  ASSERT_EQ(busy.exit_code, 0) << busy.err;
+  EXPECT_EQ(busy.out.find("waiting for the host"), std::string::npos) << busy.out;
+  result_json["summary"]["device_idle_at_start_fraction"] = 1.5;
+  const auto bad = run_tbench("predict --target H200 " + dir_->write("bad.json", result_json.dump()));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("/summary/device_idle_at_start_fraction"), std::string::npos) << bad.err;
+}
+
 TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
   auto result_json = testing::read_json(result(2));
   const double step_ms = result_json["summary"]["step_ms"]["median"].get<double>();

@@ -42,6 +42,9 @@ struct ResultFile {
   int64_t num_samples = 0;
   int64_t world_size = 1;         // data-parallel processes (the result's dist section), else 1
   std::optional<double> comm_share;  // data-parallel: share of step time spent waiting for all-reduces
+  // CUDA: the share of timed steps that began with the GPU idle (summary.device_idle_at_start_fraction):
+  // near 1, the host set the steps' pace.
+  std::optional<double> device_idle_at_start_fraction;
   // A CUDA run's kernel profile (timing.profile_steps, profile.bounds), per profiled step: the
   // device seconds of kernels bound by compute and by memory bandwidth (communication is left in
   // the rest of the step, which predict --target holds as measured). Scaled to the timed steps'
