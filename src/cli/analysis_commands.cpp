@@ -67,7 +67,12 @@ std::string describe(const ResultFile& r) {
 void print_compared_side(const char* name, const std::vector<ResultFile>& runs, const ComparedSide& side) {
   std::printf("%s: %s", name, runs.front().path.c_str());
   if (runs.size() > 1) std::printf(" and %zu more run(s) of it", runs.size() - 1);
-  std::printf("\n   %s\n   %.2f samples/s", describe(runs.front()).c_str(), side.samples_per_s);
+  std::printf("\n   %s\n", describe(runs.front()).c_str());
+  // A host-paced side differs from the other by how fast its host launched, not by its GPU's work.
+  if (const auto idle = runs.front().device_idle_at_start_fraction; idle && *idle > 0.5) {
+    std::printf("   host-paced: the GPU had run all queued work before %.0f%% of its steps began\n", 100 * *idle);
+  }
+  std::printf("   %.2f samples/s", side.samples_per_s);
   if (side.runs_cv_pct) {
     std::printf(", the mean of %lld runs (their spread %.1f%%) over %lld steady steps\n",
                 static_cast<long long>(side.runs), *side.runs_cv_pct, static_cast<long long>(side.steps));
@@ -93,7 +98,8 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
           {name + "_steps", side.steps},
           {name + "_effective_steps", or_null(side.effective_steps)},
           {name + "_step_lag1_autocorrelation", or_null(side.lag1_autocorrelation)},
-          {name + "_runs_cv_pct", or_null(side.runs_cv_pct)}};
+          {name + "_runs_cv_pct", or_null(side.runs_cv_pct)},
+          {name + "_device_idle_at_start_fraction", or_null(runs.front().device_idle_at_start_fraction)}};
 }
 
 // Repeats on a side should be runs of one setting: say where they are not.

@@ -50,7 +50,16 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
     EXPECT_GE(j[s + "_effective_steps"].get<double>(), 2) << j.dump();
     EXPECT_LE(j[s + "_effective_steps"].get<double>(), j[s + "_steps"].get<double>()) << j.dump();
     EXPECT_TRUE(j.contains(s + "_step_lag1_autocorrelation")) << j.dump();
+    EXPECT_TRUE(j[s + "_device_idle_at_start_fraction"].is_null()) << "CPU runs have no host pace: " << j.dump();
   }
+  // A CUDA side whose GPU waited for the host before most steps is named host-paced.
+  auto paced = testing::read_json(result(2));
+  paced["summary"]["device_idle_at_start_fraction"] = 0.95;
+  const auto text = run_tbench("compare " + result(1) + " " + dir_->write("paced.json", paced.dump()));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("host-paced: the GPU had run all queued work before 95% of its steps began"),
+            std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("host-paced"), text.out.rfind("host-paced")) << "only side B is: " << text.out;
 }
 
 // Repeats on each side (`A... --vs B...`): the interval from the runs' spread; the sides' runs are
