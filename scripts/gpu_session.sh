@@ -65,6 +65,7 @@ stage_build() {
     -DCMAKE_PREFIX_PATH="$root/.deps/usr;$root/.deps/usr/lib/x86_64-linux-gnu/cmake" &&
     cmake --build "$build" -j16 ${1:+--target "$1"}
   local rc=$?
+  mkdir -p "$out/build"  # also when another stage builds what it runs
   link_facts > "$out/build/link-facts.txt" 2>&1
   return $rc
 }
@@ -72,7 +73,6 @@ stage_build() {
 # Which libstdc++ the binaries load first (pip torch exports its own std::filesystem; see
 # CMakeLists.txt): the compiler's own files and each binary's first DT_NEEDED entries.
 link_facts() {
-  mkdir -p "$out/build"
   local cxx
   cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
   echo "compiler: $cxx"
@@ -81,7 +81,12 @@ link_facts() {
   grep -h "TBENCH_SHARED_LIBSTDCXX\|TBENCH_COMPILERS_LIBSTDCXX" "$build/CMakeCache.txt"
   local binary
   for binary in "$tbench" "$build/tests/tbench_tests"; do
-    [[ -x $binary ]] && { echo "== $binary"; readelf -d "$binary" | grep NEEDED | head -4; }
+    [[ -x $binary ]] || continue
+    echo "== $binary"
+    readelf -d "$binary" | grep NEEDED | head -4
+    # The libstdc++ the process loads, and the newest of its versions the binary needs from it.
+    echo "loads: $(ldd "$binary" | grep libstdc++)"
+    echo "needs: $(objdump -T "$binary" | grep -o 'GLIBCXX_3\.4\.[0-9]*' | sort -uV | tail -1)"
   done
 }
 

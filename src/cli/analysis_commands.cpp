@@ -1,4 +1,5 @@
 // report, compare, predict: questions answered from result files alone.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -61,6 +62,18 @@ std::string describe(const ResultFile& r) {
          std::to_string(r.seq_len);
 }
 
+// The share of a side's steps that began with the GPU idle: its runs' mean, over those that record it.
+std::optional<double> mean_device_idle_at_start(const std::vector<ResultFile>& runs) {
+  double sum = 0;
+  int counted = 0;
+  for (const auto& r : runs) {
+    if (!r.device_idle_at_start_fraction) continue;
+    sum += *r.device_idle_at_start_fraction;
+    ++counted;
+  }
+  return counted > 0 ? std::optional<double>(sum / counted) : std::nullopt;
+}
+
 // One side of a comparison: its runs, its throughput, and what the interval knows of it: one run's
 // steps (what they were worth as independent ones, where neighbouring steps were alike) or the
 // repeats' spread.
@@ -69,7 +82,7 @@ void print_compared_side(const char* name, const std::vector<ResultFile>& runs, 
   if (runs.size() > 1) std::printf(" and %zu more run(s) of it", runs.size() - 1);
   std::printf("\n   %s\n", describe(runs.front()).c_str());
   // A host-paced side differs from the other by how fast its host launched, not by its GPU's work.
-  if (const auto idle = runs.front().device_idle_at_start_fraction; idle && *idle > 0.5) {
+  if (const auto idle = mean_device_idle_at_start(runs); idle && *idle > 0.5) {
     std::printf("   host-paced: the GPU had run all queued work before %.0f%% of its steps began\n", 100 * *idle);
   }
   std::printf("   %.2f samples/s", side.samples_per_s);
@@ -99,7 +112,7 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
           {name + "_effective_steps", or_null(side.effective_steps)},
           {name + "_step_lag1_autocorrelation", or_null(side.lag1_autocorrelation)},
           {name + "_runs_cv_pct", or_null(side.runs_cv_pct)},
-          {name + "_device_idle_at_start_fraction", or_null(runs.front().device_idle_at_start_fraction)}};
+          {name + "_device_idle_at_start_fraction", or_null(mean_device_idle_at_start(runs))}};
 }
 
 // Repeats on a side should be runs of one setting: say where they are not.
@@ -189,8 +202,10 @@ void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
   if (p.source_parts) {
     const auto& parts = *p.source_parts;
     const double step = parts.compute + parts.memory + parts.held;
-    if (step <= 0 || parts.held / step < kHostHeldShare) return;
-    held = "the GPU sat idle for " + format_fixed(100 * parts.held / step, 0) + "% of the measured step, waiting for the host";
+    // The held part also holds a data-parallel step's wait for its all-reduces: not the host's.
+    const double host = std::max(0.0, parts.held - r.comm_share.value_or(0.0) * step);
+    if (step <= 0 || host / step < kHostHeldShare) return;
+    held = "the GPU sat idle for " + format_fixed(100 * host / step, 0) + "% of the measured step, waiting for the host";
   } else if (r.device_idle_at_start_fraction && *r.device_idle_at_start_fraction > 0.5) {
     held = "the GPU had run all queued work before " + format_fixed(100 * *r.device_idle_at_start_fraction, 0) +
            "% of the steps began, waiting for the host";

@@ -71,7 +71,9 @@ TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double tr
     t.comm_wait_ms.push_back(r.comm_wait_seconds * 1e3);
     every_host_time = every_host_time && r.host_seconds.has_value();
     if (every_host_time) t.host_ms.push_back(*r.host_seconds * 1e3);
-    if (r.device_idle_at_start) {
+    // An epoch's first step follows the last one's drain (its records waited for, an evaluation):
+    // its device is idle whoever sets the pace, so it says nothing of that.
+    if (r.device_idle_at_start && r.step > 1) {
       ++t.device_idle_known;
       t.device_idle_at_start += *r.device_idle_at_start ? 1 : 0;
     }

@@ -60,6 +60,7 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
   EXPECT_NE(text.out.find("host-paced: the GPU had run all queued work before 95% of its steps began"),
             std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("host-paced"), text.out.rfind("host-paced")) << "only side B is: " << text.out;
+  EXPECT_GT(text.out.find("host-paced"), text.out.find("\nB: ")) << "side B is: " << text.out;
 }
 
 // Repeats on each side (`A... --vs B...`): the interval from the runs' spread; the sides' runs are

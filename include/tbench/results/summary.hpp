@@ -42,8 +42,9 @@ struct Summary {
   std::optional<double> samples_per_s, tokens_per_s, real_tokens_per_s, it_per_s, train_flops_per_s;
   std::optional<double> padding_efficiency;
   // CUDA: the host's time to issue each timed step, and the share of timed steps that began with
-  // the GPU idle, having run everything queued (IterationRecord): near 1, the host sets the step's
-  // time and a faster GPU would not shorten it. None where the steps do not record them (CPU).
+  // the GPU idle, having run everything queued (IterationRecord; an epoch's first step, which
+  // follows a drain, left out): near 1, the host sets the step's time and a faster GPU would not
+  // shorten it. None where the steps do not record them (CPU).
   std::optional<Spread> host_ms;
   std::optional<double> device_idle_at_start_fraction;
   int64_t skipped_steps = 0;

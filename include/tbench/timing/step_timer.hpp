@@ -26,8 +26,9 @@ struct StepTime {
   double seconds = 0;   // the step's duration
   double ended_at = 0;  // when it ended, in seconds since the timer was made
   // Asynchronous devices (CUDA) only; unset on CPU, where the host's time is the step. The host's
-  // own time to issue the step (begin() to end()), and whether the device had already run all
-  // earlier work when the step began: then the device waited for the host, which sets the pace.
+  // own time to issue the step (begin() to end(): its batch's wait and any wait for the device
+  // inside the step included), and whether the device had already run all earlier work when the
+  // step began: then the device waited for the host, which sets the pace.
   std::optional<double> host_seconds;
   std::optional<bool> device_idle_at_start;
 };
