@@ -10,6 +10,7 @@
 #include "tbench/cli/commands.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/results/result_files.hpp"
+#include "tbench/results/summary.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/json_text.hpp"
 
@@ -82,7 +83,7 @@ void print_compared_side(const char* name, const std::vector<ResultFile>& runs, 
   if (runs.size() > 1) std::printf(" and %zu more run(s) of it", runs.size() - 1);
   std::printf("\n   %s\n", describe(runs.front()).c_str());
   // A host-paced side differs from the other by how fast its host launched, not by its GPU's work.
-  if (const auto idle = mean_device_idle_at_start(runs); idle && *idle > 0.5) {
+  if (const auto idle = mean_device_idle_at_start(runs); is_host_paced(idle)) {
     std::printf("   host-paced: the GPU had run all queued work before %.0f%% of its steps began\n", 100 * *idle);
   }
   std::printf("   %.2f samples/s", side.samples_per_s);
@@ -206,7 +207,7 @@ void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
     const double host = std::max(0.0, parts.held - r.comm_share.value_or(0.0) * step);
     if (step <= 0 || host / step < kHostHeldShare) return;
     held = "the GPU sat idle for " + format_fixed(100 * host / step, 0) + "% of the measured step, waiting for the host";
-  } else if (r.device_idle_at_start_fraction && *r.device_idle_at_start_fraction > 0.5) {
+  } else if (is_host_paced(r.device_idle_at_start_fraction)) {
     held = "the GPU had run all queued work before " + format_fixed(100 * *r.device_idle_at_start_fraction, 0) +
            "% of the steps began, waiting for the host";
   } else {

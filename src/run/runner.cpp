@@ -630,11 +630,10 @@ void save_weights_if_asked(const RunPlan& plan, const torch::nn::Module& model, 
 // most steps began waited for the host, and a faster GPU would not shorten those steps.
 void report_host_pace(const Summary& s) {
   if (!s.host_ms || !s.device_idle_at_start_fraction) return;
-  const double idle = *s.device_idle_at_start_fraction;
   spdlog::info("host: issued a step in {:.1f} ms median; the GPU had run all queued work before {:.0f}% of the "
                "steps began{}",
-               s.host_ms->median, 100 * idle,
-               idle > 0.5 ? ": the host sets this step's pace (train.cuda_graph takes it out of the step)" : "");
+               s.host_ms->median, 100 * *s.device_idle_at_start_fraction,
+               s.host_paced() ? ": the host sets this step's pace (train.cuda_graph takes it out of the step)" : "");
 }
 
 ExitCode report_outcome(const Result& result) {

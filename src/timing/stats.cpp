@@ -98,17 +98,11 @@ double student_t_975(double df) {
   return (lo + hi) / 2;
 }
 
-namespace {
-
-// The standard error of the mean that `s` summarises, its values worth `effective_count`
-// independent ones (at most count), with that count - 1 degrees of freedom; none for fewer than 2.
 std::optional<StandardError> mean_standard_error(const Spread& s, double effective_count) {
   if (s.count < 2) return std::nullopt;
   const double n = std::min(static_cast<double>(s.count), effective_count);
   return StandardError{s.stdev / std::sqrt(n), n - 1};
 }
-
-}  // namespace
 
 std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count) {
   const auto se = mean_standard_error(s, effective_count.value_or(static_cast<double>(s.count)));

@@ -35,10 +35,7 @@ SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector
   step.mean_seconds = s.mean;
   step.lag1_autocorrelation = serial_correlation(seconds);
   step.effective_steps = effective_count(s.count, step.lag1_autocorrelation.value_or(0.0));
-  if (s.count >= 2) {
-    const double n = std::min(static_cast<double>(s.count), step.effective_steps);
-    step.mean_standard_error = StandardError{s.stdev / std::sqrt(n), n - 1};
-  }
+  step.mean_standard_error = mean_standard_error(s, step.effective_steps);
   if (!fit_flops || flops.size() != seconds.size() || seconds.size() < 3) return step;
   auto line = fit_line(flops, seconds);
   if (!line) return step;

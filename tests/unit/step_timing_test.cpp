@@ -2,6 +2,7 @@
 // compares the sum of step times with the epochs' wall time.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <thread>
 
 #include "tbench/train/pending_steps.hpp"
@@ -117,25 +118,17 @@ TEST(PendingSteps, RecordsWaitForTheirStepAndLeaveInOrder) {
 }
 
 // An asynchronous timer's host figures (the CUDA timer's, which CPU builds cannot run) reach the
-// records; the host timer has none, since on CPU the host's time is the step.
-class HostPacedTimer : public StepTimer {
+// records; the host timer has none, since on CPU the host's time is the step. Every step has run.
+class HostPacedTimer : public LaggingTimer {
  public:
-  const char* method() const override { return "test"; }
-  void begin() override {}
-  void end() override { ++ended_; }
-  std::size_t pending() const override { return ended_ - taken_; }
-  bool oldest_done() const override { return pending() > 0; }
+  HostPacedTimer() { finished_ = std::numeric_limits<std::size_t>::max(); }
   StepTime take_oldest() override {
-    StepTime t;
-    t.seconds = 0.010;
-    t.ended_at = static_cast<double>(++taken_);
-    t.host_seconds = 0.004 * static_cast<double>(taken_);
-    t.device_idle_at_start = taken_ % 2 == 1;
+    StepTime t = LaggingTimer::take_oldest();  // ended_at: the step's number
+    const auto taken = static_cast<int64_t>(t.ended_at);
+    t.host_seconds = 0.004 * static_cast<double>(taken);
+    t.device_idle_at_start = taken % 2 == 1;
     return t;
   }
-
- private:
-  std::size_t ended_ = 0, taken_ = 0;
 };
 
 TEST(PendingSteps, RecordsCarryTheHostsTimeAndWhetherTheDeviceWaited) {

@@ -32,6 +32,11 @@ struct DevicePeak {
   std::string source;      // how it was found: measured (how) or which datasheet
 };
 
+// Steps most of which began with the GPU idle (device_idle_at_start_fraction) were paced by the host.
+inline bool is_host_paced(std::optional<double> device_idle_at_start_fraction) {
+  return device_idle_at_start_fraction && *device_idle_at_start_fraction > 0.5;
+}
+
 struct Summary {
   std::string scope = "per-device";  // "global" once a data-parallel run's ranks are merged
   int64_t warmup_steps = 0;          // steps actually excluded
@@ -47,6 +52,7 @@ struct Summary {
   // shorten it. None where the steps do not record them (CPU).
   std::optional<Spread> host_ms;
   std::optional<double> device_idle_at_start_fraction;
+  bool host_paced() const { return is_host_paced(device_idle_at_start_fraction); }
   int64_t skipped_steps = 0;
   int64_t epochs_completed = 0;
   std::optional<double> epoch_seconds;  // mean over the complete epochs

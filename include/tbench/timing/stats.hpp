@@ -40,6 +40,9 @@ std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> 
 struct StandardError {
   double value = 0, degrees_of_freedom = 0;
 };
+// The standard error of the mean that `s` summarises, its values worth `effective_count`
+// independent ones (at most count), with that count - 1 degrees of freedom; none for fewer than 2.
+std::optional<StandardError> mean_standard_error(const Spread& s, double effective_count);
 
 // What is known of a mean's log: its variance by the delta method, Var(log mean) = variance /
 // (n mean^2) = (standard error / mean)^2, and the degrees of freedom that variance was estimated
