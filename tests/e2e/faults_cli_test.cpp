@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -176,24 +177,49 @@ TEST(UnwritableOutput, ExitsTwoBeforeTrainingNamingTheDirectory) {
   EXPECT_EQ(r.err.find("epoch"), std::string::npos) << "it trained before finding out:\n" << r.err;
 }
 
-// SIGKILL at 24 seeded moments spread over a run's whole life (start-up, steps, the result
-// write): the stream holds whole, consecutive lines and the result is whole or absent.
+// When an undisturbed run's stream got its first line, and when the process ended (seconds from
+// its start), polled every millisecond.
+struct RunPhases {
+  double first_line_s = 0.0;
+  double exit_s = 0.0;
+};
+
+RunPhases time_undisturbed_run(const std::string& spec, const ScratchDir& dir) {
+  const std::string stream = dir.file("r.iterations.jsonl");
+  const auto start = std::chrono::steady_clock::now();
+  const auto since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const pid_t pid = testing::spawn_tbench({"run", "-q", spec}, {}, dir.file("out"), dir.file("err"));
+  RunPhases phases;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    std::error_code error;
+    if (phases.first_line_s == 0.0 && fs::file_size(stream, error) > 0 && !error) phases.first_line_s = since_start();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  phases.exit_s = since_start();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::read_text(dir.file("err"));
+  if (phases.first_line_s == 0.0) phases.first_line_s = phases.exit_s;  // streamed and finished within one poll
+  return phases;
+}
+
+// SIGKILL at 24 seeded moments: a third spread over a run's whole life (start-up, steps, the
+// result write), the rest over the part that streams iterations, since start-up's share of the run
+// differs by machine (loading a CUDA LibTorch on a 16-core box took most of it, 2026-11-27): the
+// stream holds whole, consecutive lines and the result is whole or absent.
 TEST(Killed, AtRandomMomentsLeavesWholeLinesAndNoPartialResult) {
   ScratchDir dir;
   auto long_run = forty_step_spec(dir.file("r.json"));
   long_run["data"]["num_samples"] = 2400;  // 300 steps: training, not start-up, fills most of the run
   const std::string spec = dir.write("spec.json", long_run.dump());
-  // How long an undisturbed run takes on this machine, to spread the kills over it.
-  const auto start = std::chrono::steady_clock::now();
-  ASSERT_EQ(testing::run_tbench("run -q " + spec).exit_code, 0);
-  const double run_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const RunPhases phases = time_undisturbed_run(spec, dir);
   std::mt19937 generator(20261124);
-  std::uniform_real_distribution<double> moment(0.0, run_seconds * 1.1);
+  std::uniform_real_distribution<double> any_moment(0.0, phases.exit_s * 1.1);
+  std::uniform_real_distribution<double> streaming_moment(phases.first_line_s, phases.exit_s);
   int killed_mid_stream = 0, finished = 0;
   for (int trial = 0; trial < 24; ++trial) {
     fs::remove(dir.file("r.json"));
     fs::remove(dir.file("r.iterations.jsonl"));
-    const double delay = moment(generator);
+    const double delay = trial % 3 == 0 ? any_moment(generator) : streaming_moment(generator);
     const pid_t pid = testing::spawn_tbench({"run", "-q", spec}, {}, dir.file("out"), dir.file("err"));
     std::this_thread::sleep_for(std::chrono::duration<double>(delay));
     ::kill(pid, SIGKILL);
@@ -212,7 +238,8 @@ TEST(Killed, AtRandomMomentsLeavesWholeLinesAndNoPartialResult) {
     else if (lines > 0 && lines < 300) ++killed_mid_stream;
   }
   // The seeded moments must really have hit runs in the middle, or the test proves nothing.
-  EXPECT_GE(killed_mid_stream, 4) << finished << " runs finished before their kill";
+  EXPECT_GE(killed_mid_stream, 4) << finished << " runs finished before their kill; the stream began "
+                                  << phases.first_line_s << " s into a " << phases.exit_s << " s run";
 }
 
 // Kills and reaps a child if the test ends (an ASSERT failing) while it still runs.
