@@ -18,7 +18,8 @@
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test graphs")
 # then, with what is left, on the same machine:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=... scripts/gpu_session.sh profile")
-# and in a session lent the other kind: TBENCH_SET="train.cuda_graph=true" scripts/gpu_session.sh rows
+# and in a session lent the other kind: scripts/gpu_session.sh rows (train.cuda_graph, unset, is
+# used wherever the step can be captured since 2026-11-27: TBENCH_SET="train.cuda_graph=false" for eager rows)
 # Stages:
 #   build     configure and build build-gpu/ against python3's torch, for sm_90, -j16
 #   test      ctest: the GPU tests first, one at a time (one of them fills the GPU until it runs out
@@ -30,17 +31,19 @@
 #   nccl      NCCL at world size 1 (a group of one) against the same spec without a launcher, two
 #             alternated rounds and `tbench compare`; 2 ranks on the one GPU (NCCL refuses them)
 #   tf32      bert-base-cased fp32 with and without TF32 tensor cores (cuda.tf32): speed and loss curves
-#   perf      bench/gpu_side_by_side.sh: HF eager and tbench, row by row (batch 32, seq 128 in
+#   perf      bench/gpu_side_by_side.sh: HF eager and tbench (its defaults: the CUDA graph where the
+#             step can be captured), row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
-#   sweep     each speed switch alone against the defaults, and the CUDA graph with fused QKV,
+#   sweep     each speed switch alone against the eager defaults (train.cuda_graph=false), and the CUDA graph with fused QKV,
 #             fused LayerNorm and the sparse last layer together, on bert-base-cased bf16 at seq 128
 #             and 512; then samples of mixed lengths padded to seq_len (`ragged`), and model.unpad
 #             (alone, and with fused QKV, fused LayerNorm and the sparse last layer) against them
 #   profile   3 profiled steps of tbench (timing.profile_steps) and of HF (torch.profiler) on the
 #             same rows: device time by kernel and by kind of work, and both traces
-#   graphs    perf with train.cuda_graph=true on tbench's side (HF's rows as they are)
+#   graphs    perf with train.cuda_graph=true on tbench's side (HF's rows as they are); before the
+#             graph became the default, the way to put it on every row
 #   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU;
-#             TBENCH_SET="train.cuda_graph=true" for rows the host does not hold)
+#             TBENCH_SET="train.cuda_graph=false" for the eager rows the host holds)
 # Every stage writes under $OUT/<stage>/ and goes on after a failure (its exit code is in
 # $OUT/<stage>/rc; 124: stopped at the call's time budget, BUDGET_S); at the end everything is
 # packed into $OUT/<stages>.tar.gz (one file back).
@@ -152,7 +155,8 @@ stage_runs() {
 stage_nccl() {
   ensure_built || return
   local short=(--set device=cuda:0 --set data.num_samples=4096 --set train.max_steps=60 --set timing.warmup_steps=10
-               --set train.batch_size=32 --set data.seq_len=128 --set model=distilbert-base-uncased --set precision=bf16)
+               --set train.batch_size=32 --set data.seq_len=128 --set model=distilbert-base-uncased --set precision=bf16
+               --set train.cuda_graph=false)  # eager on both sides: a process group cannot capture its step
   local round
   for round in 1 2; do  # alternated, so a drifting host shows in the pair, not as the group's cost
     run_one_in nccl "nccl-off-$round" "${short[@]}"
@@ -212,7 +216,8 @@ stage_rows() {
   RESULTS_DIR="$out/rows/$machine" TBENCH_ONLY=1 bench/gpu_side_by_side.sh "$machine"
 }
 
-# One switch at a time against the defaults, same row, same call: its effect on samples/s and the loss.
+# One switch at a time against the eager defaults (train.cuda_graph=false, then each variant's
+# settings), same row, same call: its effect on samples/s and the loss.
 stage_sweep() {
   ensure_built || return
   local variants=("defaults:" "padding_mask_always:model.padding_mask=always" "fused_qkv:model.fused_qkv=true"
@@ -231,7 +236,8 @@ stage_sweep() {
       for kv in ${variant#*:}; do sets+=(--set "$kv"); done  # a variant may set several fields
       run_one_in sweep "bert-base-cased-seq$seq-bf16-$name" --set device=cuda:0 --set model=bert-base-cased \
         --set precision=bf16 --set train.batch_size=32 --set data.seq_len="$seq" --set data.num_samples=2560 \
-        --set train.max_steps=70 --set timing.warmup_steps=10 --set train.warmup_steps=0 "${sets[@]}"
+        --set train.max_steps=70 --set timing.warmup_steps=10 --set train.warmup_steps=0 --set train.cuda_graph=false \
+        "${sets[@]}"
     done
   done
   python3 - "$out/sweep" <<'PY'

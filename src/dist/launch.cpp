@@ -224,7 +224,7 @@ void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   if (!env.distributed()) return;
   const std::string who = std::string(to_string(env.launcher)) + " launch of " + std::to_string(env.world_size) +
                           (env.world_size == 1 ? " process" : " processes");
-  if (spec.train.cuda_graph) {
+  if (spec.train.cuda_graph == true) {  // unset, it resolves to false here (runner.cpp)
     throw input_error(spec.where("train.cuda_graph") + "a " + who +
                       " cannot capture its step: the gradient all-reduces start from autograd hooks on the "
                       "host; set train.cuda_graph to false for data-parallel runs");

@@ -310,6 +310,25 @@ void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const
 
 }  // namespace
 
+bool resolve_cuda_graph(const RunSpec& spec, const LaunchEnv& launch) {
+  if (spec.train.cuda_graph.has_value()) return *spec.train.cuda_graph;
+  const std::vector<FieldProblem> obstacles = cuda_graph_obstacles(spec);
+  if (!spec.device.is_cuda()) return false;  // nothing to say: graphs are a CUDA feature
+  if (!obstacles.empty()) {
+    spdlog::info("eager steps: train.cuda_graph is unset and {}: {}", obstacles.front().field,
+                 obstacles.front().message);
+    return false;
+  }
+  if (launch.distributed()) {
+    spdlog::info("eager steps: train.cuda_graph is unset and a data-parallel step's all-reduces start from "
+                 "autograd hooks on the host");
+    return false;
+  }
+  spdlog::info("the step is captured in a CUDA graph at step {} (train.cuda_graph unset; false runs it eagerly)",
+               kCudaGraphCaptureStep);
+  return true;
+}
+
 TrainerConfig trainer_config(const RunSpec& spec) {
   TrainerConfig c;
   c.epochs = spec.train.epochs;
@@ -326,7 +345,7 @@ TrainerConfig trainer_config(const RunSpec& spec) {
   c.max_grad_norm = spec.train.max_grad_norm;
   c.optimizer = resolve_optimizer_impl(spec.train.optimizer_impl, spec.device.is_cuda());
   c.dropout = spec.train.dropout;
-  c.cuda_graph = spec.train.cuda_graph;
+  c.cuda_graph = spec.train.cuda_graph.value_or(false);  // prepare_run resolves an unset one
   c.precision = spec.precision;
   c.timed_warmup_steps = spec.timing.warmup_steps;
   c.profile_steps = spec.timing.profile_steps;
@@ -423,6 +442,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   }
   plan.cost.train_flops_per_sample -= shared_encodings_saved_per_sample(plan.model, spec, lengths);
   plan.trainer = trainer_config(spec);
+  plan.trainer.cuda_graph = resolve_cuda_graph(spec, plan.launch);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   check_profile_window(spec, plan.steps);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
@@ -448,6 +468,7 @@ RunPlan prepare_run(const RunSpec& spec) {
         to_string(spec.distillation.teacher_precision.value_or(spec.precision));
   }
   plan.spec.resolved["train"]["optimizer_impl"] = to_string(plan.trainer.optimizer);
+  plan.spec.resolved["train"]["cuda_graph"] = plan.trainer.cuda_graph;
   return plan;
 }
 

@@ -273,9 +273,10 @@ const std::vector<Field>& fields() {
        "AdamW kernels: loop (per tensor), foreach (multi-tensor), onepass (tbench's one-pass CPU loop), fused "
        "(ATen's kernel; CUDA torch>=2.0, CPU >=2.4); auto: fused where available, else onepass on CPU and "
        "foreach on CUDA", set(&RunSpec::train, &TrainSpec::optimizer_impl)},
-      {"train.cuda_graph", Kind::boolean, false, -1e300, {},
-       "CUDA only: capture the whole train step in a CUDA graph at step 2 and replay it (static shapes: "
-       "padding max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2)",
+      {"train.cuda_graph", Kind::nullable_boolean, nullptr, -1e300, {},
+       "CUDA only: capture the whole train step in a CUDA graph at step 2 and replay it (static shapes: padding "
+       "max_length, drop_last, grad_accum_steps 1; fused AdamW; torch>=2.2; one process); null (default): wherever "
+       "the spec allows it, recorded as true or false in the result",
        set(&RunSpec::train, &TrainSpec::cuda_graph)},
       {"precision", Kind::choice, "fp32", -1e300, choice_list<Precision>(), "training precision",
        set(&RunSpec::precision)},
@@ -467,38 +468,57 @@ void check_output_placeholders(const Validator& v, const std::string& output) {
   }
 }
 
+}  // namespace
+
 // A captured step replays the same kernels on the same buffers: every step must have the same
 // shapes, and nothing in it may wait for the host (so the optimizer is the fused one).
-void check_cuda_graph(const Validator& v, const RunSpec& spec, bool on_cuda) {
-  if (!on_cuda) v.fail("train.cuda_graph", "CUDA graphs need a CUDA device, but device is '" + spec.device.text() + "'");
+std::vector<FieldProblem> cuda_graph_obstacles(const RunSpec& spec) {
+  std::vector<FieldProblem> found;
+  const auto blocks = [&found](const std::string& field, const std::string& message) {
+    found.push_back({field, message});
+  };
+  if (!spec.device.is_cuda()) {
+    blocks("train.cuda_graph", "CUDA graphs need a CUDA device, but device is '" + spec.device.text() + "'");
+  }
   if (spec.model.unpad) {
-    v.fail("model.unpad", "cannot be captured with train.cuda_graph (the real tokens' count, and so the shapes, "
+    blocks("model.unpad", "cannot be captured with train.cuda_graph (the real tokens' count, and so the shapes, "
                           "change from batch to batch)");
   }
   if (spec.timing.warmup_steps < kCudaGraphCaptureStep) {
-    v.fail("timing.warmup_steps", "must be at least " + std::to_string(kCudaGraphCaptureStep) +
+    blocks("timing.warmup_steps", "must be at least " + std::to_string(kCudaGraphCaptureStep) +
                                       " with train.cuda_graph (the eager step and the capture step are not "
                                       "representative and must not be timed), got " +
                                       std::to_string(spec.timing.warmup_steps));
   }
   if (!features::kCudaGraphStep) {
-    v.fail("train.cuda_graph", std::string("needs a CUDA build of torch >= 2.2 (graph capture with a device-side "
+    blocks("train.cuda_graph", std::string("needs a CUDA build of torch >= 2.2 (graph capture with a device-side "
                                            "learning rate); this build has LibTorch ") + TORCH_VERSION);
   }
   if (spec.train.optimizer_impl != OptimizerImpl::fused && spec.train.optimizer_impl != OptimizerImpl::automatic) {
-    v.fail("train.optimizer_impl", std::string("'") + to_string(spec.train.optimizer_impl) +
+    blocks("train.optimizer_impl", std::string("'") + to_string(spec.train.optimizer_impl) +
                                        "' cannot be captured with train.cuda_graph (use fused or auto)");
   }
   if (spec.train.grad_accum_steps != 1) {
-    v.fail("train.grad_accum_steps", "must be 1 with train.cuda_graph (one micro-batch per captured step)");
+    blocks("train.grad_accum_steps", "must be 1 with train.cuda_graph (one micro-batch per captured step)");
   }
   if (spec.data.padding != Padding::max_length) {
-    v.fail("data.padding", "must be max_length with train.cuda_graph (a graph replays fixed shapes)");
+    blocks("data.padding", "must be max_length with train.cuda_graph (a graph replays fixed shapes)");
   }
   if (!spec.data.drop_last) {
-    v.fail("data.drop_last", "must be true with train.cuda_graph (a last, smaller step would change the shapes)");
+    blocks("data.drop_last", "must be true with train.cuda_graph (a last, smaller step would change the shapes)");
   }
+  if (spec.task == Task::mlm || spec.task == Task::distillation) {
+    blocks("train.cuda_graph", std::string("is not supported with task ") + to_string(spec.task) +
+                                   " (the masked positions differ per batch: selecting them has a data-dependent shape)");
+  }
+  if (spec.task == Task::plm) {
+    blocks("train.cuda_graph", "is not supported with task plm (the captured step has no input buffers for the "
+                               "permutation mask and target mapping)");
+  }
+  return found;
 }
+
+namespace {
 
 // Kernels and switches this build's LibTorch does not have are refused up front, naming the field.
 void check_build_supports(const Validator& v, const RunSpec& spec) {
@@ -516,7 +536,10 @@ void check_build_supports(const Validator& v, const RunSpec& spec) {
   if (spec.cuda.tf32 && !on_cuda) {
     v.fail("cuda.tf32", "TF32 is a CUDA tensor-core mode, but device is '" + spec.device.text() + "' (set it to false)");
   }
-  if (spec.train.cuda_graph) check_cuda_graph(v, spec, on_cuda);
+  // Asked for, the graph must be possible; left unset, it is used where it is (runner.cpp).
+  if (spec.train.cuda_graph == true) {
+    for (const auto& problem : cuda_graph_obstacles(spec)) v.fail(problem.field, problem.message);
+  }
 }
 
 void check_data_files(const Validator& v, const DataSpec& d) {
@@ -632,14 +655,6 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
     if (d.teacher_precision == Precision::fp16 && !spec.device.is_cuda()) {
       v.fail("distillation.teacher_precision", "fp16 needs a CUDA device (use fp32 or bf16 on CPU)");
     }
-  }
-  if (masked_lm && spec.train.cuda_graph) {
-    v.fail("train.cuda_graph", std::string("is not supported with task ") + to_string(spec.task) +
-                                   " (the masked positions differ per batch: selecting them has a data-dependent shape)");
-  }
-  if (spec.task == Task::plm && spec.train.cuda_graph) {
-    v.fail("train.cuda_graph", "is not supported with task plm (the captured step has no input buffers for the "
-                               "permutation mask and target mapping)");
   }
 }
 

@@ -48,6 +48,7 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   EXPECT_EQ(result["summary"]["timed_steps"], 7);
   EXPECT_GT(result["summary"]["samples_per_s"].get<double>(), 0);
   EXPECT_EQ(result["spec"]["train"]["grad_accum_steps"], 1);  // resolved: defaults filled
+  EXPECT_EQ(result["spec"]["train"]["cuda_graph"], false);     // unset: what the run used
   EXPECT_EQ(result["spec"]["threads"], 1);
   EXPECT_EQ(result["env"]["cpu"]["torch_threads"], 1);
   // cpu.allocator defaults to the cache, and the cache served the repeated steps.

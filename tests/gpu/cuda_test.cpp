@@ -207,9 +207,11 @@ class CudaRun : public ::testing::Test {
  public:
   ScratchDir dir;
   // tiny-bert on cuda:0 with the given overrides; returns the exit code, the result in `result`.
+  // Eager steps unless an override sets train.cuda_graph (true, or null: wherever it can be).
   int run(const std::vector<std::string>& overrides, json& result, std::string* err = nullptr) {
     json spec = testing::tiny_spec(dir.file("r.json"));
     spec["device"] = "cuda:0";
+    spec["train"]["cuda_graph"] = false;
     std::string args = "run -q --force " + dir.write("spec.json", spec.dump());
     for (const auto& o : overrides) args += " --set " + o;
     const auto r = testing::run_tbench(args);
@@ -362,6 +364,18 @@ TEST_F(CudaRun, BatchesWithoutPaddingReachTheFlashKernel) {
   EXPECT_NE(without_mask.find("flash"), std::string::npos) << without_mask;
   // PyTorch's flash-attention kernels (flash_fwd_kernel, ...) take no mask at all.
   EXPECT_EQ(with_mask.find("flash_fwd"), std::string::npos) << with_mask;
+}
+
+// Unset, train.cuda_graph captures a step whose shapes are static, and the result says so; with
+// dynamic padding the steps run eagerly.
+TEST_F(CudaRun, UnsetCudaGraphCapturesAStaticStep) {
+  REQUIRE_CUDA();
+  json captured, eager;
+  std::string err;
+  ASSERT_EQ(run({"train.cuda_graph=null", "timing.warmup_steps=2"}, captured, &err), 0) << err;
+  EXPECT_EQ(captured["spec"]["train"]["cuda_graph"], true) << err;
+  ASSERT_EQ(run({"train.cuda_graph=null", "timing.warmup_steps=2", "data.padding=longest"}, eager, &err), 0) << err;
+  EXPECT_EQ(eager["spec"]["train"]["cuda_graph"], false);
 }
 
 TEST_F(CudaRun, CudaGraphStepRunsWithDropout) {

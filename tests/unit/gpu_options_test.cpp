@@ -3,6 +3,7 @@
 // kernels, and that the step timer accounts for a CPU run's epochs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -53,7 +54,51 @@ TEST(SpeedOptions, Tf32OnCpuIsRefused) {
 TEST(SpeedOptions, CudaGraphOnCpuIsRefused) {
   const auto message = input_error_of({"train.cuda_graph=true"});
   EXPECT_NE(message.find("train.cuda_graph: CUDA graphs need a CUDA device"), std::string::npos) << message;
-  EXPECT_FALSE(tiny_spec({}).train.cuda_graph);
+  EXPECT_FALSE(tiny_spec({}).train.cuda_graph.has_value()) << "unset by default";
+}
+
+// Unset, train.cuda_graph is used wherever the step can be captured: on CUDA, with static shapes,
+// the fused AdamW, two untimed steps and one process; each of those alone turns it off.
+TEST(SpeedOptions, UnsetCudaGraphIsUsedWhereTheStepCanBeCaptured) {
+  const LaunchEnv one_process;
+  EXPECT_FALSE(resolve_cuda_graph(tiny_spec({}), one_process)) << "on the CPU";
+  const std::vector<std::string> cuda = {"device=cuda", "timing.warmup_steps=2"};
+  const RunSpec capturable = tiny_spec(cuda);
+  EXPECT_EQ(cuda_graph_obstacles(capturable).empty(), features::kCudaGraphStep);
+  EXPECT_EQ(resolve_cuda_graph(capturable, one_process), features::kCudaGraphStep);
+  const std::vector<std::pair<std::string, std::string>> stoppers = {
+      {"data.padding=longest", "data.padding"},        {"data.drop_last=false", "data.drop_last"},
+      {"train.grad_accum_steps=2", "train.grad_accum_steps"}, {"timing.warmup_steps=1", "timing.warmup_steps"},
+      {"model.unpad=true", "model.unpad"},             {"train.optimizer_impl=foreach", "train.optimizer_impl"}};
+  for (const auto& [override_, field] : stoppers) {
+    auto overrides = cuda;
+    overrides.push_back(override_);
+    const RunSpec spec = tiny_spec(overrides);
+    EXPECT_FALSE(resolve_cuda_graph(spec, one_process)) << override_;
+    const auto obstacles = cuda_graph_obstacles(spec);
+    EXPECT_TRUE(std::any_of(obstacles.begin(), obstacles.end(), [&](const FieldProblem& p) { return p.field == field; }))
+        << override_;
+  }
+  LaunchEnv two_ranks;
+  two_ranks.world_size = 2;
+  EXPECT_FALSE(resolve_cuda_graph(capturable, two_ranks)) << "a data-parallel step syncs from the host";
+  auto eager = cuda;
+  eager.push_back("train.cuda_graph=false");
+  EXPECT_FALSE(resolve_cuda_graph(tiny_spec(eager), one_process)) << "false is eager wherever";
+}
+
+// The tasks whose step has data-dependent shapes never capture it (and refuse a graph asked for).
+TEST(SpeedOptions, MaskedAndPermutationTasksAreNotCaptured) {
+  for (const Task task : {Task::mlm, Task::distillation, Task::plm}) {
+    RunSpec spec = tiny_spec({"device=cuda", "timing.warmup_steps=2"});
+    spec.task = task;
+    const auto obstacles = cuda_graph_obstacles(spec);
+    ASSERT_FALSE(obstacles.empty()) << to_string(task);
+    EXPECT_NE(obstacles.back().message.find(std::string("not supported with task ") + to_string(task)),
+              std::string::npos)
+        << obstacles.back().message;
+    EXPECT_FALSE(resolve_cuda_graph(spec, LaunchEnv{})) << to_string(task);
+  }
 }
 
 TEST(SpeedOptions, UnknownChoicesAreRefusedWithASuggestion) {

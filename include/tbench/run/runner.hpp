@@ -57,6 +57,10 @@ TaskWork task_work(const RunSpec& spec, const ModelConfig* teacher);
 // What the training loop takes from a spec.
 TrainerConfig trainer_config(const RunSpec& spec);
 
+// train.cuda_graph as the run uses it: as the spec says, or, unset, wherever the step can be
+// captured (cuda_graph_obstacles finds nothing and `launch` is one process). Logs why not on CUDA.
+bool resolve_cuda_graph(const RunSpec& spec, const LaunchEnv& launch);
+
 // What model.attention's `auto` weighs for the model that trains (a distillation teacher, frozen,
 // takes it with fused_cpu_dropout false).
 layers::AttentionUse attention_use_of(const RunSpec& spec, const ModelConfig& model);

@@ -152,7 +152,9 @@ struct TrainSpec {
   double max_grad_norm = 0;  // 0 = no clipping
   bool dropout = true;       // train-mode dropout, as HF fine-tuning runs it
   OptimizerImpl optimizer_impl = OptimizerImpl::automatic;  // include/tbench/train/optimizer.hpp
-  bool cuda_graph = false;  // capture the whole step in a CUDA graph (kCudaGraphCaptureStep)
+  // Capture the whole step in a CUDA graph (kCudaGraphCaptureStep). Unset (null, the default):
+  // wherever the step can be captured (cuda_graph_obstacles finds nothing, one process).
+  std::optional<bool> cuda_graph;
 };
 
 // train.cuda_graph: step 1 runs eagerly, this step is captured (and run once for real), later
@@ -290,6 +292,16 @@ RunSpec resolve_spec(const SpecDocument& doc);
 // Throws a bad-input Error naming the spec and the field.
 void check_samples_fill_a_step(const RunSpec& spec, const std::string& field, int64_t train_samples, int64_t held_out,
                                int64_t world_size);
+
+// A setting that stops something, and why.
+struct FieldProblem {
+  std::string field;
+  std::string message;
+};
+
+// What stops train.cuda_graph capturing this spec's step, in the order validation reports them;
+// none: it can be captured (in one process: a data-parallel launch is checked by dist/launch).
+std::vector<FieldProblem> cuda_graph_obstacles(const RunSpec& spec);
 
 // Convenience: read_spec_file (or the default when path is empty) + overrides + resolve.
 RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides);
