@@ -100,8 +100,10 @@ double student_t_975(double df) {
 
 std::optional<StandardError> mean_standard_error(const Spread& s, double effective_count) {
   if (s.count < 2) return std::nullopt;
-  const double n = std::min(static_cast<double>(s.count), effective_count);
-  return StandardError{s.stdev / std::sqrt(n), n - 1};
+  const double count = static_cast<double>(s.count);
+  const double n = std::min(count, effective_count);
+  const double variance_scale = n < count ? (count - 1) / (count - count / n) : 1.0;
+  return StandardError{s.stdev * std::sqrt(variance_scale / n), n - 1};
 }
 
 std::optional<Interval> mean_interval_95(const Spread& s, std::optional<double> effective_count) {
@@ -144,6 +146,12 @@ double lag1_autocorrelation(const std::vector<double>& series) {
     if (i + 1 < n) lag1 += (series[i] - mean) * (series[i + 1] - mean);
   }
   return variance > 0 ? lag1 / variance : 0.0;
+}
+
+double bias_corrected_lag1(double r, int64_t n) {
+  if (n <= 3) return r;
+  const double count = static_cast<double>(n);
+  return std::clamp((count * r + 1) / (count - 3), -1.0, 1.0);
 }
 
 double effective_count(int64_t n, double rho) {

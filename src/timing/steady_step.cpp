@@ -21,10 +21,14 @@ std::optional<StandardError> SteadyStep::standard_error_at(double flops) const {
 namespace {
 
 // The lag-1 autocorrelation of a model's deviations in step order, from kSerialStepsMin steps on
-// (fewer estimate it too loosely to act on).
-std::optional<double> serial_correlation(const std::vector<double>& deviations) {
-  if (static_cast<int64_t>(deviations.size()) < kSerialStepsMin) return std::nullopt;
-  return lag1_autocorrelation(deviations);
+// (fewer estimate it too loosely to act on). The steps about their own mean: less its
+// small-sample bias (bias_corrected_lag1, derived for just that). A line's residuals: as
+// estimated, since two fitted parameters bias it otherwise and no correction is derived here.
+std::optional<double> serial_correlation(const std::vector<double>& deviations, bool about_their_mean) {
+  const auto n = static_cast<int64_t>(deviations.size());
+  if (n < kSerialStepsMin) return std::nullopt;
+  const double r = lag1_autocorrelation(deviations);
+  return about_their_mean ? bias_corrected_lag1(r, n) : r;
 }
 
 }  // namespace
@@ -33,7 +37,7 @@ SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector
   SteadyStep step;
   const Spread s = spread(seconds);
   step.mean_seconds = s.mean;
-  step.lag1_autocorrelation = serial_correlation(seconds);
+  step.lag1_autocorrelation = serial_correlation(seconds, /*about_their_mean=*/true);
   step.effective_steps = effective_count(s.count, step.lag1_autocorrelation.value_or(0.0));
   step.mean_standard_error = mean_standard_error(s, step.effective_steps);
   if (!fit_flops || flops.size() != seconds.size() || seconds.size() < 3) return step;
@@ -43,7 +47,7 @@ SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector
   if (!work_varies || !(line->slope > 0)) return step;
   std::vector<double> residuals;
   for (std::size_t i = 0; i < seconds.size(); ++i) residuals.push_back(seconds[i] - line->at(flops[i]));
-  step.lag1_autocorrelation = serial_correlation(residuals);
+  step.lag1_autocorrelation = serial_correlation(residuals, /*about_their_mean=*/false);
   step.effective_steps = effective_count(line->count, step.lag1_autocorrelation.value_or(0.0));
   line->effective_count = step.effective_steps;
   step.model = "flops line";

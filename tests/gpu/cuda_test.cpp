@@ -314,6 +314,18 @@ TEST_F(CudaRun, CudaGraphStepReplaysToTheEagerLosses) {
   expect_graph_replays_eager(*this, {});
 }
 
+// Unset, train.cuda_graph captures every architecture's step: each replays to its eager losses
+// (XLNet's relative attention and summary head, RoBERTa's positions from the padding).
+TEST_F(CudaRun, EveryArchitecturesCapturedStepReplaysToTheEagerLosses) {
+  REQUIRE_CUDA();
+  if (!features::kCudaGraphStep) GTEST_SKIP() << "this torch has no CUDA graph step (needs >= 2.2)";
+  for (const char* model : {"tiny-distilbert", "tiny-roberta", "tiny-xlnet"}) {
+    SCOPED_TRACE(model);
+    expect_graph_replays_eager(*this, {std::string("model=") + model, "data.lengths.distribution=uniform",
+                                       "data.lengths.min=4"});
+  }
+}
+
 // Synthetic batches of lengths that vary, padded to seq_len: every batch but a rare one holds
 // padding, so the captured step must keep the mask (batches_can_pad) and replay to the eager losses.
 TEST_F(CudaRun, CudaGraphStepKeepsTheMaskWhereBatchesCanPad) {

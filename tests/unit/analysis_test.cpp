@@ -175,8 +175,9 @@ TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
   EXPECT_EQ(render_report(r, "csv").find("*"), std::string::npos);
 
   // One run a side: each epoch known from its steady step, the steps a series (the slow run's
-  // machine changed speed halfway: 20 steps worth 2.2). 21 s over 10.5 s; the interval from
-  // statsmodels' acf and mpmath's t at Welch's 1.2687 degrees of freedom.
+  // machine changed speed halfway: 20 steps worth 2, the fewest). 21 s over 10.5 s; the interval
+  // from numpy's lag-1 autocorrelation, bias-corrected, and scipy's t at Welch's 1.0179 degrees
+  // of freedom.
   json slow = drifting_result(1.0, 1.1, 0.01, 20), fast = drifting_result(0.5, 0.5, 0.01, 20);
   slow["env"]["host"] = "S1";
   fast["env"]["host"] = "S2";
@@ -185,12 +186,12 @@ TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
   const ReportCell& one = one_each.cells.at("m").at("S2");
   ASSERT_TRUE(one.speedup_ci95);
   EXPECT_NEAR(*one.speedup, 2.0, 1e-12);
-  EXPECT_NEAR(one.speedup_ci95->low, 1.5361816797297274, 1e-9);
-  EXPECT_NEAR(one.speedup_ci95->high, 2.603858679465408, 1e-9);
+  EXPECT_NEAR(one.speedup_ci95->low, 1.1035927013730324, 1e-9);
+  EXPECT_NEAR(one.speedup_ci95->high, 3.6245256017219116, 1e-9);
   EXPECT_EQ(one.speedup_ci95_basis, "steps");
-  EXPECT_NE(render_report(one_each, "table").find("2.00x (1.54-2.60)*"), std::string::npos)
+  EXPECT_NE(render_report(one_each, "table").find("2.00x (1.10-3.62)*"), std::string::npos)
       << render_report(one_each, "table");
-  EXPECT_NE(render_report(one_each, "csv").find(",1.5362,2.6039,steps\n"), std::string::npos)
+  EXPECT_NE(render_report(one_each, "csv").find(",1.1036,3.6245,steps\n"), std::string::npos)
       << render_report(one_each, "csv");
 
   // Dynamic padding: a run's step times follow their FLOPs, so its epoch is known from the line
@@ -354,24 +355,24 @@ TEST_F(Analysis, CompareFindsARealDifferenceAndNoneWhereThereIsNone) {
   EXPECT_FALSE(n.significant);
 }
 
-// Steps are a series: where A's machine changed speed halfway, its 20 steps are worth 2.2
-// independent ones (lag-1 autocorrelation 0.8), and the difference from B that 20 independent
-// steps would call significant (1.005 .. 1.054) is not. Figures from scipy.stats.t and
-// statsmodels' acf on the same steps.
+// Steps are a series: where A's machine changed speed halfway, its 20 steps are worth 2
+// independent ones (lag-1 autocorrelation 0.8, bias-corrected to 1), and the difference from B
+// that 20 independent steps would call significant (1.005 .. 1.054) is not. Figures from
+// scipy.stats.t and numpy on the same steps.
 TEST_F(Analysis, CompareCountsADriftingRunsStepsAsTheirEffectiveNumber) {
   const ResultFile a = load_result(write("a.json", drifting_result(1.0, 1.1, 0.01, 20)));
   const ResultFile b = load_result(write("b.json", drifting_result(1.02, 1.02, 0.01, 20)));
   const Comparison c = compare_results(a, b);
   EXPECT_NEAR(c.ratio, 1.0294117647058822, 1e-12);
   ASSERT_TRUE(c.a.lag1_autocorrelation && c.b.lag1_autocorrelation);
-  EXPECT_NEAR(*c.a.lag1_autocorrelation, 0.8, 1e-12);
-  EXPECT_NEAR(*c.b.lag1_autocorrelation, -0.95, 1e-12);
-  EXPECT_NEAR(*c.a.effective_steps, 2.2222222222222222, 1e-12);
+  EXPECT_NEAR(*c.a.lag1_autocorrelation, 1.0, 1e-12);   // 0.8 raw: (20 x 0.8 + 1) / 17, held to 1
+  EXPECT_NEAR(*c.b.lag1_autocorrelation, -1.0, 1e-12);  // -0.95 raw
+  EXPECT_NEAR(*c.a.effective_steps, 2.0, 1e-12);
   EXPECT_EQ(*c.b.effective_steps, 20);  // alternating steps count as independent ones, never more
   EXPECT_EQ(c.a.basis, "steps");
   ASSERT_TRUE(c.ci95);
-  EXPECT_NEAR(c.ci95->low, 0.7815376398644749, 1e-6);
-  EXPECT_NEAR(c.ci95->high, 1.3559021693422693, 1e-6);
+  EXPECT_NEAR(c.ci95->low, 0.5584966639753992, 1e-6);
+  EXPECT_NEAR(c.ci95->high, 1.8973946482902464, 1e-6);
   EXPECT_FALSE(c.significant);
   // Under kSerialStepsMin steps the steps count as independent.
   const Comparison few = compare_results(load_result(write("a9.json", drifting_result(1.0, 1.1, 0.01, 9))), b);

@@ -93,9 +93,11 @@ TEST(Stats, LineFitNeedsTwoXsAndThreePointsForAnInterval) {
 }
 
 // A drifting series: statsmodels 0.13's acf(x, nlags=1, fft=False)[1] is 0.3142023346, worth
-// 12 (1 - rho) / (1 + rho) = 6.262028127 independent values; scipy's t.ppf(0.975, 5.262028127)
-// gives the mean's interval (0.8180408469, 0.8669591531), where independent values would give
-// (0.82714440, 0.85785560).
+// 12 (1 - rho) / (1 + rho) = 6.262028127 independent values; with the variance scaled by
+// 11 / (12 - 12 / 6.262028127) and scipy's t.ppf(0.975, 5.262028127), the mean's interval is
+// (0.8169536970, 0.8680463030), where independent values would give (0.82714440, 0.85785560).
+// Bias-corrected, rho is (12 r + 1) / 9 = 0.5300475573, worth 3.685786945 values: the interval's
+// half-width 0.0480589767 (numpy and scipy, the same formulas).
 const std::vector<double> kDrifting = {0.80, 0.82, 0.81, 0.85, 0.84, 0.86, 0.83, 0.86, 0.88, 0.85, 0.87, 0.84};
 
 TEST(Stats, Lag1AutocorrelationMatchesStatsmodels) {
@@ -103,6 +105,14 @@ TEST(Stats, Lag1AutocorrelationMatchesStatsmodels) {
   EXPECT_NEAR(lag1_autocorrelation({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}), -0.9166666667, 1e-9);  // alternating
   EXPECT_DOUBLE_EQ(lag1_autocorrelation({3, 3, 3, 3}), 0.0);  // no spread
   EXPECT_DOUBLE_EQ(lag1_autocorrelation({1, 2}), 0.0);        // too few
+}
+
+TEST(Stats, Lag1AutocorrelationLosesItsSmallSampleBias) {
+  EXPECT_NEAR(bias_corrected_lag1(0.3142023346, 12), 0.5300475573, 1e-9);
+  EXPECT_NEAR(bias_corrected_lag1(0.0, 20), 1.0 / 17, 1e-12);  // r runs low by 1/n where rho is 0
+  EXPECT_DOUBLE_EQ(bias_corrected_lag1(0.8, 20), 1.0);          // held to [-1, 1]
+  EXPECT_DOUBLE_EQ(bias_corrected_lag1(-0.95, 20), -1.0);
+  EXPECT_DOUBLE_EQ(bias_corrected_lag1(0.4, 3), 0.4);           // too few to correct
 }
 
 TEST(Stats, EffectiveCountIsTheAr1SampleSize) {
@@ -116,8 +126,8 @@ TEST(Stats, MeanIntervalCountsAnEffectiveNumberOfValues) {
   const Spread s = spread(kDrifting);
   const auto serial = mean_interval_95(s, effective_count(12, lag1_autocorrelation(kDrifting)));
   ASSERT_TRUE(serial);
-  EXPECT_NEAR(serial->low, 0.8180408469, 1e-4);
-  EXPECT_NEAR(serial->high, 0.8669591531, 1e-4);
+  EXPECT_NEAR(serial->low, 0.8169536970, 1e-4);
+  EXPECT_NEAR(serial->high, 0.8680463030, 1e-4);
   const auto independent = mean_interval_95(s);
   ASSERT_TRUE(independent);
   EXPECT_NEAR(independent->low, 0.82714440, 1e-4);
@@ -148,10 +158,10 @@ TEST(Stats, LineIntervalCountsAnEffectiveNumberOfPoints) {
 TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
   const SteadyStep drifting = fit_steady_step(kDrifting, {}, false);
   ASSERT_TRUE(drifting.lag1_autocorrelation);
-  EXPECT_NEAR(*drifting.lag1_autocorrelation, 0.3142023346, 1e-9);
-  EXPECT_NEAR(drifting.effective_steps, 6.262028127, 1e-8);
+  EXPECT_NEAR(*drifting.lag1_autocorrelation, 0.5300475573, 1e-9);  // bias-corrected
+  EXPECT_NEAR(drifting.effective_steps, 3.685786945, 1e-8);
   ASSERT_TRUE(drifting.half_ci95_at(0));
-  EXPECT_NEAR(*drifting.half_ci95_at(0), (0.8669591531 - 0.8180408469) / 2, 1e-4);
+  EXPECT_NEAR(*drifting.half_ci95_at(0), 0.0480589767, 1e-4);
   const std::vector<double> nine(kDrifting.begin(), kDrifting.begin() + 9);
   const SteadyStep short_run = fit_steady_step(nine, {}, false);
   EXPECT_FALSE(short_run.lag1_autocorrelation);

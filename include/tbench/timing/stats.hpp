@@ -42,6 +42,9 @@ struct StandardError {
 };
 // The standard error of the mean that `s` summarises, its values worth `effective_count`
 // independent ones (at most count), with that count - 1 degrees of freedom; none for fewer than 2.
+// Values that correlate also spread less about their own mean than about the true one: the sum of
+// squares about the mean expects n sigma^2 (1 - 1/effective), not (n - 1) sigma^2, so where
+// effective < count the variance is scaled by (n - 1) / (n - n / effective) before it is divided.
 std::optional<StandardError> mean_standard_error(const Spread& s, double effective_count);
 
 // What is known of a mean's log: its variance by the delta method, Var(log mean) = variance /
@@ -64,6 +67,13 @@ Interval ratio_interval_95(double ratio, const LogMean& numerator, const LogMean
 // The lag-1 autocorrelation of a series in its order: the lag-1 autocovariance over the variance,
 // both about the mean and over n (statsmodels' acf); 0 for fewer than 3 values or none that differ.
 double lag1_autocorrelation(const std::vector<double>& series);
+
+// lag1_autocorrelation's estimate from `n` values, less its small-sample bias: it runs low by
+// (1 + 3 rho) / n (Marriott and Pope 1954), so rho = (n r + 1) / (n - 3), held to [-1, 1]. At
+// n = 20 and a true rho of 0.6, counting the steps with the raw estimate gave a mean's 95 %
+// interval that held the mean 87.7 % of the time, and with this one (and mean_standard_error's
+// variance scaling) 92.3 %; at rho 0, 96.5 and 96.8 % (bench/serial_interval_coverage.py).
+double bias_corrected_lag1(double r, int64_t n);
 
 // How many independent values `n` values of a series are worth for its mean where neighbours
 // correlate by `rho`: n (1 - rho) / (1 + rho), the AR(1) effective sample size (Bretherton et al.

@@ -26,8 +26,8 @@ struct SteadyStep {
   std::optional<StandardError> mean_standard_error;
   std::optional<LineFit> line;  // seconds in FLOPs, where model is "flops line"
   // The model's deviations (the steps about their mean, or the line's residuals) in step order:
-  // their lag-1 autocorrelation (none under kSerialStepsMin steps), and what the steps are worth
-  // as independent ones.
+  // their lag-1 autocorrelation (about the mean: bias-corrected, bias_corrected_lag1; none under
+  // kSerialStepsMin steps), and what the steps are worth as independent ones.
   std::optional<double> lag1_autocorrelation;
   double effective_steps = 0;
 
