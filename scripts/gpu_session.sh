@@ -14,9 +14,14 @@
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build runs test perf")
 # (the first session, 2026-11-26, did that: bench/results/gpu/NVIDIA-H200/; the second, 2026-11-27 on
 # an H100, ran "build test nccl tf32 rows", then perf and sweep: bench/results/gpu/NVIDIA-H100-80GB-HBM3/).
-# Next: the tests again (the libstdc++ link fix), and the side-by-side with the CUDA graph:
-#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test graphs")
-# then, with what is left, on the same machine:
+# (a third, 2026-11-27 on an H100: "build test graphs" confirmed the libstdc++ link fix, 20/20 GPU
+# tests, and measured the graph rows: bench/results/gpu/NVIDIA-H100-80GB-HBM3/tests/, graphs/.)
+# Next: the tests again (the fixed kill test, the graph tests of every architecture and of the
+# unset default), then the side-by-side under the new default (the CUDA graph wherever the step can
+# be captured: roberta, xlnet and seq 512 have no graphed row yet), all in ONE call, because a
+# machine left idle 30 s goes back and the next call starts bare:
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test perf")
+# then, with what is left, at once (within seconds) on the same machine:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=... scripts/gpu_session.sh profile")
 # and in a session lent the other kind: scripts/gpu_session.sh rows (train.cuda_graph, unset, is
 # used wherever the step can be captured since 2026-11-27: TBENCH_SET="train.cuda_graph=false" for eager rows)

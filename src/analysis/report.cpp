@@ -8,6 +8,7 @@
 #include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -191,10 +192,8 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
       }
       const auto mixed = mixed_settings(runs, by);
       if (!mixed.empty()) {
-        std::string fields;
-        for (const auto& f : mixed) fields += (fields.empty() ? "" : ", ") + f;
         report.mixed.push_back(model + " / " + label + ": its " + std::to_string(runs.size()) +
-                               " runs differ in " + fields);
+                               " runs differ in " + join(mixed));
       }
       const Spread e = spread(epochs);
       epoch_knowledge[model][label] = epoch_knowledge_of(runs, e);

@@ -13,6 +13,7 @@
 #include "tbench/results/summary.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -120,9 +121,7 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
 void warn_of_mixed_runs(const char* name, const std::vector<const ResultFile*>& runs) {
   const auto mixed = mixed_settings(runs, "");
   if (mixed.empty()) return;
-  std::string fields;
-  for (const auto& f : mixed) fields += (fields.empty() ? "" : ", ") + f;
-  std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), fields.c_str());
+  std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), join(mixed).c_str());
 }
 
 int compare_command() {
@@ -323,9 +322,9 @@ int predict_command() {
     std::optional<DeviceSpec> target = is_file ? std::optional<DeviceSpec>(read_device_spec(g_analysis.target))
                                                : find_gpu(g_analysis.target);
     if (!target) {
-      std::string known;
-      for (const auto& g : known_gpus()) known += (known.empty() ? "" : ", ") + g.name;
-      throw input_error("--target: '" + g_analysis.target + "' is not a known GPU (" + known + ") or a spec file");
+      std::vector<std::string> known;
+      for (const auto& g : known_gpus()) known.push_back(g.name);
+      throw input_error("--target: '" + g_analysis.target + "' is not a known GPU (" + join(known) + ") or a spec file");
     }
     const TargetPrediction p = predict_target(r, *target, actual.get());
     out["target"] = {{"source", p.source_device}, {"target", p.target_device}, {"precision", p.precision},

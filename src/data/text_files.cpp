@@ -9,6 +9,7 @@
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -89,9 +90,7 @@ std::size_t column_index(const std::vector<std::string>& header, const std::stri
                          const std::string& path) {
   const auto it = std::find(header.begin(), header.end(), column);
   if (it != header.end()) return static_cast<std::size_t>(it - header.begin());
-  std::string names;
-  for (const auto& h : header) names += (names.empty() ? "" : ", ") + h;
-  throw input_error(path + ":1: " + field + ": no column '" + column + "' in the header (" + names + ")");
+  throw input_error(path + ":1: " + field + ": no column '" + column + "' in the header (" + join(header) + ")");
 }
 
 std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
@@ -167,12 +166,6 @@ bool parse_index(const std::string& text, int64_t& value) {
   if (first == text.size() || !std::all_of(text.begin() + static_cast<std::ptrdiff_t>(first), text.end(), ::isdigit)) return false;
   value = std::stoll(text);
   return true;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "tbench/dist/dist.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -46,14 +47,6 @@ class Env {
   const EnvLookup& lookup_;
 };
 
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  }
-  return out;
-}
-
 // Every name in `required` must be set when any name in `present_any` is.
 void require_all(const Env& env, const std::string& launcher, const std::vector<std::string>& set_names,
                  const std::vector<std::string>& required) {
@@ -66,9 +59,10 @@ void require_all(const Env& env, const std::string& launcher, const std::vector<
   for (const auto& name : set_names) {
     if (env.has(name)) present.push_back(name);
   }
-  throw input_error("launch environment: " + join(present) + (present.size() == 1 ? " is" : " are") +
-                    " set (a " + launcher + " launch) but " + join(missing) + (missing.size() == 1 ? " is" : " are") +
-                    " not; set " + join(required) + ", or unset " + join(present) + " for a single-process run");
+  throw input_error("launch environment: " + join_as_prose(present) + (present.size() == 1 ? " is" : " are") +
+                    " set (a " + launcher + " launch) but " + join_as_prose(missing) +
+                    (missing.size() == 1 ? " is" : " are") + " not; set " + join_as_prose(required) + ", or unset " +
+                    join_as_prose(present) + " for a single-process run");
 }
 
 void check_rank(const LaunchEnv& env, const std::string& rank_name, const std::string& size_name) {

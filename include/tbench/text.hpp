@@ -1,0 +1,15 @@
+#pragma once
+// Small text helpers shared by messages and tables.
+#include <string>
+#include <vector>
+
+namespace tbench {
+
+// The items in order with `separator` between neighbours: join({"a", "", "b"}, ", ") is "a, , b"
+// (an empty item keeps its place); "" for none.
+std::string join(const std::vector<std::string>& items, const std::string& separator = ", ");
+
+// The items as a sentence lists them: "A", "A and B", "A, B and C"; "" for none.
+std::string join_as_prose(const std::vector<std::string>& items);
+
+}  // namespace tbench
