@@ -649,12 +649,22 @@ void save_weights_if_asked(const RunPlan& plan, const torch::nn::Module& model, 
 
 // Who set the pace of an asynchronous device's steps: a GPU that had run everything queued before
 // most steps began waited for the host, and a faster GPU would not shorten those steps.
-void report_host_pace(const Summary& s) {
+void report_host_pace(const Summary& s, bool cuda_graph) {
   if (!s.host_ms || !s.device_idle_at_start_fraction) return;
+  const char* remedy = cuda_graph ? ": the host sets this step's pace, captured as it is"
+                                  : ": the host sets this step's pace (train.cuda_graph takes it out of the step)";
   spdlog::info("host: issued a step in {:.1f} ms median; the GPU had run all queued work before {:.0f}% of the "
                "steps began{}",
                s.host_ms->median, 100 * *s.device_idle_at_start_fraction,
-               s.host_paced() ? ": the host sets this step's pace (train.cuda_graph takes it out of the step)" : "");
+               s.host_paced() ? remedy : "");
+}
+
+// Whether the run's resolved spec says its step was captured in a CUDA graph.
+bool captured_its_step(const Result& result) {
+  const auto train = result.spec.find("train");
+  if (train == result.spec.end() || !train->is_object()) return false;
+  const auto graph = train->find("cuda_graph");
+  return graph != train->end() && graph->is_boolean() && graph->get<bool>();
 }
 
 ExitCode report_outcome(const Result& result) {
@@ -669,7 +679,7 @@ ExitCode report_outcome(const Result& result) {
                  to_string(s.status), *s.samples_per_s, s.step_ms.median, s.step_ms.p10, s.step_ms.p90,
                  s.step_ms.count, s.warmup_steps, s.epoch_seconds ? format_duration(*s.epoch_seconds) : "-", projected);
   }
-  report_host_pace(s);
+  report_host_pace(s, captured_its_step(result));
   if (!s.mfu_error.empty()) spdlog::warn("no MFU: {}", s.mfu_error);
   spdlog::info("result: {}", result.files.result);
   switch (s.status) {

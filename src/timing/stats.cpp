@@ -102,7 +102,8 @@ std::optional<StandardError> mean_standard_error(const Spread& s, double effecti
   if (s.count < 2) return std::nullopt;
   const double count = static_cast<double>(s.count);
   const double n = std::min(count, effective_count);
-  const double variance_scale = n < count ? (count - 1) / (count - count / n) : 1.0;
+  // (n > 1: effective_count never gives less than 2, and the scale needs n above 1.)
+  const double variance_scale = n < count && n > 1 ? (count - 1) / (count - count / n) : 1.0;
   return StandardError{s.stdev * std::sqrt(variance_scale / n), n - 1};
 }
 

@@ -39,10 +39,12 @@ bool is_out_of_memory(const std::string& what) {
   return what.find("out of memory") != std::string::npos || what.find("can't allocate memory") != std::string::npos;
 }
 
-std::string describe_step_error(const std::string& what, int64_t batch_size) {
+std::string describe_step_error(const std::string& what, int64_t batch_size, bool cuda_graph) {
   if (!is_out_of_memory(what)) return what;
-  return "out of memory at batch_size " + std::to_string(batch_size) +
-         " (lower train.batch_size, raise train.grad_accum_steps): " + what;
+  return "out of memory at batch_size " + std::to_string(batch_size) + " (lower train.batch_size" +
+         (cuda_graph ? ", or set train.cuda_graph=false: a captured step keeps a memory pool of its own"
+                     : ", raise train.grad_accum_steps") +
+         "): " + what;
 }
 
 // Steps the host may run ahead of the device before it waits for the oldest: enough to keep the
@@ -277,7 +279,7 @@ void Trainer::fail_on_exception(TrainOutcome& outcome, Where&& where, Work&& wor
   }
   if (outcome.status == RunStatus::failed) return;  // the first error is the one to fix
   outcome.status = RunStatus::failed;
-  outcome.error = where() + ": " + describe_step_error(error, config_.batch_size);
+  outcome.error = where() + ": " + describe_step_error(error, config_.batch_size, config_.cuda_graph);
 }
 
 TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {

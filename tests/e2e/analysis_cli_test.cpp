@@ -214,6 +214,14 @@ TEST_F(AnalysisCli, PredictTargetSaysWhenTheHostSetThePace) {
   ASSERT_EQ(paced.exit_code, 0) << paced.err;
   EXPECT_NE(paced.out.find("the GPU had run all queued work before 90% of the steps began"), std::string::npos)
       << paced.out;
+  EXPECT_NE(paced.out.find("train.cuda_graph takes the host out of the step"), std::string::npos) << paced.out;
+  // A step already captured is told nothing about the graph.
+  result_json["spec"]["train"]["cuda_graph"] = true;
+  const auto graphed = run_tbench("predict --target H200 " + dir_->write("graphed.json", result_json.dump()));
+  ASSERT_EQ(graphed.exit_code, 0) << graphed.err;
+  EXPECT_NE(graphed.out.find("waiting for the host"), std::string::npos) << graphed.out;
+  EXPECT_EQ(graphed.out.find("train.cuda_graph"), std::string::npos) << graphed.out;
+  result_json["spec"]["train"]["cuda_graph"] = false;
   result_json["summary"]["device_idle_at_start_fraction"] = 0.1;
   const auto busy = run_tbench("predict --target H200 " + dir_->write("busy.json", result_json.dump()));
   ASSERT_EQ(busy.exit_code, 0) << busy.err;

@@ -191,7 +191,14 @@ RunPhases time_undisturbed_run(const std::string& spec, const ScratchDir& dir) {
   const pid_t pid = testing::spawn_tbench({"run", "-q", spec}, {}, dir.file("out"), dir.file("err"));
   RunPhases phases;
   int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) {
+      ADD_FAILURE() << "waitpid: " << std::strerror(errno);
+      testing::wait_for_exit(pid, 0);  // kills and reaps it
+      break;
+    }
     std::error_code error;
     if (phases.first_line_s == 0.0 && fs::file_size(stream, error) > 0 && !error) phases.first_line_s = since_start();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

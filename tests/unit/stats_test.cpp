@@ -110,7 +110,7 @@ TEST(Stats, Lag1AutocorrelationMatchesStatsmodels) {
 TEST(Stats, Lag1AutocorrelationLosesItsSmallSampleBias) {
   EXPECT_NEAR(bias_corrected_lag1(0.3142023346, 12), 0.5300475573, 1e-9);
   EXPECT_NEAR(bias_corrected_lag1(0.0, 20), 1.0 / 17, 1e-12);  // r runs low by 1/n where rho is 0
-  EXPECT_DOUBLE_EQ(bias_corrected_lag1(0.8, 20), 1.0);          // held to [-1, 1]
+  EXPECT_DOUBLE_EQ(bias_corrected_lag1(0.9, 20), 1.0);          // 19/17, held to [-1, 1]
   EXPECT_DOUBLE_EQ(bias_corrected_lag1(-0.95, 20), -1.0);
   EXPECT_DOUBLE_EQ(bias_corrected_lag1(0.4, 3), 0.4);           // too few to correct
 }
@@ -169,6 +169,10 @@ TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
   EXPECT_NEAR(*short_run.half_ci95_at(0), mean_interval_95(spread(nine))->high - spread(nine).mean, 1e-12);
   const SteadyStep alternating = fit_steady_step({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}, {}, false);
   EXPECT_DOUBLE_EQ(alternating.effective_steps, 12.0);
+  const SteadyStep constant = fit_steady_step(std::vector<double>(12, 0.5), {}, false);
+  ASSERT_TRUE(constant.lag1_autocorrelation);
+  EXPECT_DOUBLE_EQ(*constant.lag1_autocorrelation, 0.0) << "no spread: the correction has nothing to move";
+  EXPECT_DOUBLE_EQ(constant.effective_steps, 12.0);
 
   // A line: steps of two works in turn, their residuals drifting up then down.
   std::vector<double> flops, seconds;
