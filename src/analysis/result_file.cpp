@@ -287,6 +287,8 @@ ResultFile load_result(const std::string& path) {
   r.gpu_energy_j_per_sample = read.number_if_any("/summary/gpu_energy_j_per_sample");
   const json* tf32 = read.find("/spec/cuda/tf32");
   r.tf32 = tf32 && tf32->is_boolean() && tf32->get<bool>();
+  const json* graph = read.find("/spec/train/cuda_graph");  // absent before the field: eager
+  r.cuda_graph = graph && graph->is_boolean() && graph->get<bool>();
   r.gpu = gpu_name(read, r.device);
   r.machine = r.host + " (" + (r.device == "cpu" ? "cpu" : r.gpu.empty() ? "cuda" : r.gpu) + ")";
   r.peak_source = read.string_or("/summary/peak_source", r.machine);

@@ -22,11 +22,15 @@ std::string device_kind(const ResultFile& r) {
   return r.gpu.empty() ? "cuda" : r.gpu;
 }
 
-// What must match for two runs to be "the same spec" at different world sizes.
+constexpr const char* kGraphed = ", CUDA graph";
+
+// What must match for two runs to be "the same spec" at different world sizes. A step replayed
+// from a CUDA graph is another step than the eager one data-parallel runs take.
 std::string config_of(const ResultFile& r) {
   return device_kind(r) + " " + r.precision + ", batch " + std::to_string(r.batch_size * r.grad_accum) +
          "/process, seq " + std::to_string(r.seq_len) + ", " + std::to_string(r.threads) +
-         (r.threads == 1 ? " thread" : " threads") + ", " + std::to_string(r.num_samples) + " samples";
+         (r.threads == 1 ? " thread" : " threads") + ", " + std::to_string(r.num_samples) + " samples" +
+         (r.cuda_graph ? kGraphed : "");
 }
 
 std::string optional_text(const std::optional<double>& value, int digits, const std::string& suffix = "") {
@@ -121,7 +125,9 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
   for (auto& row : rows) {
     const auto base = baseline.find({row.model, row.config});
     if (base == baseline.end()) {
-      row.flag = "no 1-process baseline";
+      const bool only_graphed = baseline.count({row.model, row.config + kGraphed}) > 0;
+      row.flag = only_graphed ? "no eager 1-process baseline (rerun it with train.cuda_graph=false)"
+                              : "no 1-process baseline";
       continue;
     }
     if (row.epoch_seconds <= 0) continue;

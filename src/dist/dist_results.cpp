@@ -11,6 +11,7 @@
 #include "tbench/files.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -75,9 +76,9 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
     }
   }
   if (!dist.missing_ranks.empty()) {
-    std::string list;
-    for (auto r : dist.missing_ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", list);
+    std::vector<std::string> ranks;
+    for (auto r : dist.missing_ranks) ranks.push_back(std::to_string(r));
+    spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", join(ranks));
   }
   const SyncStats stats = sync_stats(sync);
   const LaunchEnv& launch = comm.launch();

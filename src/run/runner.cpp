@@ -31,6 +31,7 @@
 #include "tbench/timing/stats.hpp"
 #include "tbench/version.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -137,9 +138,7 @@ void load_weights(const RunSpec& spec, torch::nn::Module& model, const std::stri
   }
   spdlog::info("loaded {} tensors from {}", report.loaded.size(), path);
   if (!report.initialised.empty()) {
-    std::string names;
-    for (const auto& n : report.initialised) names += (names.empty() ? "" : ", ") + n;
-    spdlog::info("not in the checkpoint, newly initialised (the task head): {}", names);
+    spdlog::info("not in the checkpoint, newly initialised (the task head): {}", join(report.initialised));
   }
   if (!report.unexpected.empty()) {
     spdlog::info("{} checkpoint tensors not used by the model (e.g. another task's head), such as {}",
@@ -310,26 +309,23 @@ void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const
 
 }  // namespace
 
-bool resolve_cuda_graph(const RunSpec& spec, const LaunchEnv& launch) {
-  if (spec.train.cuda_graph.has_value()) return *spec.train.cuda_graph;
+CudaGraphChoice resolve_cuda_graph(const RunSpec& spec, const LaunchEnv& launch) {
+  if (spec.train.cuda_graph.has_value()) return {*spec.train.cuda_graph, ""};
+  if (!spec.device.is_cuda()) return {false, ""};  // nothing to say: graphs are a CUDA feature
   const std::vector<FieldProblem> obstacles = cuda_graph_obstacles(spec);
-  if (!spec.device.is_cuda()) return false;  // nothing to say: graphs are a CUDA feature
   if (!obstacles.empty()) {
-    spdlog::info("eager steps: train.cuda_graph is unset and {}: {}", obstacles.front().field,
-                 obstacles.front().message);
-    return false;
+    return {false, "eager steps: train.cuda_graph is unset and " + obstacles.front().field + ": " +
+                       obstacles.front().message};
   }
   if (launch.distributed()) {
-    spdlog::info("eager steps: train.cuda_graph is unset and a data-parallel step's all-reduces start from "
-                 "autograd hooks on the host");
-    return false;
+    return {false, "eager steps: train.cuda_graph is unset and a data-parallel step's all-reduces start from "
+                   "autograd hooks on the host"};
   }
-  spdlog::info("the step is captured in a CUDA graph at step {} (train.cuda_graph unset; false runs it eagerly)",
-               kCudaGraphCaptureStep);
-  return true;
+  return {true, "the step is captured in a CUDA graph at step " + std::to_string(kCudaGraphCaptureStep) +
+                    " (train.cuda_graph unset; false runs it eagerly)"};
 }
 
-TrainerConfig trainer_config(const RunSpec& spec) {
+TrainerConfig trainer_config(const RunSpec& spec, const LaunchEnv& launch) {
   TrainerConfig c;
   c.epochs = spec.train.epochs;
   c.max_steps = spec.train.max_steps;
@@ -345,7 +341,7 @@ TrainerConfig trainer_config(const RunSpec& spec) {
   c.max_grad_norm = spec.train.max_grad_norm;
   c.optimizer = resolve_optimizer_impl(spec.train.optimizer_impl, spec.device.is_cuda());
   c.dropout = spec.train.dropout;
-  c.cuda_graph = spec.train.cuda_graph.value_or(false);  // prepare_run resolves an unset one
+  c.cuda_graph = resolve_cuda_graph(spec, launch).captured;
   c.precision = spec.precision;
   c.timed_warmup_steps = spec.timing.warmup_steps;
   c.profile_steps = spec.timing.profile_steps;
@@ -441,8 +437,8 @@ RunPlan prepare_run(const RunSpec& spec) {
                                         static_cast<double>(lengths.size());
   }
   plan.cost.train_flops_per_sample -= shared_encodings_saved_per_sample(plan.model, spec, lengths);
-  plan.trainer = trainer_config(spec);
-  plan.trainer.cuda_graph = resolve_cuda_graph(spec, plan.launch);
+  if (const std::string why = resolve_cuda_graph(spec, plan.launch).why; !why.empty()) spdlog::info("{}", why);
+  plan.trainer = trainer_config(spec, plan.launch);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   check_profile_window(spec, plan.steps);
   plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
@@ -659,15 +655,7 @@ void report_host_pace(const Summary& s, bool cuda_graph) {
                s.host_paced() ? remedy : "");
 }
 
-// Whether the run's resolved spec says its step was captured in a CUDA graph.
-bool captured_its_step(const Result& result) {
-  const auto train = result.spec.find("train");
-  if (train == result.spec.end() || !train->is_object()) return false;
-  const auto graph = train->find("cuda_graph");
-  return graph != train->end() && graph->is_boolean() && graph->get<bool>();
-}
-
-ExitCode report_outcome(const Result& result) {
+ExitCode report_outcome(const Result& result, bool captured_its_step) {
   const Summary& s = result.summary;
   if (s.samples_per_s) {
     std::string projected = s.projected_epoch_seconds ? format_duration(*s.projected_epoch_seconds) : "-";
@@ -679,7 +667,7 @@ ExitCode report_outcome(const Result& result) {
                  to_string(s.status), *s.samples_per_s, s.step_ms.median, s.step_ms.p10, s.step_ms.p90,
                  s.step_ms.count, s.warmup_steps, s.epoch_seconds ? format_duration(*s.epoch_seconds) : "-", projected);
   }
-  report_host_pace(s, captured_its_step(result));
+  report_host_pace(s, captured_its_step);
   if (!s.mfu_error.empty()) spdlog::warn("no MFU: {}", s.mfu_error);
   spdlog::info("result: {}", result.files.result);
   switch (s.status) {
@@ -724,7 +712,7 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
     if (result.summary.status == RunStatus::failed) spdlog::error("run failed: {}", result.summary.error);
     throw Error(ExitCode::run_failed, std::string(e.what()) + " (no result was written; an earlier result there is untouched)");
   }
-  return report_outcome(result);
+  return report_outcome(result, plan.trainer.cuda_graph);
 }
 
 }  // namespace tbench

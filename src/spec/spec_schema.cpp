@@ -16,6 +16,7 @@
 #include "tbench/train/optimizer.hpp"
 #include "tbench/env/torch_features.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -410,9 +411,7 @@ class Validator {
     if (field.kind == Kind::choice) {
       const auto text = value.get<std::string>();
       if (std::find(field.choices.begin(), field.choices.end(), text) == field.choices.end()) {
-        std::string list;
-        for (const auto& c : field.choices) list += (list.empty() ? "" : ", ") + c;
-        fail(field.path, "'" + text + "' is not one of: " + list + did_you_mean(text, field.choices));
+        fail(field.path, "'" + text + "' is not one of: " + join(field.choices) + did_you_mean(text, field.choices));
       }
     }
     if (field.kind == Kind::device && !parse_device(value.get<std::string>())) {

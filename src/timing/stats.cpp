@@ -137,16 +137,21 @@ Interval ratio_interval_95(double ratio, const LogMean& numerator, const LogMean
   return {ratio * std::exp(-half), ratio * std::exp(half)};
 }
 
-double lag1_autocorrelation(const std::vector<double>& series) {
+std::optional<double> lag1_autocorrelation(const std::vector<double>& series) {
   const std::size_t n = series.size();
-  if (n < 3) return 0.0;
+  if (n < 3) return std::nullopt;
+  // Compared exactly: a constant series' mean can miss its value by an ulp, and deviations that
+  // all equal that ulp would read as a correlation near 1.
+  const auto differs = [&](double v) { return v != series.front(); };
+  if (std::none_of(series.begin(), series.end(), differs)) return std::nullopt;
   const double mean = std::accumulate(series.begin(), series.end(), 0.0) / static_cast<double>(n);
   double variance = 0, lag1 = 0;
   for (std::size_t i = 0; i < n; ++i) {
     variance += (series[i] - mean) * (series[i] - mean);
     if (i + 1 < n) lag1 += (series[i] - mean) * (series[i + 1] - mean);
   }
-  return variance > 0 ? lag1 / variance : 0.0;
+  if (!(variance > 0)) return std::nullopt;
+  return lag1 / variance;
 }
 
 double bias_corrected_lag1(double r, int64_t n) {

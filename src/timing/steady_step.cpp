@@ -27,10 +27,9 @@ namespace {
 std::optional<double> serial_correlation(const std::vector<double>& deviations, bool about_their_mean) {
   const auto n = static_cast<int64_t>(deviations.size());
   if (n < kSerialStepsMin) return std::nullopt;
-  const double r = lag1_autocorrelation(deviations);
-  const bool alike = std::all_of(deviations.begin(), deviations.end(), [&](double d) { return d == deviations.front(); });
-  if (alike) return 0.0;  // no spread: nothing to correlate, and nothing for a correction to move
-  return about_their_mean ? bias_corrected_lag1(r, n) : r;
+  const std::optional<double> r = lag1_autocorrelation(deviations);
+  if (!r) return 0.0;  // no spread: nothing to correlate, and nothing for a correction to move
+  return about_their_mean ? bias_corrected_lag1(*r, n) : *r;
 }
 
 }  // namespace

@@ -397,5 +397,36 @@ TEST(Scaling, SpeedupAndEfficiencyAgainstTheOneProcessRun) {
   EXPECT_THROW(render_scaling(rows, "html"), Error);
 }
 
+// A single-GPU run that replayed a CUDA graph is no baseline for data-parallel runs, whose steps
+// are eager: their efficiency would count the graph's gain as a loss to scaling.
+TEST(Scaling, AGraphedRunIsNoBaselineForEagerDataParallelRuns) {
+  testing::ScratchDir dir;
+  json graphed = scaling_result(1, 4.0);
+  graphed["spec"]["train"]["cuda_graph"] = true;
+  json eager_pair = scaling_result(2, 3.0);
+  eager_pair["spec"]["train"]["cuda_graph"] = false;
+  const auto results = load_results({dir.write("graphed.json", graphed.dump()), dir.write("w2.json", eager_pair.dump())});
+  EXPECT_TRUE(results[0].cuda_graph);
+  EXPECT_FALSE(results[1].cuda_graph);
+  auto rows = build_scaling(results);
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& one = rows[0].world_size == 1 ? rows[0] : rows[1];
+  const auto& two = rows[0].world_size == 1 ? rows[1] : rows[0];
+  EXPECT_NE(one.config.find("CUDA graph"), std::string::npos) << one.config;
+  EXPECT_FALSE(two.speedup.has_value()) << "4 s graphed against 3 s eager is no scaling figure";
+  EXPECT_EQ(two.flag, "no eager 1-process baseline (rerun it with train.cuda_graph=false)");
+
+  json eager_one = scaling_result(1, 5.0);
+  eager_one["spec"]["train"]["cuda_graph"] = false;
+  rows = build_scaling(load_results({dir.write("graphed.json", graphed.dump()), dir.write("w2.json", eager_pair.dump()),
+                                     dir.write("eager.json", eager_one.dump())}));
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& row : rows) {
+    if (row.world_size != 2) continue;
+    ASSERT_TRUE(row.speedup.has_value()) << row.flag;
+    EXPECT_DOUBLE_EQ(*row.speedup, 5.0 / 3.0) << "against the eager run";
+  }
+}
+
 }  // namespace
 }  // namespace tbench

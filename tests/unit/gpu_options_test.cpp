@@ -61,11 +61,13 @@ TEST(SpeedOptions, CudaGraphOnCpuIsRefused) {
 // the fused AdamW, two untimed steps and one process; each of those alone turns it off.
 TEST(SpeedOptions, UnsetCudaGraphIsUsedWhereTheStepCanBeCaptured) {
   const LaunchEnv one_process;
-  EXPECT_FALSE(resolve_cuda_graph(tiny_spec({}), one_process)) << "on the CPU";
+  EXPECT_FALSE(resolve_cuda_graph(tiny_spec({}), one_process).captured) << "on the CPU";
+  EXPECT_EQ(resolve_cuda_graph(tiny_spec({}), one_process).why, "") << "graphs are a CUDA feature: nothing to log";
   const std::vector<std::string> cuda = {"device=cuda", "timing.warmup_steps=2"};
   const RunSpec capturable = tiny_spec(cuda);
   EXPECT_EQ(cuda_graph_obstacles(capturable).empty(), features::kCudaGraphStep);
-  EXPECT_EQ(resolve_cuda_graph(capturable, one_process), features::kCudaGraphStep);
+  EXPECT_EQ(resolve_cuda_graph(capturable, one_process).captured, features::kCudaGraphStep);
+  EXPECT_EQ(trainer_config(capturable, one_process).cuda_graph, features::kCudaGraphStep) << "the loop takes the choice";
   const std::vector<std::pair<std::string, std::string>> stoppers = {
       {"data.padding=longest", "data.padding"},        {"data.drop_last=false", "data.drop_last"},
       {"train.grad_accum_steps=2", "train.grad_accum_steps"}, {"timing.warmup_steps=1", "timing.warmup_steps"},
@@ -74,17 +76,26 @@ TEST(SpeedOptions, UnsetCudaGraphIsUsedWhereTheStepCanBeCaptured) {
     auto overrides = cuda;
     overrides.push_back(override_);
     const RunSpec spec = tiny_spec(overrides);
-    EXPECT_FALSE(resolve_cuda_graph(spec, one_process)) << override_;
+    const CudaGraphChoice choice = resolve_cuda_graph(spec, one_process);
+    EXPECT_FALSE(choice.captured) << override_;
+    if (features::kCudaGraphStep) {  // else the torch's own obstacle may come first
+      EXPECT_NE(choice.why.find("eager steps: train.cuda_graph is unset and " + field), std::string::npos) << choice.why;
+    }
     const auto obstacles = cuda_graph_obstacles(spec);
     EXPECT_TRUE(std::any_of(obstacles.begin(), obstacles.end(), [&](const FieldProblem& p) { return p.field == field; }))
         << override_;
   }
   LaunchEnv two_ranks;
   two_ranks.world_size = 2;
-  EXPECT_FALSE(resolve_cuda_graph(capturable, two_ranks)) << "a data-parallel step syncs from the host";
+  EXPECT_FALSE(resolve_cuda_graph(capturable, two_ranks).captured) << "a data-parallel step syncs from the host";
+  EXPECT_FALSE(trainer_config(capturable, two_ranks).cuda_graph);
+  if (features::kCudaGraphStep) {
+    EXPECT_NE(resolve_cuda_graph(capturable, two_ranks).why.find("data-parallel"), std::string::npos);
+  }
   auto eager = cuda;
   eager.push_back("train.cuda_graph=false");
-  EXPECT_FALSE(resolve_cuda_graph(tiny_spec(eager), one_process)) << "false is eager wherever";
+  EXPECT_FALSE(resolve_cuda_graph(tiny_spec(eager), one_process).captured) << "false is eager wherever";
+  EXPECT_EQ(resolve_cuda_graph(tiny_spec(eager), one_process).why, "") << "a choice the spec made needs no word";
 }
 
 // The tasks whose step has data-dependent shapes never capture it (and refuse a graph asked for).
@@ -97,7 +108,7 @@ TEST(SpeedOptions, MaskedAndPermutationTasksAreNotCaptured) {
     EXPECT_NE(obstacles.back().message.find(std::string("not supported with task ") + to_string(task)),
               std::string::npos)
         << obstacles.back().message;
-    EXPECT_FALSE(resolve_cuda_graph(spec, LaunchEnv{})) << to_string(task);
+    EXPECT_FALSE(resolve_cuda_graph(spec, LaunchEnv{}).captured) << to_string(task);
   }
 }
 

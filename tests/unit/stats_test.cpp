@@ -101,10 +101,12 @@ TEST(Stats, LineFitNeedsTwoXsAndThreePointsForAnInterval) {
 const std::vector<double> kDrifting = {0.80, 0.82, 0.81, 0.85, 0.84, 0.86, 0.83, 0.86, 0.88, 0.85, 0.87, 0.84};
 
 TEST(Stats, Lag1AutocorrelationMatchesStatsmodels) {
-  EXPECT_NEAR(lag1_autocorrelation(kDrifting), 0.3142023346, 1e-9);
-  EXPECT_NEAR(lag1_autocorrelation({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}), -0.9166666667, 1e-9);  // alternating
-  EXPECT_DOUBLE_EQ(lag1_autocorrelation({3, 3, 3, 3}), 0.0);  // no spread
-  EXPECT_DOUBLE_EQ(lag1_autocorrelation({1, 2}), 0.0);        // too few
+  EXPECT_NEAR(lag1_autocorrelation(kDrifting).value_or(-2), 0.3142023346, 1e-9);
+  EXPECT_NEAR(lag1_autocorrelation({1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2}).value_or(-2), -0.9166666667, 1e-9);  // alternating
+  EXPECT_FALSE(lag1_autocorrelation({3, 3, 3, 3})) << "no spread";
+  EXPECT_FALSE(lag1_autocorrelation({1, 2})) << "too few";
+  // Ten steps of 0.1 s: their mean is an ulp off 0.1, so deviations all of that ulp would read as 0.9.
+  EXPECT_FALSE(lag1_autocorrelation(std::vector<double>(10, 0.1))) << "no spread, whatever the rounding";
 }
 
 TEST(Stats, Lag1AutocorrelationLosesItsSmallSampleBias) {
@@ -124,7 +126,7 @@ TEST(Stats, EffectiveCountIsTheAr1SampleSize) {
 
 TEST(Stats, MeanIntervalCountsAnEffectiveNumberOfValues) {
   const Spread s = spread(kDrifting);
-  const auto serial = mean_interval_95(s, effective_count(12, lag1_autocorrelation(kDrifting)));
+  const auto serial = mean_interval_95(s, effective_count(12, *lag1_autocorrelation(kDrifting)));
   ASSERT_TRUE(serial);
   EXPECT_NEAR(serial->low, 0.8169536970, 1e-4);
   EXPECT_NEAR(serial->high, 0.8680463030, 1e-4);
@@ -173,6 +175,9 @@ TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
   ASSERT_TRUE(constant.lag1_autocorrelation);
   EXPECT_DOUBLE_EQ(*constant.lag1_autocorrelation, 0.0) << "no spread: the correction has nothing to move";
   EXPECT_DOUBLE_EQ(constant.effective_steps, 12.0);
+  const SteadyStep rounded = fit_steady_step(std::vector<double>(12, 0.1), {}, false);  // mean an ulp off 0.1
+  EXPECT_DOUBLE_EQ(rounded.lag1_autocorrelation.value_or(-2), 0.0);
+  EXPECT_DOUBLE_EQ(rounded.effective_steps, 12.0);
 
   // A line: steps of two works in turn, their residuals drifting up then down.
   std::vector<double> flops, seconds;

@@ -35,6 +35,7 @@ struct ResultFile {
   bool stores_attention_scores = true;  // eager attention keeps [S, S] scores for backward; SDPA's kernels do not
   bool unpadded = false;                // model.unpad: the layers' per-token work ran at the real tokens alone
   bool tf32 = false;  // spec.cuda.tf32: fp32 matmuls ran on TF32 tensor cores, so TF32's peak applies
+  bool cuda_graph = false;  // spec.train.cuda_graph as the run resolved it: its steps replayed a CUDA graph
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
   std::optional<double> gpu_power_w_mean, gpu_energy_j_per_sample;  // summary: NVML's, CUDA runs only
   std::vector<ResultIteration> iterations;
@@ -169,7 +170,9 @@ struct ScalingRow {
   bool projected = false;
   double samples_per_s = 0;  // global, mean over repeats
   std::optional<double> comm_share, speedup, efficiency;
-  std::string flag;  // "", "super-linear", "collapsing" or "no 1-process baseline"
+  // "", "super-linear", "collapsing", "no 1-process baseline", or "no eager 1-process baseline" where
+  // the only one replayed a CUDA graph (data-parallel steps never do: the two steps differ).
+  std::string flag;
 };
 std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results);
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format);  // table|markdown|csv|json

@@ -54,12 +54,17 @@ ModelConfig teacher_config_for(const RunSpec& spec);
 // for the FLOPs that model.unpad skips.
 TaskWork task_work(const RunSpec& spec, const ModelConfig* teacher);
 
-// What the training loop takes from a spec.
-TrainerConfig trainer_config(const RunSpec& spec);
+// What the training loop takes from a spec, launched as `launch` (one process unless given).
+TrainerConfig trainer_config(const RunSpec& spec, const LaunchEnv& launch = LaunchEnv{});
 
 // train.cuda_graph as the run uses it: as the spec says, or, unset, wherever the step can be
-// captured (cuda_graph_obstacles finds nothing and `launch` is one process). Logs why not on CUDA.
-bool resolve_cuda_graph(const RunSpec& spec, const LaunchEnv& launch);
+// captured (cuda_graph_obstacles finds nothing and `launch` is one process). `why` is the run
+// log's line on that choice where it was made for an unset field on CUDA, else empty.
+struct CudaGraphChoice {
+  bool captured = false;
+  std::string why;
+};
+CudaGraphChoice resolve_cuda_graph(const RunSpec& spec, const LaunchEnv& launch);
 
 // What model.attention's `auto` weighs for the model that trains (a distillation teacher, frozen,
 // takes it with fused_cpu_dropout false).

@@ -65,8 +65,9 @@ std::optional<LogMean> log_mean(double mean, const StandardError& se);
 Interval ratio_interval_95(double ratio, const LogMean& numerator, const LogMean& denominator);
 
 // The lag-1 autocorrelation of a series in its order: the lag-1 autocovariance over the variance,
-// both about the mean and over n (statsmodels' acf); 0 for fewer than 3 values or none that differ.
-double lag1_autocorrelation(const std::vector<double>& series);
+// both about the mean and over n (statsmodels' acf). None for fewer than 3 values or none that
+// differ: no spread has no correlation to estimate (nor a bias to correct).
+std::optional<double> lag1_autocorrelation(const std::vector<double>& series);
 
 // lag1_autocorrelation's estimate from `n` values, less its small-sample bias: it runs low by
 // (1 + 3 rho) / n (Marriott and Pope 1954), so rho = (n r + 1) / (n - 3), held to [-1, 1]. At
