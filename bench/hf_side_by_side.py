@@ -94,15 +94,16 @@ def disable_tf32(torch):
 
 def kernel_category(name):
     """The kind of work a kernel name stands for: tbench's op_category (src/timing/profile.cpp), the
-    same keywords in the same order, so the two profiles compare category by category. Keep them
-    equal; the result also lists every kernel, so categories can be recomputed."""
+    same keywords in the same order, so the two profiles compare category by category
+    (Profile.HfSideBySideSortsKernelsAsTbenchDoes checks that they agree). The result also lists
+    every kernel, so categories can be recomputed."""
     n = name.lower()
     has = lambda *words: any(w in n for w in words)
     if has("log_softmax", "logsoftmax", "nll_loss", "cross_entropy"):  # before attention's softmax
         return "loss"
     if has("nccl", "allreduce", "all_reduce", "c10d"):
         return "communication"
-    if has("flash", "fmha", "attention", "softmax", "sdpa"):
+    if has("flash", "fmha", "attention", "softmax", "sdpa", "cudnn::fusion"):
         return "attention"
     if has("gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "aten::mm", "aten::bmm", "matmul", "aten::linear"):
         return "gemm"
@@ -110,8 +111,16 @@ def kernel_category(name):
         return "normalization"
     if has("adam", "multi_tensor", "foreach"):
         return "optimizer"
-    if n == "aten::to" or has("memcpy", "memset", "aten::copy_", "aten::_to_copy"):
+    if n == "aten::to" or has("memcpy", "memset", "aten::copy_", "aten::_to_copy", "copy_kernel"):
         return "copy"
+    if has("dropout", "bernoulli"):
+        return "dropout"
+    if has("gelu", "tanh", "relu", "silu", "sigmoid"):
+        return "activation"
+    if has("reduce_kernel", "aten::sum"):
+        return "reduction"
+    if has("elementwise_kernel", "aten::add", "aten::mul", "aten::div", "aten::sub"):
+        return "elementwise"
     return "other"
 
 

@@ -64,7 +64,8 @@ std::string op_category(const std::string& name) {
   // The loss first: its log-softmax kernels would otherwise pass for attention's softmax.
   if (contains_any(n, {"log_softmax", "logsoftmax", "nll_loss", "cross_entropy"})) return "loss";
   if (contains_any(n, {"nccl", "allreduce", "all_reduce", "c10d"})) return "communication";
-  if (contains_any(n, {"flash", "fmha", "attention", "softmax", "sdpa"})) return "attention";
+  // cudnn::fusion: cuDNN's SDPA backward helpers (rowsum(dO * O), dQ's conversion), memory-bound.
+  if (contains_any(n, {"flash", "fmha", "attention", "softmax", "sdpa", "cudnn::fusion"})) return "attention";
   // nvjet: cuBLAS's own GEMM kernels on Hopper (CUDA 12.8+), named neither gemm nor cutlass.
   if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "aten::mm", "aten::bmm", "matmul",
                        "aten::linear"})) {
@@ -72,7 +73,18 @@ std::string op_category(const std::string& name) {
   }
   if (contains_any(n, {"layer_norm", "layernorm", "gammabeta", "rowwisemoments"})) return "normalization";
   if (contains_any(n, {"adam", "multi_tensor", "foreach"})) return "optimizer";
-  if (n == "aten::to" || contains_any(n, {"memcpy", "memset", "aten::copy_", "aten::_to_copy"})) return "copy";
+  // Copies, and the dtype casts autocast adds around each matmul (CUDA's copy_kernel family).
+  if (n == "aten::to" || contains_any(n, {"memcpy", "memset", "aten::copy_", "aten::_to_copy", "copy_kernel"})) {
+    return "copy";
+  }
+  // The rest of a step is memory-bound passes; named apart, they say which fusion would pay:
+  // dropout's masks, activations (bias + GELU), reductions (a linear's bias gradient sums rows),
+  // and other elementwise arithmetic (residual adds, scaling). Each before `elementwise`, whose
+  // kernel templates name the functor they run (vectorized_elementwise_kernel<8, GeluCUDAKernelImpl>).
+  if (contains_any(n, {"dropout", "bernoulli"})) return "dropout";
+  if (contains_any(n, {"gelu", "tanh", "relu", "silu", "sigmoid"})) return "activation";
+  if (contains_any(n, {"reduce_kernel", "aten::sum"})) return "reduction";
+  if (contains_any(n, {"elementwise_kernel", "aten::add", "aten::mul", "aten::div", "aten::sub"})) return "elementwise";
   return "other";
 }
 

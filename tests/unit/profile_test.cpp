@@ -2,6 +2,11 @@
 // and the kinds of work their names stand for.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "support/cli.hpp"
 #include "tbench/timing/profile.hpp"
 
 namespace tbench {
@@ -34,7 +39,77 @@ TEST(Profile, NamesFallIntoKindsOfWork) {
   EXPECT_EQ(op_category("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>"),
             "optimizer");
   EXPECT_EQ(op_category("Memcpy HtoD (Pinned -> Device)"), "copy");
-  EXPECT_EQ(op_category("void at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>"), "other");
+}
+
+// The step's memory-bound passes, by what they do: the names from bert-base's bf16
+// profile on an H100 (bench/results/gpu/NVIDIA-H100-80GB-HBM3/raw), where these were "other".
+const std::vector<std::pair<std::string, std::string>> kElementwiseKernels = {
+    {"void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)::"
+     "{lambda()#3}::operator()() const::{lambda()#7}::operator()() const::{lambda(float)#1}, std::array<char*, 2ul>, 4>",
+     "copy"},
+    {"void at::native::vectorized_elementwise_kernel<8, at::native::bfloat16_copy_kernel_cuda(at::TensorIteratorBase&)"
+     "::{lambda(float)#1}, std::array<char*, 2ul> >",
+     "copy"},
+    {"void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+     "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >",
+     "activation"},
+    {"void at::native::vectorized_elementwise_kernel<8, at::native::GeluBackwardCUDAKernelImpl(at::TensorIteratorBase&, "
+     "at::native::GeluType)::{lambda()#2}, std::array<char*, 3ul> >",
+     "activation"},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul> >",
+     "elementwise"},
+    {"void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16, at::native::func_wrapper_t<"
+     "c10::BFloat16, at::native::sum_functor<c10::BFloat16, float, c10::BFloat16>::operator()(at::TensorIterator&)::"
+     "{lambda(float, float)#1}>, unsigned int, c10::BFloat16, 4, 8> >",
+     "reduction"},
+    {"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, 1, 4, bool>",
+     "dropout"},
+    {"void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(int, int, int, int, int, int, int, int)", "attention"},
+    {"aten::native_dropout", "dropout"},
+    {"aten::gelu_backward", "activation"},
+    {"aten::add_", "elementwise"},
+    {"aten::sum", "reduction"},
+    {"aten::topk", "other"},
+    {"void at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, double, double, int)", "other"},
+};
+
+TEST(Profile, MemoryBoundPassesAreNamedByWhatWouldFuseThem) {
+  for (const auto& [name, category] : kElementwiseKernels) EXPECT_EQ(op_category(name), category) << name;
+  for (const auto& [name, category] : kElementwiseKernels) EXPECT_EQ(kernel_bound(name), "memory") << name;
+}
+
+// bench/hf_side_by_side.py sorts HF's kernels with its own copy of op_category's keywords, so that
+// the two profiles compare category by category: the copy must sort every name here alike.
+TEST(Profile, HfSideBySideSortsKernelsAsTbenchDoes) {
+  if (std::system("python3 -c '' >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3 to run the bench script";
+  std::vector<std::string> names = {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+                                    "nvjet_sm90_hss_128x256_64x4_2x1_v_bz_coopA_NTN",
+                                    "aten::addmm",
+                                    "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits>",
+                                    "cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128_4x1x1_kernel0_0",
+                                    "void at::native::cunn_SoftMaxForward<4, float, float, float, LogSoftMaxForwardEpilogue>",
+                                    "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                                    "void at::native::GammaBetaBackwardCUDAKernel<float, float>",
+                                    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<FusedAdamMathFunctor>",
+                                    "Memcpy HtoD (Pinned -> Device)",
+                                    "aten::to"};
+  for (const auto& named : kElementwiseKernels) names.push_back(named.first);
+  testing::ScratchDir dir;
+  std::string listing;
+  for (const auto& name : names) listing += name + "\n";
+  const std::string path = dir.write("names.txt", listing);
+  const std::string command = "python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); "
+                              "from hf_side_by_side import kernel_category; "
+                              "[print(kernel_category(line.rstrip(\"\\n\"))) for line in open(sys.argv[2])]' '" +
+                              std::string(TBENCH_SOURCE_DIR) + "/bench' '" + path + "'";
+  FILE* python = popen(command.c_str(), "r");
+  ASSERT_NE(python, nullptr);
+  std::vector<std::string> sorted;
+  char line[256];
+  while (std::fgets(line, sizeof line, python)) sorted.emplace_back(std::string(line).substr(0, std::strcspn(line, "\n")));
+  ASSERT_EQ(pclose(python), 0) << command;
+  ASSERT_EQ(sorted.size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(sorted[i], op_category(names[i])) << names[i];
 }
 
 // predict --target scales tensor-core kernels by peak FLOPs and the rest by bandwidth.

@@ -43,7 +43,8 @@ struct ProfileSummary {
 
 // The kind of work a kernel or operator name stands for, by the names cuBLAS, CUTLASS, ATen, NCCL
 // and the attention kernels use: loss, communication, attention, gemm, normalization, optimizer,
-// copy, or other (elementwise: activations, dropout, adds, casts).
+// copy (casts among them), dropout, activation, reduction (bias gradients among them), elementwise
+// (residual adds, scaling), or other.
 std::string op_category(const std::string& name);
 
 // What bounds a GPU kernel's time, so predict --target can scale it by the matching ratio of two
