@@ -205,13 +205,39 @@ double profiled_to_timed_tokens(const ResultFile& r) {
 }
 
 // predict --target's kernel split: a device profile's profile.bounds, per profiled step.
-void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
-  const json* bounds = read.find("/profile/bounds");
-  if (!bounds || read.string_or("/profile/measures", "") != "device kernels") return;
+// How many steps timing.profile_steps profiled: /profile/steps is [first, last].
+int64_t profiled_step_count(const ResultReader& read) {
   const json& steps = read.require("/profile/steps");
   if (!steps.is_array() || steps.size() != 2) throw read.bad("/profile/steps", "expected [first, last]");
   const int64_t first = read.integer(steps[0], "/profile/steps/0", 1);
   const int64_t last = read.integer(steps[1], "/profile/steps/1", first);
+  return last - first + 1;
+}
+
+void read_step_profile(const ResultReader& read, ResultFile& r) {
+  const json* profile = read.find("/profile");
+  if (!profile || profile->is_null()) return;
+  ResultFile::StepProfile p;
+  p.measures = read.string("/profile/measures");
+  const auto steps = static_cast<double>(profiled_step_count(read));
+  p.measured_ms_per_step = read.number("/profile/measured_ms") / steps;
+  const json& top = read.require("/profile/top");
+  if (!top.is_array()) throw read.bad("/profile/top", "expected a list");
+  for (std::size_t i = 0; i < top.size(); ++i) {
+    const json& entry = top[i];
+    const std::string where = "/profile/top/" + std::to_string(i);
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() || !entry.contains("ms")) {
+      throw read.bad(where, "expected {name, calls, ms, share}");
+    }
+    p.top_ms_per_step.emplace_back(entry["name"].get<std::string>(), read.number(entry["ms"], where + "/ms") / steps);
+  }
+  r.step_profile = p;
+}
+
+void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
+  const json* bounds = read.find("/profile/bounds");
+  if (!bounds || read.string_or("/profile/measures", "") != "device kernels") return;
+  const int64_t profiled = profiled_step_count(read);
   if (!bounds->is_array()) throw read.bad("/profile/bounds", "expected a list");
   ResultFile::KernelSeconds per_step;
   for (std::size_t i = 0; i < bounds->size(); ++i) {
@@ -231,7 +257,7 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
   // A profile that recorded no kernels (a LibTorch without CUPTI) splits nothing: the roofline
   // predicts instead of a "split" that holds the whole step.
   if (!(per_step.compute + per_step.memory > 0)) return;
-  const double per_timed_step = profiled_to_timed_tokens(r) / static_cast<double>(last - first + 1);
+  const double per_timed_step = profiled_to_timed_tokens(r) / static_cast<double>(profiled);
   per_step.compute *= per_timed_step;
   per_step.memory *= per_timed_step;
   r.kernel_seconds_per_step = per_step;
@@ -295,6 +321,7 @@ ResultFile load_result(const std::string& path) {
   read_iterations(read, read.require("/iterations"), r);
   read_epochs(read, read.require("/epochs"), r);
   read_kernel_seconds(read, r);
+  read_step_profile(read, r);
   read.require("/summary");
   if (const auto rate = read.number_if_any("/summary/samples_per_s")) r.samples_per_s = *rate;
   if (const json* idle = read.find("/summary/device_idle_at_start_fraction"); idle && !idle->is_null()) {

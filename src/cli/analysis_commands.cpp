@@ -28,6 +28,7 @@ struct AnalysisOptions {
   int64_t epochs = 0;
   bool as_json = false;
   bool scaling = false;
+  bool profile = false;
 };
 
 AnalysisOptions g_analysis;
@@ -47,6 +48,10 @@ int report_command() {
   const auto results = load_results(g_analysis.results);
   if (g_analysis.scaling) {
     emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
+    return 0;
+  }
+  if (g_analysis.profile) {
+    emit(render_profile_report(build_profile_report(results, g_analysis.by), g_analysis.format), g_analysis.output);
     return 0;
   }
   const Report report = build_report(results, g_analysis.by, g_analysis.baseline);
@@ -363,8 +368,12 @@ void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
   report->add_option("--by", g_analysis.by,
                      "column key: machine, host, device, precision, threads, batch_size, seq_len, world_size, task, name, or a "
                      "dotted spec field (e.g. model.sparse_last_layer)");
-  report->add_flag("--scaling", g_analysis.scaling,
-                   "data-parallel scaling: speedup and efficiency vs the 1-process run of the same config");
+  auto* scaling = report->add_flag("--scaling", g_analysis.scaling,
+                                   "data-parallel scaling: speedup and efficiency vs the 1-process run of the same config");
+  report->add_flag("--profile", g_analysis.profile,
+                   "where each result's profiled steps went (timing.profile_steps), by kind of work, a column per result "
+                   "labelled by --by")
+      ->excludes(scaling);
   report->add_option("--baseline", g_analysis.baseline, "column that speedups are relative to (default: the first)");
   report->add_option("--format", g_analysis.format, "table, markdown, csv, json or html");
   report->add_option("-o,--output", g_analysis.output, "write to this file (atomically) instead of stdout");

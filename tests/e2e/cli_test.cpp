@@ -246,6 +246,16 @@ TEST_F(Cli, ProfiledStepsAreSummedTracedAndLeftOutOfTheTiming) {
   bool saw_gemm = false;
   for (const auto& c : profile["categories"]) saw_gemm = saw_gemm || (c["name"] == "gemm" && c["ms"].get<double>() > 0);
   EXPECT_TRUE(saw_gemm) << profile.dump(1);
+  // report --profile tables it by kind of work, and its kinds add up to the profile's time a step.
+  const auto table = run_tbench("report --profile --by name " + out);
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("host operators, self time"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("gemm"), std::string::npos) << table.out;
+  const auto rows = nlohmann::json::parse(run_tbench("report --profile --format json " + out).out)["rows"];
+  double kinds_ms = 0;
+  for (const auto& row : rows) kinds_ms += row["ms_per_step"].get<double>();
+  EXPECT_NEAR(kinds_ms, profile["measured_ms"].get<double>() / 2, 1e-9 * profile["measured_ms"].get<double>());
+  EXPECT_EQ(run_tbench("report --profile --scaling " + out).exit_code, 2) << "one table at a time";
   // The trace needs a LibTorch built with Kineto (pip's); Debian's records the events without it
   // and the result says why there is no trace.
   if (profile["trace"].is_null()) {

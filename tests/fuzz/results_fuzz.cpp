@@ -16,6 +16,10 @@ void analyse(const tbench::ResultFile& r) {
   const auto report = tbench::build_report(results, "machine", "");
   for (const char* format : {"table", "markdown", "csv", "json", "html"}) tbench::render_report(report, format);
   tbench::render_scaling(tbench::build_scaling(results), "table");
+  if (r.step_profile) {
+    const auto profile = tbench::build_profile_report(results, "machine");
+    for (const char* format : {"table", "markdown", "csv", "json"}) tbench::render_profile_report(profile, format);
+  }
   tbench::compare_results(r, r);
   tbench::predict_epochs(r, 5, &r);
   tbench::predict_target(r, *tbench::find_gpu("H100"), &r);

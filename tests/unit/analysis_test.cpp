@@ -115,6 +115,87 @@ TEST_F(Analysis, LoadRejectsWhatIsNotAResult) {
   expect_error(dir.write("overflow.json", "{\"schema\": 1e999}"), "not valid JSON");
 }
 
+// A device profile of 2 steps: its `top` names the GEMM, a cast, a residual add and a bias gradient
+// (the last three "other" before they had kinds of their own), and 2 ms of kernels past them.
+json with_device_profile(json result, double scale) {
+  const auto entry = [&](const std::string& name, double ms) {
+    return json{{"name", name}, {"calls", 2}, {"ms", ms * scale}, {"share", 0.0}};
+  };
+  result["profile"] = {
+      {"steps", {5, 6}},
+      {"measures", "device kernels"},
+      {"measured_ms", 20.0 * scale},
+      {"wall_ms", 21.0 * scale},
+      {"overhead_ms", 1.0},
+      {"categories", json::array({{{"name", "other"}, {"calls", 6}, {"ms", 10.0 * scale}, {"share", 0.5}}})},
+      {"bounds", json::array({{{"name", "compute"}, {"calls", 2}, {"ms", 8.0 * scale}, {"share", 0.4}},
+                              {{"name", "memory"}, {"calls", 6}, {"ms", 12.0 * scale}, {"share", 0.6}}})},
+      {"top", json::array({entry("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT", 8.0),
+                           entry("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda>", 4.0),
+                           entry("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", 3.0),
+                           entry("void at::native::reduce_kernel<128, 4, at::native::ReduceOp<c10::BFloat16>>", 3.0)})},
+      {"trace", nullptr}};
+  return result;
+}
+
+// report --profile: each result's profiled step by kind of work, sorted again with today's kinds,
+// the time past its top entries a row of its own; a result without a profile is refused by name.
+TEST_F(Analysis, ProfileReportSortsEachResultsStepByKindOfWork) {
+  json fast = with_device_profile(make_result("m", "h100", 0.010, 1, 10), 1.0);
+  json slow = with_device_profile(make_result("m", "h200", 0.020, 1, 10), 2.0);
+  const auto results = load_results({write("fast.json", fast), write("slow.json", slow)});
+  ASSERT_TRUE(results[0].step_profile);
+  EXPECT_DOUBLE_EQ(results[0].step_profile->measured_ms_per_step, 10.0);  // 20 ms over steps 5 and 6
+  const auto columns = build_profile_report(results, "host");
+  ASSERT_EQ(columns.size(), 2u);
+  EXPECT_EQ(columns[0].label, "h100");
+  EXPECT_EQ(columns[1].label, "h200");
+  EXPECT_DOUBLE_EQ(columns[0].kinds.at("gemm"), 4.0);
+  EXPECT_DOUBLE_EQ(columns[0].kinds.at("copy"), 2.0);
+  EXPECT_DOUBLE_EQ(columns[0].kinds.at("elementwise"), 1.5);
+  EXPECT_DOUBLE_EQ(columns[0].kinds.at("reduction"), 1.5);
+  EXPECT_DOUBLE_EQ(columns[0].kinds.at("(below the profile's top entries)"), 1.0);
+  EXPECT_EQ(columns[0].kinds.count("other"), 0u) << "the stored categories are not used";
+  EXPECT_DOUBLE_EQ(columns[1].kinds.at("gemm"), 8.0);
+  EXPECT_DOUBLE_EQ(columns[0].median_step_ms, 10.0);
+
+  const std::string table = render_profile_report(columns, "table");
+  EXPECT_NE(table.find("device kernels"), std::string::npos) << table;
+  EXPECT_NE(table.find("4.00 (40.0%)"), std::string::npos) << table;
+  EXPECT_LT(table.find("gemm"), table.find("copy")) << "largest first";
+  EXPECT_LT(table.find("reduction"), table.find("(below the profile's top entries)")) << "the unnamed time last";
+  EXPECT_NE(render_profile_report(columns, "markdown").find("| gemm |"), std::string::npos);
+  const json rows = json::parse(render_profile_report(columns, "json"))["rows"];
+  double fast_sum = 0;
+  for (const auto& row : rows) {
+    if (row["label"] == "h100") fast_sum += row["ms_per_step"].get<double>();
+  }
+  EXPECT_NEAR(fast_sum, 10.0, 1e-12) << "the kinds add up to the profile's time";
+  EXPECT_NE(render_profile_report(columns, "csv").find("label,result,measures,kind,ms_per_step"), std::string::npos);
+  EXPECT_THROW(render_profile_report(columns, "html"), Error);
+
+  // Two results with one label are numbered; a result that profiled nothing names itself.
+  EXPECT_EQ(build_profile_report(results, "name")[1].label, "t #2");
+  const auto plain = load_results({write("plain.json", make_result("m", "h", 0.01, 1, 10))});
+  try {
+    build_profile_report(plain, "host");
+    ADD_FAILURE() << "a result without a profile";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::bad_input);
+    EXPECT_NE(std::string(e.what()).find("plain.json: no profile section: run it with timing.profile_steps"),
+              std::string::npos)
+        << e.what();
+  }
+  json broken = fast;
+  broken["profile"]["top"][1]["ms"] = "4";
+  try {
+    load_result(write("broken.json", broken));
+    ADD_FAILURE() << "a profile entry without a number";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/profile/top/1/ms: expected a number >= 0"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   const auto results = load_results({write("a1.json", make_result("bert", "S1", 1.0, 1, 10)),
                                      write("a2.json", make_result("bert", "S1", 1.2, 1, 10)),

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -54,6 +55,15 @@ struct ResultFile {
     double compute = 0, memory = 0;
   };
   std::optional<KernelSeconds> kernel_seconds_per_step;
+  // The profile itself (timing.profile_steps), per profiled step: what it measures ("device
+  // kernels", "host operators, self time"), the time of all its entries, and its `top` entries by
+  // name. None where the run profiled nothing.
+  struct StepProfile {
+    std::string measures;
+    double measured_ms_per_step = 0;
+    std::vector<std::pair<std::string, double>> top_ms_per_step;
+  };
+  std::optional<StepProfile> step_profile;
   double train_flops_per_sample = 0;
   // model.planned_epoch_step_train_flops: rank 0's mean FLOPs per step in each epoch it planned
   // (older results: the one model.expected_step_train_flops, or none).
@@ -176,6 +186,20 @@ struct ScalingRow {
 };
 std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results);
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format);  // table|markdown|csv|json
+
+// ---- report --profile -----------------------------------------------------------------------------
+// One result's profiled step by kind of work: its profile's `top` entries sorted again with
+// op_category (so older results read as new ones), and the time past them as a kind of its own.
+struct ProfileColumn {
+  std::string label, path, measures;
+  double ms_per_step = 0;                // the profile's whole time a profiled step
+  double median_step_ms = 0;             // the timed steps' median, beside it
+  std::map<std::string, double> kinds;   // kind of work -> ms a profiled step
+};
+// A column per result, labelled as `report --by` labels it; a result without a profile is an
+// input error naming the file.
+std::vector<ProfileColumn> build_profile_report(const std::vector<ResultFile>& results, const std::string& by);
+std::string render_profile_report(const std::vector<ProfileColumn>& columns, const std::string& format);  // table|markdown|csv|json
 
 // ---- compare --------------------------------------------------------------------------------------
 // A setting two results record differently: a dotted field and each side's value (null where a
