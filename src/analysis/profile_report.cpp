@@ -23,7 +23,8 @@ const char* kUnlisted = "(below the profile's top entries)";
 // it would now.
 ProfileColumn column_of(const ResultFile& r, const std::string& label) {
   if (!r.step_profile) {
-    throw input_error(r.path + ": no profile section: run it with timing.profile_steps (e.g. --set timing.profile_steps=3)");
+    throw input_error(r.path + ": no profile by name (profile.top): run it with timing.profile_steps (e.g. --set "
+                      "timing.profile_steps=3)");
   }
   const ResultFile::StepProfile& p = *r.step_profile;
   ProfileColumn c;

@@ -214,9 +214,10 @@ int64_t profiled_step_count(const ResultReader& read) {
   return last - first + 1;
 }
 
+// Only where the profile lists its entries by name: predict --target reads a profile's bounds alone.
 void read_step_profile(const ResultReader& read, ResultFile& r) {
   const json* profile = read.find("/profile");
-  if (!profile || profile->is_null()) return;
+  if (!profile || profile->is_null() || !read.find("/profile/top")) return;
   ResultFile::StepProfile p;
   p.measures = read.string("/profile/measures");
   const auto steps = static_cast<double>(profiled_step_count(read));

@@ -182,7 +182,7 @@ TEST_F(Analysis, ProfileReportSortsEachResultsStepByKindOfWork) {
     ADD_FAILURE() << "a result without a profile";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
-    EXPECT_NE(std::string(e.what()).find("plain.json: no profile section: run it with timing.profile_steps"),
+    EXPECT_NE(std::string(e.what()).find("plain.json: no profile by name (profile.top): run it with timing.profile_steps"),
               std::string::npos)
         << e.what();
   }

@@ -57,7 +57,7 @@ struct ResultFile {
   std::optional<KernelSeconds> kernel_seconds_per_step;
   // The profile itself (timing.profile_steps), per profiled step: what it measures ("device
   // kernels", "host operators, self time"), the time of all its entries, and its `top` entries by
-  // name. None where the run profiled nothing.
+  // name. None where the run profiled nothing (or its profile lists no entries by name).
   struct StepProfile {
     std::string measures;
     double measured_ms_per_step = 0;
