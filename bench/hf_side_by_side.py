@@ -105,21 +105,23 @@ def kernel_category(name):
         return "communication"
     if has("flash", "fmha", "attention", "softmax", "sdpa", "cudnn::fusion"):
         return "attention"
-    if has("gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "aten::mm", "aten::bmm", "matmul", "aten::linear"):
+    if has("gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "addmv", "addbmm", "aten::mm", "aten::bmm", "matmul",
+           "aten::linear"):
         return "gemm"
     if has("layer_norm", "layernorm", "gammabeta", "rowwisemoments"):
         return "normalization"
-    if has("adam", "multi_tensor", "foreach"):
+    if has("adam", "multi_tensor", "foreach", "addcmul", "addcdiv"):
         return "optimizer"
     if n == "aten::to" or has("memcpy", "memset", "aten::copy_", "aten::_to_copy", "copy_kernel"):
         return "copy"
-    if has("dropout", "bernoulli"):
+    if has("dropout", "bernoulli", "masked_scale"):
         return "dropout"
-    if has("gelu", "tanh", "relu", "silu", "sigmoid"):
+    if has("gelu", "tanh", "relu", "silu", "sigmoid", "threshold"):
         return "activation"
     if has("reduce_kernel", "aten::sum"):
         return "reduction"
-    if has("elementwise_kernel", "aten::add", "aten::mul", "aten::div", "aten::sub"):
+    if n in ("aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::rsub", "aten::mul", "aten::mul_", "aten::div",
+             "aten::div_") or has("elementwise_kernel"):
         return "elementwise"
     return "other"
 

@@ -128,6 +128,7 @@ std::vector<ProfileColumn> build_profile_report(const std::vector<ResultFile>& r
 }
 
 std::string render_profile_report(const std::vector<ProfileColumn>& columns, const std::string& format) {
+  if (columns.empty()) throw input_error("report --profile: no profiled result to show");
   if (format == "json") return json_text(json{{"rows", to_json(records_table(columns))}}, 2) + "\n";
   if (format == "csv") return to_csv(records_table(columns));
   if (format == "markdown" || format == "md") return to_markdown(overview_table(columns));

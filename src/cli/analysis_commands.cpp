@@ -217,10 +217,8 @@ void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
   } else {
     return;
   }
-  const nlohmann::json* captured = find_dotted(r.json, "spec.train.cuda_graph");
-  const bool graphed = captured && captured->is_boolean() && captured->get<bool>();
   std::printf("  %s: on the target that\n  part is its host's, which the prediction takes to be as fast as this one%s\n",
-              held.c_str(), graphed ? "" : "\n  (train.cuda_graph takes the host out of the step)");
+              held.c_str(), r.cuda_graph ? "" : "\n  (train.cuda_graph takes the host out of the step)");
 }
 
 void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {

@@ -67,7 +67,7 @@ EpochWork epoch_work(const PreparedData& data, const RunSpec& spec, Padding padd
   const TokenizedSamples& samples = data.train;
   CollateOptions collate_options = data.collate;
   collate_options.padding = padding;
-  TrainerConfig trainer = trainer_config(spec);
+  TrainerConfig trainer = trainer_config(spec, LaunchEnv{});  // one process: how one epoch is batched
   trainer.bucket_by_length = bucketed;
   BatchFlops batch_flops(spec, models.model, models.teacher_or_null());
   const bool masks = draws_masks(spec);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace tbench {
@@ -67,12 +68,13 @@ std::string op_category(const std::string& name) {
   // cudnn::fusion: cuDNN's SDPA backward helpers (rowsum(dO * O), dQ's conversion), memory-bound.
   if (contains_any(n, {"flash", "fmha", "attention", "softmax", "sdpa", "cudnn::fusion"})) return "attention";
   // nvjet: cuBLAS's own GEMM kernels on Hopper (CUDA 12.8+), named neither gemm nor cutlass.
-  if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "aten::mm", "aten::bmm", "matmul",
-                       "aten::linear"})) {
+  if (contains_any(n, {"gemm", "cutlass", "xmma", "cublas", "nvjet", "addmm", "addmv", "addbmm", "aten::mm", "aten::bmm",
+                       "matmul", "aten::linear"})) {
     return "gemm";
   }
   if (contains_any(n, {"layer_norm", "layernorm", "gammabeta", "rowwisemoments"})) return "normalization";
-  if (contains_any(n, {"adam", "multi_tensor", "foreach"})) return "optimizer";
+  // addcmul_ and addcdiv_: the loop AdamW's moment and update ops, on the CPU's host profile.
+  if (contains_any(n, {"adam", "multi_tensor", "foreach", "addcmul", "addcdiv"})) return "optimizer";
   // Copies, and the dtype casts autocast adds around each matmul (CUDA's copy_kernel family).
   if (n == "aten::to" || contains_any(n, {"memcpy", "memset", "aten::copy_", "aten::_to_copy", "copy_kernel"})) {
     return "copy";
@@ -81,10 +83,14 @@ std::string op_category(const std::string& name) {
   // dropout's masks, activations (bias + GELU), reductions (a linear's bias gradient sums rows),
   // and other elementwise arithmetic (residual adds, scaling). Each before `elementwise`, whose
   // kernel templates name the functor they run (vectorized_elementwise_kernel<8, GeluCUDAKernelImpl>).
-  if (contains_any(n, {"dropout", "bernoulli"})) return "dropout";
-  if (contains_any(n, {"gelu", "tanh", "relu", "silu", "sigmoid"})) return "activation";
+  // masked_scale: dropout's backward on CUDA; threshold: ReLU's.
+  if (contains_any(n, {"dropout", "bernoulli", "masked_scale"})) return "dropout";
+  if (contains_any(n, {"gelu", "tanh", "relu", "silu", "sigmoid", "threshold"})) return "activation";
   if (contains_any(n, {"reduce_kernel", "aten::sum"})) return "reduction";
-  if (contains_any(n, {"elementwise_kernel", "aten::add", "aten::mul", "aten::div", "aten::sub"})) return "elementwise";
+  // Host operators by their whole name: a prefix would take aten::addmv, aten::multinomial, ...
+  static const std::set<std::string> arithmetic = {"aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::rsub",
+                                                   "aten::mul", "aten::mul_", "aten::div", "aten::div_"};
+  if (arithmetic.count(n) > 0 || contains_any(n, {"elementwise_kernel"})) return "elementwise";
   return "other";
 }
 

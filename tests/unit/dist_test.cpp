@@ -161,8 +161,8 @@ TEST(Launch, ChecksAgainstTheSpec) {
   const LaunchEnv two = launch_from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
   expect_cpu_launch_accepted_where_gloo_is_built(spec, two);
   EXPECT_EQ(rank_device(spec, two), torch::Device(torch::kCPU));
-  EXPECT_EQ(plan_steps(trainer_config(spec), 24, 2).steps_per_epoch, 1);
-  EXPECT_EQ(plan_steps(trainer_config(spec), 24, 1).steps_per_epoch, 3);
+  EXPECT_EQ(plan_steps(trainer_config(spec, LaunchEnv{}), 24, 2).steps_per_epoch, 1);
+  EXPECT_EQ(plan_steps(trainer_config(spec, LaunchEnv{}), 24, 1).steps_per_epoch, 3);
 }
 
 // torchrun --nproc-per-node=1 runs the single-process path, unless the spec asks for a group of one

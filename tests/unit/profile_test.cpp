@@ -65,6 +65,13 @@ const std::vector<std::pair<std::string, std::string>> kElementwiseKernels = {
     {"void at::native::(anonymous namespace)::fused_dropout_kernel_vec<c10::BFloat16, float, unsigned int, 1, 4, bool>",
      "dropout"},
     {"void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(int, int, int, int, int, int, int, int)", "attention"},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::masked_scale_kernel<"
+     "c10::BFloat16, bool, float>(at::Tensor&, at::Tensor const&, at::Tensor const&, float)::{lambda(c10::BFloat16, "
+     "bool)#1}, std::array<char*, 4ul> >",
+     "dropout"},
+    {"void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::threshold_kernel_impl<float>"
+     "(at::TensorIteratorBase&, float, float)::{lambda(float, float)#1}, std::array<char*, 3ul> >",
+     "activation"},
     {"aten::native_dropout", "dropout"},
     {"aten::gelu_backward", "activation"},
     {"aten::add_", "elementwise"},
@@ -75,7 +82,22 @@ const std::vector<std::pair<std::string, std::string>> kElementwiseKernels = {
 
 TEST(Profile, MemoryBoundPassesAreNamedByWhatWouldFuseThem) {
   for (const auto& [name, category] : kElementwiseKernels) EXPECT_EQ(op_category(name), category) << name;
-  for (const auto& [name, category] : kElementwiseKernels) EXPECT_EQ(kernel_bound(name), "memory") << name;
+  for (const auto& [name, category] : kElementwiseKernels) {
+    if (name.rfind("aten::", 0) == 0) continue;  // host operators are not kernels
+    EXPECT_EQ(kernel_bound(name), "memory") << name;
+  }
+}
+
+// Host operators (the CPU's profile) by their whole name, so an arithmetic op's prefix takes no
+// other op: AdamW's addcmul_ and addcdiv_ are the optimizer, addmv a matrix product.
+const std::vector<std::pair<std::string, std::string>> kHostOperators = {
+    {"aten::addcdiv_", "optimizer"}, {"aten::addcmul_", "optimizer"}, {"aten::addmv", "gemm"},
+    {"aten::baddbmm", "gemm"},       {"aten::multinomial", "other"},  {"aten::mul_", "elementwise"},
+    {"aten::rsub", "elementwise"},   {"aten::divide", "other"},       {"aten::threshold_backward", "activation"},
+};
+
+TEST(Profile, HostOperatorsAreSortedByTheirWholeName) {
+  for (const auto& [name, category] : kHostOperators) EXPECT_EQ(op_category(name), category) << name;
 }
 
 // bench/hf_side_by_side.py sorts HF's kernels with its own copy of op_category's keywords, so that
@@ -94,6 +116,7 @@ TEST(Profile, HfSideBySideSortsKernelsAsTbenchDoes) {
                                     "Memcpy HtoD (Pinned -> Device)",
                                     "aten::to"};
   for (const auto& named : kElementwiseKernels) names.push_back(named.first);
+  for (const auto& named : kHostOperators) names.push_back(named.first);
   testing::ScratchDir dir;
   std::string listing;
   for (const auto& name : names) listing += name + "\n";

@@ -33,7 +33,7 @@ TrainedRun train(const RunSpec& spec, GpuMonitor* monitor = nullptr) {
   const ModelConfig c = shipped_model_config(spec.model.name);
   const PreparedData data = prepare_data(spec, c);
   auto objective = classification_objective(*run.model, spec.precision, torch::kCPU);
-  Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
+  Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
   trainer.set_gpu_monitor(monitor);
   std::atomic<bool> stop{false};
   TrainRun result = trainer.run({}, stop);
@@ -102,7 +102,7 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
   auto model = build_classifier(c, 2);
   const PreparedData data = prepare_data(spec, c);
   auto objective = classification_objective(*model, spec.precision, torch::kCPU);
-  Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
+  Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
   struct StopAfter : TrainObserver {
     std::atomic<bool> stop{false};
     int seen = 0;
@@ -119,7 +119,7 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
 TEST(Trainer, MaxStepsCapsTheRun) {
   RunSpec spec = tiny_run(5, 8, 1);
   spec.train.max_steps = 11;
-  const StepPlan plan = plan_steps(trainer_config(spec), 64);
+  const StepPlan plan = plan_steps(trainer_config(spec, LaunchEnv{}), 64);
   EXPECT_EQ(plan.steps_per_epoch, 8);
   EXPECT_EQ(plan.total_steps, 11);
   EXPECT_EQ(plan.epochs, 2);
@@ -144,7 +144,7 @@ TEST(Trainer, LoaderThreadFailureEndsTheRunAsFailed) {
   auto model = build_classifier(c, 2);
   PreparedData data = prepare_data(spec, c);
   data.collate.seq_len = 4;  // shorter than the samples: collate throws std::length_error
-  TrainerConfig config = trainer_config(spec);
+  TrainerConfig config = trainer_config(spec, LaunchEnv{});
   config.prefetch = 2;  // collated on the loader's thread
   auto objective = classification_objective(*model, config.precision, torch::kCPU);
   Trainer trainer(config, *objective, data, torch::kCPU);
@@ -165,7 +165,7 @@ TEST(Trainer, EvalFailureEndsTheRunAsFailedWithItsRecords) {
   PreparedData data = prepare_data(spec, c);
   data.eval.add(std::vector<int64_t>(12, 5), {}, 0);  // longer than seq_len 8: collate throws
   auto objective = classification_objective(*model, spec.precision, torch::kCPU);
-  Trainer trainer(trainer_config(spec), *objective, data, torch::kCPU);
+  Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
   std::atomic<bool> stop{false};
   TrainRun run;
   ASSERT_NO_THROW(run = trainer.run({}, stop));

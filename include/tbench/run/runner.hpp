@@ -54,8 +54,9 @@ ModelConfig teacher_config_for(const RunSpec& spec);
 // for the FLOPs that model.unpad skips.
 TaskWork task_work(const RunSpec& spec, const ModelConfig* teacher);
 
-// What the training loop takes from a spec, launched as `launch` (one process unless given).
-TrainerConfig trainer_config(const RunSpec& spec, const LaunchEnv& launch = LaunchEnv{});
+// What the training loop takes from a spec, launched as `launch` (which decides, with the spec,
+// whether the step is captured: resolve_cuda_graph).
+TrainerConfig trainer_config(const RunSpec& spec, const LaunchEnv& launch);
 
 // train.cuda_graph as the run uses it: as the spec says, or, unset, wherever the step can be
 // captured (cuda_graph_obstacles finds nothing and `launch` is one process). `why` is the run
