@@ -2,19 +2,15 @@
 // device time on CUDA, the operators' self time on CPU), one column per result.
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
-#include "tbench/json_text.hpp"
 #include "tbench/timing/profile.hpp"
 #include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
-
-using nlohmann::json;
 
 // The time a result's profile keeps no name for: its entries past `top`, never guessed into a kind.
 const char* kUnlisted = "(below the profile's top entries)";
@@ -129,11 +125,7 @@ std::vector<ProfileColumn> build_profile_report(const std::vector<ResultFile>& r
 
 std::string render_profile_report(const std::vector<ProfileColumn>& columns, const std::string& format) {
   if (columns.empty()) throw input_error("report --profile: no profiled result to show");
-  if (format == "json") return json_text(json{{"rows", to_json(records_table(columns))}}, 2) + "\n";
-  if (format == "csv") return to_csv(records_table(columns));
-  if (format == "markdown" || format == "md") return to_markdown(overview_table(columns));
-  if (format == "table") return to_text(overview_table(columns));
-  throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json (with --profile)");
+  return render_overview_or_records(overview_table(columns), records_table(columns), format, "--profile");
 }
 
 }  // namespace tbench

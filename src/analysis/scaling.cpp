@@ -7,12 +7,9 @@
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
-#include "tbench/json_text.hpp"
 
 namespace tbench {
 namespace {
-
-using nlohmann::json;
 
 constexpr double kSuperLinear = 1.05;
 constexpr double kCollapsing = 0.5;
@@ -140,11 +137,7 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
 }
 
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format) {
-  if (format == "json") return json_text(json{{"rows", to_json(records_table(rows))}}, 2) + "\n";
-  if (format == "csv") return to_csv(records_table(rows));
-  if (format == "markdown" || format == "md") return to_markdown(overview_table(rows));
-  if (format == "table") return to_text(overview_table(rows));
-  throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json (with --scaling)");
+  return render_overview_or_records(overview_table(rows), records_table(rows), format, "--scaling");
 }
 
 }  // namespace tbench

@@ -5,6 +5,8 @@
 #include <sstream>
 #include <utility>
 
+#include "tbench/errors.hpp"
+#include "tbench/json_text.hpp"
 #include "tbench/timing/stats.hpp"
 
 namespace tbench {
@@ -140,6 +142,15 @@ nlohmann::json to_json(const Table& table) {
     rows.push_back(std::move(object));
   }
   return rows;
+}
+
+std::string render_overview_or_records(const Table& overview, const Table& records, const std::string& format,
+                                       const std::string& flag) {
+  if (format == "json") return json_text(nlohmann::json{{"rows", to_json(records)}}, 2) + "\n";
+  if (format == "csv") return to_csv(records);
+  if (format == "markdown" || format == "md") return to_markdown(overview);
+  if (format == "table") return to_text(overview);
+  throw input_error("--format: '" + format + "' is not one of table, markdown, csv, json (with " + flag + ")");
 }
 
 }  // namespace tbench

@@ -54,4 +54,10 @@ std::string to_csv(const Table& table);
 // An array with one object per row, keyed by column header.
 nlohmann::json to_json(const Table& table);
 
+// A report that people read as one table and scripts as another (`report --scaling`,
+// `report --profile`): `overview` as "table" (text) or "markdown"/"md", `records` as "csv" or
+// "json" ({"rows": [...]}). Another format is an input error that names `flag`.
+std::string render_overview_or_records(const Table& overview, const Table& records, const std::string& format,
+                                       const std::string& flag);
+
 }  // namespace tbench
