@@ -160,7 +160,7 @@ def profile_steps(torch, train_step, batches, steps, trace):
         prof.export_chrome_trace(trace)
     return {"steps": steps, "measures": "device kernels", "measured_ms": total, "wall_ms": wall_ms,
             "device_busy_fraction": total / wall_ms if wall_ms else None,
-            "categories": ordered(categories.values()), "top": ordered(kernels.values())[:25],
+            "categories": ordered(categories.values()), "top": ordered(kernels.values())[:200],
             "kernels": ordered(kernels.values()), "trace": trace}
 
 

@@ -243,6 +243,10 @@ TEST_F(Cli, ProfiledStepsAreSummedTracedAndLeftOutOfTheTiming) {
   // each thread; LibTorch's intra-op threads are not recorded as operators, so one bound holds.
   EXPECT_LE(profile["measured_ms"].get<double>(), profile["wall_ms"].get<double>() * 1.05);
   ASSERT_FALSE(profile["top"].empty());
+  // Every operator of the step keeps its name, so report --profile sorts all of it into kinds.
+  double named_ms = 0;
+  for (const auto& entry : profile["top"]) named_ms += entry["ms"].get<double>();
+  EXPECT_NEAR(named_ms, profile["measured_ms"].get<double>(), 1e-9 * profile["measured_ms"].get<double>());
   bool saw_gemm = false;
   for (const auto& c : profile["categories"]) saw_gemm = saw_gemm || (c["name"] == "gemm" && c["ms"].get<double>() > 0);
   EXPECT_TRUE(saw_gemm) << profile.dump(1);
