@@ -7,6 +7,7 @@
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/text.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
 
@@ -52,9 +53,37 @@ double outside_steps_per_epoch(const ResultFile& r) {
   return outside / static_cast<double>(r.epoch_wall_seconds.size());
 }
 
+// How `actual` differs from `r` in what sets a step's time: the work (model, samples a step,
+// length, precision) and the processes sharing it; with `same_device`, where it ran and how many
+// steps an epoch holds as well (an epoch prediction is for the run's own machine and data).
+std::vector<std::string> workload_differences(const ResultFile& r, const ResultFile& actual, bool same_device) {
+  std::vector<std::string> differences;
+  const auto differ = [&](const std::string& field, const std::string& ours, const std::string& theirs) {
+    if (ours != theirs) differences.push_back(field + " " + theirs + " (predicted for " + ours + ")");
+  };
+  const auto precision = [](const ResultFile& x) { return x.precision + (x.tf32 ? " with TF32" : ""); };
+  differ("model", model_row(r), model_row(actual));
+  differ("samples a step", std::to_string(r.batch_size * r.grad_accum), std::to_string(actual.batch_size * actual.grad_accum));
+  differ("seq_len", std::to_string(r.seq_len), std::to_string(actual.seq_len));
+  differ("precision", precision(r), precision(actual));
+  differ("world size", std::to_string(r.world_size), std::to_string(actual.world_size));
+  if (same_device) {
+    differ("device", r.device, actual.device);
+    differ("steps an epoch", std::to_string(r.steps_per_epoch), std::to_string(actual.steps_per_epoch));
+  }
+  return differences;
+}
+
+void require_same_workload(const ResultFile& r, const ResultFile& actual, bool same_device) {
+  const std::vector<std::string> differences = workload_differences(r, actual, same_device);
+  if (differences.empty()) return;
+  throw input_error(actual.path + ": " + join(differences) + "; the actual must run the workload of " + r.path);
+}
+
 // Scores a prediction against a real run of its N epochs: training time, and with evaluation
 // where both evaluated every epoch.
-void score_against(const ResultFile& actual, EpochPrediction& p) {
+void score_against(const ResultFile& r, const ResultFile& actual, EpochPrediction& p) {
+  require_same_workload(r, actual, /*same_device=*/true);
   if (static_cast<int64_t>(actual.epoch_wall_seconds.size()) != p.epochs) {
     throw input_error(actual.path + ": has " + std::to_string(actual.epoch_wall_seconds.size()) +
                       " complete epochs, but the prediction is for " + std::to_string(p.epochs));
@@ -152,7 +181,7 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
     p.eval_seconds_per_epoch = mean(r.epoch_eval_seconds);
     p.predicted_with_eval_seconds = p.predicted_seconds + static_cast<double>(epochs) * *p.eval_seconds_per_epoch;
   }
-  if (actual) score_against(*actual, p);
+  if (actual) score_against(r, *actual, p);
   return p;
 }
 
@@ -241,11 +270,11 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   p.predicted_epoch_seconds = steps * p.predicted_step_seconds;
   p.naive_epoch_seconds = steps * p.naive_step_seconds;
   if (actual) {
-    // Scale the actual's steady step time to this result's epoch, so shapes must match.
-    if (actual->batch_size * actual->grad_accum != r.batch_size * r.grad_accum || actual->seq_len != r.seq_len ||
-        model_row(*actual) != model_row(r)) {
-      throw input_error(actual->path + ": model, batch or seq_len differ from " + r.path + "; the actual must run the same workload");
+    // Scale the actual's steady step time to this result's epoch, so the work must match.
+    if (actual->device.rfind("cuda", 0) != 0) {
+      throw input_error(actual->path + ": ran on " + actual->device + "; --actual for --target is a run on that GPU");
     }
+    require_same_workload(r, *actual, /*same_device=*/false);
     p.actual_epoch_seconds = steps * mean(actual->step_seconds);
     p.error_pct = percent_error(p.predicted_epoch_seconds, *p.actual_epoch_seconds);
     p.naive_error_pct = percent_error(p.naive_epoch_seconds, *p.actual_epoch_seconds);

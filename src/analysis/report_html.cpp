@@ -14,7 +14,10 @@ json iteration_series(const Report& report) {
   for (const auto* r : report.results) {
     json points = json::array();
     for (const auto& it : r->iterations) {
-      points.push_back({it.ended_at, static_cast<double>(it.samples) / it.seconds, it.warmup});
+      // Global samples/s, as the table's: a data-parallel result holds rank 0's steps, and the
+      // ranks step together. Steps the summary leaves out (warm-up, profiled) are circled.
+      const double samples = static_cast<double>(it.samples * r->world_size);
+      points.push_back({it.ended_at, samples / it.seconds, it.warmup || it.profiled});
     }
     series.push_back({{"name", model_row(*r, report.by) + " · " + label_of(*r, report.by)}, {"path", r->path}, {"points", points}});
   }
@@ -102,7 +105,7 @@ function throughput() {
     s.points.forEach(p => { if (p[2]) el("circle", {cx: L + (W - L - 10) * p[0] / xmax, cy: H - B - (H - B - T) * p[1] / ymax, r: 3,
       fill: "none", stroke: COLORS[i % COLORS.length]}, g); });
   });
-  legend("throughput", S.map(s => s.name + " (circles: warm-up)"));
+  legend("throughput", S.map(s => s.name + " (circles: warm-up and profiled steps, left out of the summary)"));
 }
 function table() {
   const t = document.getElementById("table"), r = DATA.report;

@@ -8,6 +8,7 @@
 #include "tbench/files.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/results/result.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -17,6 +18,11 @@ using nlohmann::json;
 constexpr int64_t kMaxCount = int64_t{1} << 31;   // batch sizes, samples, steps, epochs, lengths, threads
 constexpr int64_t kMaxWorld = int64_t{1} << 20;   // processes in a data-parallel run
 constexpr int64_t kMaxParams = int64_t{1} << 50;
+constexpr double kMaxSeconds = 1e9;               // 31 years: a step, an epoch or a run past it is corrupt
+// The share by which a complete epoch's steps may sum past its wall time: the steps are timed by
+// CUDA events or the steady clock, the epoch by the host clock around them, so they agree to the
+// timing check's 2 %, not to the microsecond.
+constexpr double kStepSumSlack = 0.05;
 
 // Typed reads of a result's fields. A result file is outside bytes (copied between machines,
 // edited, cut short), so every value is checked for its type and range where it is read: a
@@ -68,17 +74,37 @@ class ResultReader {
     return v.get<double>();
   }
   double number(const char* pointer) const { return number(require(pointer), pointer); }
-  // Optional figures (null: unknown) are read only when they are numbers.
-  std::optional<double> number_if_any(const char* pointer) const {
-    const json* v = find(pointer);
-    return v && v->is_number() && std::isfinite(v->get<double>()) ? std::optional<double>(v->get<double>()) : std::nullopt;
+  // A duration: a number >= 0 that a run could have taken (format_duration and the sums stay exact).
+  double seconds(const json& v, const std::string& where) const {
+    const double value = number(v, where);
+    if (value > kMaxSeconds) throw bad(where, "expected seconds up to 1e9, got " + json_text(v));
+    return value;
   }
-  // An optional [low, high] pair of numbers >= 0, low <= high (null: none).
+  // Optional figures: absent or null is unknown; anything else must be a number >= 0 (a string or
+  // a negative figure is a corrupt file, not an unknown).
+  std::optional<double> optional_number(const char* pointer) const {
+    const json* v = find(pointer);
+    if (!v || v->is_null()) return std::nullopt;
+    return number(*v, pointer);
+  }
+  std::optional<double> optional_seconds(const char* pointer) const {
+    const json* v = find(pointer);
+    if (!v || v->is_null()) return std::nullopt;
+    return seconds(*v, pointer);
+  }
+  // An optional flag of a record: absent is `fallback`; present, it must be true or false.
+  bool flag_or(const json& object, const char* key, const std::string& where, bool fallback) const {
+    if (!object.contains(key)) return fallback;
+    const json& v = object[key];
+    if (!v.is_boolean()) throw bad(where + "/" + key, "expected true or false, got " + json_text(v));
+    return v.get<bool>();
+  }
+  // An optional interval of seconds, [low, high] with low <= high (null: none).
   std::optional<Interval> interval_if_any(const char* pointer) const {
     const json* v = find(pointer);
     if (!v || v->is_null()) return std::nullopt;
     if (!v->is_array() || v->size() != 2) throw bad(pointer, "expected [low, high] or null, got " + json_text(*v));
-    const Interval interval{number((*v)[0], std::string(pointer) + "/0"), number((*v)[1], std::string(pointer) + "/1")};
+    const Interval interval{seconds((*v)[0], std::string(pointer) + "/0"), seconds((*v)[1], std::string(pointer) + "/1")};
     if (interval.low > interval.high) throw bad(pointer, "low above high: " + json_text(*v));
     return interval;
   }
@@ -114,7 +140,7 @@ std::vector<double> planned_epoch_flops(const ResultReader& read) {
       planned.push_back(read.number((*list)[i], where));
       if (!(planned.back() > 0)) throw read.bad(where, "a step's training FLOPs are more than 0");
     }
-  } else if (const auto mean = read.number_if_any("/model/expected_step_train_flops"); mean && *mean > 0) {
+  } else if (const auto mean = read.optional_number("/model/expected_step_train_flops"); mean && *mean > 0) {
     planned.push_back(*mean);
   }
   return planned;
@@ -133,14 +159,14 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
     ResultIteration record;
     record.epoch = read.integer(field("epoch"), where + "/epoch", 0);
     record.samples = read.integer(field("samples"), where + "/samples", 1);
-    record.seconds = read.number(field("seconds"), where + "/seconds");
+    record.seconds = read.seconds(field("seconds"), where + "/seconds");
     if (!(record.seconds > 0)) throw read.bad(where + "/seconds", "a step takes more than 0 seconds");
-    record.warmup = it.contains("warmup") && it["warmup"].is_boolean() && it["warmup"].get<bool>();
-    record.ended_at = it.contains("ended_at") && it["ended_at"].is_number() ? it["ended_at"].get<double>() : 0.0;
+    record.warmup = read.flag_or(it, "warmup", where, false);
+    if (it.contains("ended_at") && !it["ended_at"].is_null()) record.ended_at = read.seconds(it["ended_at"], where + "/ended_at");
     if (it.contains("tokens")) record.tokens = read.integer(it["tokens"], where + "/tokens", 0);
     if (it.contains("real_tokens")) record.real_tokens = read.integer(it["real_tokens"], where + "/real_tokens", 0);
     if (it.contains("train_flops")) record.train_flops = read.number(it["train_flops"], where + "/train_flops");
-    record.profiled = it.contains("profiled") && it["profiled"].is_boolean() && it["profiled"].get<bool>();
+    record.profiled = read.flag_or(it, "profiled", where, false);
     r.iterations.push_back(record);
     if (record.profiled) continue;  // slowed by the profiler, like the summary leaves them out
     if (record.warmup) {
@@ -152,6 +178,20 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
   }
 }
 
+// A complete epoch ran its steps within its wall time: predict --epochs counts the difference as
+// the epoch's time outside its steps, so records that disagree would make a wrong prediction.
+void check_epoch_holds_its_steps(const ResultReader& read, const std::string& where, int64_t epoch, int64_t steps,
+                                 double step_sum, double wall) {
+  if (steps == 0) {
+    throw read.bad(where + "/epoch", "complete epoch " + std::to_string(epoch) +
+                                         " has no steps in /iterations (their epoch numbers differ)");
+  }
+  if (step_sum > wall * (1 + kStepSumSlack) + 1e-3) {
+    throw read.bad(where + "/seconds", "epoch " + std::to_string(epoch) + " took " + format_fixed(wall, 3) +
+                                          " s, but its steps sum to " + format_fixed(step_sum, 3) + " s");
+  }
+}
+
 void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
   if (!list.is_array()) throw read.bad("/epochs", "expected a list");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -160,11 +200,11 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     if (!e.is_object() || !e.contains("epoch") || !e.contains("seconds")) throw read.bad(where, "expected {epoch, seconds, ...}");
     const int64_t epoch = read.integer(e["epoch"], where + "/epoch", 0);
     // The profiler's start and stop are paid once, by the run that asked for them: not an epoch's cost.
-    const double wall = read.number(e["seconds"], where + "/seconds");
-    const double profiler = e.contains("profiler_seconds") ? read.number(e["profiler_seconds"], where + "/profiler_seconds") : 0.0;
+    const double wall = read.seconds(e["seconds"], where + "/seconds");
+    const double profiler = e.contains("profiler_seconds") ? read.seconds(e["profiler_seconds"], where + "/profiler_seconds") : 0.0;
     if (profiler > wall) throw read.bad(where + "/profiler_seconds", "is longer than the epoch's seconds");
     if (e.contains("eval") && e["eval"].is_object() && e["eval"].contains("seconds")) {
-      r.epoch_eval_seconds.push_back(read.number(e["eval"]["seconds"], where + "/eval/seconds"));
+      r.epoch_eval_seconds.push_back(read.seconds(e["eval"]["seconds"], where + "/eval/seconds"));
     }
     double sum = 0;
     int64_t steps = 0;
@@ -173,11 +213,12 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
       sum += it.seconds;
       ++steps;
     }
-    const bool complete = !(e.contains("complete") && e["complete"].is_boolean() && !e["complete"].get<bool>());
+    const bool complete = read.flag_or(e, "complete", where, true);
     if (!complete) {
       if (steps > 0 && !r.partial_epoch) r.partial_epoch = ResultFile::PartialEpoch{wall - profiler, sum};
       continue;
     }
+    check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
     r.epoch_wall_seconds.push_back(wall - profiler);
     r.epoch_step_sum.push_back(sum);
   }
@@ -284,9 +325,9 @@ ResultFile load_result(const std::string& path) {
   r.params = read.integer("/model/params", 0, kMaxParams);
   r.train_flops_per_sample = read.number("/model/train_flops_per_sample");
   r.planned_epoch_step_train_flops = planned_epoch_flops(read);
-  r.hidden_size = read.number_if_any("/model/hidden_size").value_or(768.0);
-  r.num_layers = read.number_if_any("/model/num_layers").value_or(12.0);
-  r.num_heads = read.number_if_any("/model/num_heads").value_or(12.0);
+  r.hidden_size = read.optional_number("/model/hidden_size").value_or(768.0);
+  r.num_layers = read.optional_number("/model/num_layers").value_or(12.0);
+  r.num_heads = read.optional_number("/model/num_heads").value_or(12.0);
   // XLNet's attention is always eager, whatever model.attention resolved to.
   r.stores_attention_scores = read.string_or("/spec/model/attention", "eager") != "sdpa" ||
                               read.string_or("/model/arch", "") == "xlnet";
@@ -305,13 +346,16 @@ ResultFile load_result(const std::string& path) {
   r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0, kMaxParams), 0, kMaxParams);
   // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
   r.world_size = read.integer_or("/dist/world_size", 1, 1, kMaxWorld);
-  r.comm_share = read.number_if_any("/summary/comm_share");
+  r.comm_share = read.optional_number("/summary/comm_share");
   r.status = read.string("/summary/status");
+  if (r.status != "completed" && r.status != "interrupted" && r.status != "failed") {
+    throw read.bad("/summary/status", "expected completed, interrupted or failed, got " + json_text(r.status));
+  }
   r.steps_per_epoch = read.integer("/summary/steps_per_epoch", 0);
-  r.peak_flops_per_s = read.number_if_any("/summary/peak_flops_per_s");
-  r.peak_bytes_per_s = read.number_if_any("/summary/peak_bytes_per_s");
-  r.gpu_power_w_mean = read.number_if_any("/summary/gpu_power_w_mean");
-  r.gpu_energy_j_per_sample = read.number_if_any("/summary/gpu_energy_j_per_sample");
+  r.peak_flops_per_s = read.optional_number("/summary/peak_flops_per_s");
+  r.peak_bytes_per_s = read.optional_number("/summary/peak_bytes_per_s");
+  r.gpu_power_w_mean = read.optional_number("/summary/gpu_power_w_mean");
+  r.gpu_energy_j_per_sample = read.optional_number("/summary/gpu_energy_j_per_sample");
   const json* tf32 = read.find("/spec/cuda/tf32");
   r.tf32 = tf32 && tf32->is_boolean() && tf32->get<bool>();
   const json* graph = read.find("/spec/train/cuda_graph");  // absent before the field: eager
@@ -323,23 +367,26 @@ ResultFile load_result(const std::string& path) {
   read_epochs(read, read.require("/epochs"), r);
   read_kernel_seconds(read, r);
   read_step_profile(read, r);
+  if (r.step_seconds.empty()) {
+    throw input_error(path + ": no steady-state steps to analyse (all " + std::to_string(r.warmup_seconds.size()) +
+                      " steps were warm-up); run more steps or lower timing.warmup_steps");
+  }
   read.require("/summary");
-  if (const auto rate = read.number_if_any("/summary/samples_per_s")) r.samples_per_s = *rate;
+  // Every result with a timed step has its rate and an epoch time (measured or projected).
+  r.samples_per_s = read.number("/summary/samples_per_s");
   if (const json* idle = read.find("/summary/device_idle_at_start_fraction"); idle && !idle->is_null()) {
     const double share = read.number(*idle, "/summary/device_idle_at_start_fraction");
     if (share > 1) throw read.bad("/summary/device_idle_at_start_fraction", "expected a share in [0, 1], got " + json_text(*idle));
     r.device_idle_at_start_fraction = share;
   }
-  if (const auto epoch = read.number_if_any("/summary/epoch_seconds")) {
+  if (const auto epoch = read.optional_seconds("/summary/epoch_seconds")) {
     r.epoch_seconds = *epoch;
-  } else if (const auto projected = read.number_if_any("/summary/projected_epoch_seconds")) {
+  } else if (const auto projected = read.optional_seconds("/summary/projected_epoch_seconds")) {
     r.epoch_seconds = *projected;
     r.epoch_projected = true;
     r.projected_epoch_ci95 = read.interval_if_any("/summary/projected_epoch_seconds_ci95");
-  }
-  if (r.step_seconds.empty()) {
-    throw input_error(path + ": no steady-state steps to analyse (all " + std::to_string(r.warmup_seconds.size()) +
-                      " steps were warm-up); run more steps or lower timing.warmup_steps");
+  } else {
+    throw read.bad("/summary", "neither epoch_seconds nor projected_epoch_seconds (is this a complete tbench result?)");
   }
   return r;
 }

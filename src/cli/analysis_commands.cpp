@@ -42,10 +42,30 @@ void emit(const std::string& text, const std::string& output) {
   }
 }
 
+// A run that stopped early measured its steps all the same, but its epoch figures are projected
+// from them, and an interrupted or failed run may have stopped for what slowed it: say so.
+void warn_of_unfinished_run(const char* command, const ResultFile& r) {
+  if (r.status == "completed") return;
+  std::fprintf(stderr, "%s: warning: %s: the run %s after %zu timed steps; its figures stand on those\n", command,
+               r.path.c_str(), r.status == "failed" ? "failed" : "was interrupted", r.step_seconds.size());
+}
+
+std::vector<ResultFile> load_results_for(const char* command, const std::vector<std::string>& paths) {
+  std::vector<ResultFile> results = load_results(paths);
+  for (const auto& r : results) warn_of_unfinished_run(command, r);
+  return results;
+}
+
+ResultFile load_result_for(const char* command, const std::string& path) {
+  ResultFile r = load_result(path);
+  warn_of_unfinished_run(command, r);
+  return r;
+}
+
 std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
 int report_command() {
-  const auto results = load_results(g_analysis.results);
+  const auto results = load_results_for("report", g_analysis.results);
   if (g_analysis.scaling) {
     emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
     return 0;
@@ -129,6 +149,22 @@ void warn_of_mixed_runs(const char* name, const std::vector<const ResultFile*>& 
   std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), join(mixed).c_str());
 }
 
+// A copy of a result under another name is still one run: repeats of copies have no spread.
+void refuse_copies_of_one_run(const std::vector<ResultFile>& a, const std::vector<ResultFile>& b) {
+  std::vector<const ResultFile*> all;
+  for (const auto* side : {&a, &b}) {
+    for (const auto& r : *side) all.push_back(&r);
+  }
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (std::size_t j = i + 1; j < all.size(); ++j) {
+      if (all[i]->json == all[j]->json) {
+        throw input_error("compare: " + all[j]->path + " holds the same run as " + all[i]->path +
+                          "; repeats are separate runs of one setting");
+      }
+    }
+  }
+}
+
 int compare_command() {
   // `compare A B`, or each side's repeats: `compare A1 A2 ... --vs B1 B2 ...`.
   std::vector<std::string> a_files = g_analysis.results, b_files = g_analysis.vs;
@@ -152,7 +188,8 @@ int compare_command() {
       }
     }
   }
-  const std::vector<ResultFile> a = load_results(a_files), b = load_results(b_files);
+  const std::vector<ResultFile> a = load_results_for("compare", a_files), b = load_results_for("compare", b_files);
+  if (a.size() > 1 || b.size() > 1) refuse_copies_of_one_run(a, b);
   std::vector<const ResultFile*> pa, pb;
   for (const auto& r : a) pa.push_back(&r);
   for (const auto& r : b) pb.push_back(&r);
@@ -219,6 +256,15 @@ void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
   }
   std::printf("  %s: on the target that\n  part is its host's, which the prediction takes to be as fast as this one%s\n",
               held.c_str(), r.cuda_graph ? "" : "\n  (train.cuda_graph takes the host out of the step)");
+}
+
+// The actual should have run on the target: a known GPU that is not it scores the prediction
+// against the wrong machine (a spec file may name its GPU freely, so this warns, not refuses).
+void warn_of_another_gpu(const ResultFile& actual, const DeviceSpec& target) {
+  const std::optional<DeviceSpec> ran_on = find_gpu(actual.gpu);
+  if (!ran_on || ran_on->name == target.name) return;
+  std::fprintf(stderr, "predict: warning: %s ran on %s (%s), not on the target %s\n", actual.path.c_str(),
+               actual.gpu.c_str(), ran_on->name.c_str(), target.name.c_str());
 }
 
 void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
@@ -289,9 +335,9 @@ void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
 }
 
 int predict_command() {
-  const ResultFile r = load_result(g_analysis.result);
+  const ResultFile r = load_result_for("predict", g_analysis.result);
   std::unique_ptr<ResultFile> actual;
-  if (!g_analysis.actual.empty()) actual = std::make_unique<ResultFile>(load_result(g_analysis.actual));
+  if (!g_analysis.actual.empty()) actual = std::make_unique<ResultFile>(load_result_for("predict", g_analysis.actual));
   if (g_analysis.epochs <= 0 && g_analysis.target.empty()) {
     throw input_error("predict: give --epochs N and/or --target GPU");
   }
@@ -331,6 +377,7 @@ int predict_command() {
       throw input_error("--target: '" + g_analysis.target + "' is not a known GPU (" + join(known) + ") or a spec file");
     }
     const TargetPrediction p = predict_target(r, *target, actual.get());
+    if (actual) warn_of_another_gpu(*actual, *target);
     out["target"] = {{"source", p.source_device}, {"target", p.target_device}, {"precision", p.precision},
                      {"method", p.method}, {"flops_per_step", p.flops_per_step}, {"bytes_per_step", p.bytes_per_step},
                      {"source_efficiency", p.source_efficiency}, {"bound", p.bound},

@@ -211,6 +211,8 @@ std::optional<Interval> LineFit::mean_interval_95_at(double x) const {
 }
 
 std::string format_duration(double seconds) {
+  // llround is undefined past long long's range; no run lasts 30 000 years.
+  if (!(seconds < 1e12)) return "-";
   const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
   const long long h = total / 3600, m = (total % 3600) / 60, s = total % 60;
   char text[32];

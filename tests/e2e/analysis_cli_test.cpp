@@ -102,6 +102,11 @@ TEST_F(AnalysisCli, CompareTakesRepeatsOnEachSide) {
   const auto twice = run_tbench("compare " + result(1) + " " + result(1) + " --vs " + result(2) + " " + b2);
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.err.find("is given twice"), std::string::npos) << twice.err;
+  // Nor is a copy of it under another name.
+  const auto copy = dir_->write("t1-copy.json", testing::read_json(result(1)).dump());
+  const auto copied = run_tbench("compare " + result(1) + " " + copy + " --vs " + result(2) + " " + b2);
+  EXPECT_EQ(copied.exit_code, 2);
+  EXPECT_NE(copied.err.find(copy + " holds the same run as " + result(1)), std::string::npos) << copied.err;
 }
 
 TEST_F(AnalysisCli, ReportRendersEveryFormat) {
@@ -232,10 +237,35 @@ TEST_F(AnalysisCli, PredictTargetSaysWhenTheHostSetThePace) {
   EXPECT_NE(bad.err.find("/summary/device_idle_at_start_fraction"), std::string::npos) << bad.err;
 }
 
+// A run that stopped early is still read (its steps were measured), with a word on stderr; an
+// actual that ran on another known GPU than the target is named.
+TEST_F(AnalysisCli, AnalysisSaysWhenARunDidNotFinishOrRanElsewhere) {
+  auto interrupted = testing::read_json(result(1));
+  interrupted["summary"]["status"] = "interrupted";
+  const auto path = dir_->write("interrupted.json", interrupted.dump());
+  const auto report = run_tbench("report " + path);
+  EXPECT_EQ(report.exit_code, 0) << report.err;
+  EXPECT_NE(report.err.find("report: warning: " + path + ": the run was interrupted after "), std::string::npos)
+      << report.err;
+  EXPECT_EQ(run_tbench("report " + result(1)).err.find("warning"), std::string::npos);
+
+  auto h100 = testing::read_json(result(2));
+  h100["spec"]["device"] = "cuda";
+  h100["env"]["cuda"] = {{"devices", {{{"name", "NVIDIA H100 80GB HBM3"}}}}};
+  const auto on_h100 = dir_->write("on-h100.json", h100.dump());
+  const auto elsewhere = run_tbench("predict --target H200 --actual " + on_h100 + " " + result(2));
+  EXPECT_EQ(elsewhere.exit_code, 0) << elsewhere.err;
+  EXPECT_NE(elsewhere.err.find("predict: warning: " + on_h100 + " ran on NVIDIA H100 80GB HBM3"), std::string::npos)
+      << elsewhere.err;
+  EXPECT_EQ(run_tbench("predict --target H100 --actual " + on_h100 + " " + result(2)).err.find("warning"),
+            std::string::npos);
+}
+
 TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
   auto result_json = testing::read_json(result(2));
   const double step_ms = result_json["summary"]["step_ms"]["median"].get<double>();
   result_json["summary"]["peak_bytes_per_s"] = 3.35e12;
+  result_json["spec"]["device"] = "cuda";  // --actual for --target is a GPU's run
   result_json["profile"] = {{"steps", {1, 2}}, {"measures", "device kernels"}, {"measured_ms", step_ms},
                             {"bounds", {{{"name", "compute"}, {"calls", 4}, {"ms", step_ms}, {"share", 1}}}}};
   const auto profiled = dir_->write("profiled.json", result_json.dump());

@@ -1,6 +1,8 @@
 // report / compare / predict on hand-made result files with known answers.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
 #include "tbench/analysis/analysis.hpp"
@@ -113,6 +115,62 @@ TEST_F(Analysis, LoadRejectsWhatIsNotAResult) {
   number_schema["schema"] = 1;
   expect_error(write("number_schema.json", number_schema), "not a tbench result");
   expect_error(dir.write("overflow.json", "{\"schema\": 1e999}"), "not valid JSON");
+}
+
+// A figure report, compare or predict would print or compute with, corrupt in the file, is refused
+// by its field (exit 2), never read as unknown, zero or a default: found by reading hand-edited copies.
+TEST_F(Analysis, LoadRejectsFiguresItWouldReportWrongly) {
+  const auto expect_refused = [&](const std::string& name, const json& result, const std::string& fragment) {
+    try {
+      load_result(write(name + ".json", result));
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input) << name;
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << name << ": " << e.what();
+    }
+  };
+  const auto edited = [](const std::function<void(json&)>& edit) {
+    json result = make_result("m", "h", 1, 1, 4);
+    edit(result);
+    return result;
+  };
+  expect_refused("negative_epoch", edited([](json& r) { r["summary"]["epoch_seconds"] = -5; }),
+                 "/summary/epoch_seconds: expected a number >= 0, got -5");
+  expect_refused("string_epoch", edited([](json& r) { r["summary"]["epoch_seconds"] = "49"; }),
+                 "/summary/epoch_seconds: expected a number >= 0, got \"49\"");
+  expect_refused("no_epoch", edited([](json& r) {
+                   r["summary"]["epoch_seconds"] = nullptr;
+                   r["summary"].erase("projected_epoch_seconds");
+                 }),
+                 "/summary: neither epoch_seconds nor projected_epoch_seconds");
+  expect_refused("huge_epoch", edited([](json& r) { r["summary"]["epoch_seconds"] = 1e300; }),
+                 "/summary/epoch_seconds: expected seconds up to 1e9");
+  expect_refused("no_rate", edited([](json& r) { r["summary"].erase("samples_per_s"); }), "/summary/samples_per_s: missing");
+  expect_refused("negative_rate", edited([](json& r) { r["summary"]["samples_per_s"] = -2; }), "/summary/samples_per_s");
+  expect_refused("negative_power", edited([](json& r) { r["summary"]["gpu_power_w_mean"] = -100; }),
+                 "/summary/gpu_power_w_mean");
+  expect_refused("string_share", edited([](json& r) { r["summary"]["comm_share"] = "0.2"; }), "/summary/comm_share");
+  expect_refused("status", edited([](json& r) { r["summary"]["status"] = "bogus"; }),
+                 "/summary/status: expected completed, interrupted or failed, got \"bogus\"");
+  // A warm-up flag read as false would count the warm-up among the steady steps.
+  expect_refused("string_warmup", edited([](json& r) { r["iterations"][0]["warmup"] = "true"; }),
+                 "/iterations/0/warmup: expected true or false, got \"true\"");
+  expect_refused("string_profiled", edited([](json& r) { r["iterations"][2]["profiled"] = 1; }),
+                 "/iterations/2/profiled: expected true or false");
+  expect_refused("string_end", edited([](json& r) { r["iterations"][1]["ended_at"] = "later"; }), "/iterations/1/ended_at");
+  expect_refused("string_complete", edited([](json& r) { r["epochs"][0]["complete"] = "no"; }),
+                 "/epochs/0/complete: expected true or false");
+  // Steps and epochs that disagree: predict --epochs takes the epoch's time outside its steps as
+  // its wall time less their sum.
+  expect_refused("other_epoch", edited([](json& r) { r["epochs"][0]["epoch"] = 2; }),
+                 "/epochs/0/epoch: complete epoch 2 has no steps in /iterations");
+  expect_refused("short_epoch", edited([](json& r) { r["epochs"][0]["seconds"] = 3.0; }),
+                 "/epochs/0/seconds: epoch 1 took 3.000 s, but its steps sum to 6.000 s");
+  // Within the timers' agreement the steps may sum a little past the epoch.
+  EXPECT_NO_THROW(load_result(write("close.json", edited([](json& r) { r["epochs"][0]["seconds"] = 5.9; }))));
+  // Unknown stays unknown: null figures are not errors.
+  EXPECT_FALSE(load_result(write("null_power.json", edited([](json& r) { r["summary"]["gpu_power_w_mean"] = nullptr; })))
+                   .gpu_power_w_mean);
 }
 
 // A device profile of 2 steps: its `top` names the GEMM, a cast, a residual add and a bias gradient
@@ -642,6 +700,52 @@ TEST_F(Analysis, PredictEpochsGivesTheMeanStepsIntervalAndScoresIt) {
   EXPECT_NEAR(even.predicted_seconds_ci95->high - even.predicted_seconds_ci95->low, 0.0, 1e-9);
 }
 
+// A prediction scored against another workload's run is a meaningless error: --actual must run the
+// same model, samples a step, length and precision (and for epochs, on the same device, with the
+// same steps an epoch); a --target actual must have run on a GPU.
+TEST_F(Analysis, PredictionsAreScoredOnlyAgainstTheSameWorkload) {
+  const ResultFile one = load_result(write("one.json", make_result("m", "h", 1.0, 1, 10, 2)));
+  const auto actual_with = [&](const std::string& name, const std::function<void(json&)>& edit) {
+    json actual = make_result("m", "h", 1.0, 2, 10, 2);
+    edit(actual);
+    return load_result(write(name + ".json", actual));
+  };
+  const auto expect_refused = [&](const ResultFile& actual, const std::string& fragment) {
+    try {
+      predict_epochs(one, 2, &actual);
+      ADD_FAILURE() << actual.path << " was scored";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  EXPECT_NO_THROW(predict_epochs(one, 2, &actual_with("same", [](json&) {})));
+  expect_refused(actual_with("model", [](json& r) { r["model"]["name"] = "other"; }), "model other (predicted for m)");
+  expect_refused(actual_with("precision", [](json& r) { r["spec"]["precision"] = "bf16"; }),
+                 "precision bf16 (predicted for fp32)");
+  expect_refused(actual_with("batch", [](json& r) { r["spec"]["train"]["batch_size"] = 16; }), "samples a step 16");
+  expect_refused(actual_with("seq", [](json& r) { r["spec"]["data"]["seq_len"] = 32; }), "seq_len 32");
+  expect_refused(actual_with("device", [](json& r) { r["spec"]["device"] = "cuda"; }), "device cuda (predicted for cpu)");
+  expect_refused(actual_with("epoch", [](json& r) { r["summary"]["steps_per_epoch"] = 20; }), "steps an epoch 20");
+
+  DeviceSpec target;
+  target.name = "Test GPU";
+  target.fp32_tflops = 10;
+  target.memory_gbps = 1e6;
+  const auto on_gpu = [](json& r) { r["spec"]["device"] = "cuda"; };
+  EXPECT_NO_THROW(predict_target(one, target, &actual_with("gpu", on_gpu)));
+  EXPECT_THROW(predict_target(one, target, &actual_with("cpu", [](json&) {})), Error);  // not a GPU run
+  try {
+    predict_target(one, target, &actual_with("gpu_bf16", [&](json& r) {
+      on_gpu(r);
+      r["spec"]["precision"] = "bf16";
+    }));
+    ADD_FAILURE() << "a bf16 run scored an fp32 prediction";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("precision bf16 (predicted for fp32)"), std::string::npos) << e.what();
+  }
+}
+
 // With dynamic padding each step's time follows its work: steps of 1 and 2 GFLOP in turn taking
 // 0.1 s + 0.2 s per GFLOP, two 3 s warm-up steps of 1 GFLOP, and planned epochs of 1.8 GFLOP a
 // step on average. The steady step is the line's 0.46 s there, not the timed steps' mean (0.4 s);
@@ -927,7 +1031,9 @@ TEST_F(Analysis, PredictTargetScalesTheProfiledKernelsByTheirOwnRatios) {
   EXPECT_NEAR(*p.overlapped_step_seconds, 0.4, 1e-12);
 
   // Scored against a run on the target: the errors of all three.
-  const ResultFile actual = load_result(write("actual.json", make_result("m", "h2", 0.2, 1, 10)));
+  json on_target = make_result("m", "h2", 0.2, 1, 10);
+  on_target["spec"]["device"] = "cuda";
+  const ResultFile actual = load_result(write("actual.json", on_target));
   const TargetPrediction scored = predict_target(r, target, &actual);
   EXPECT_NEAR(*scored.error_pct, -12.5, 1e-9);
   EXPECT_NEAR(*scored.roofline_error_pct, -50, 1e-9);

@@ -193,6 +193,14 @@ TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
   EXPECT_DOUBLE_EQ(line.line->effective_count, line.effective_steps);
 }
 
+// llround past long long's range is undefined: a corrupt figure prints as a dash, not as "-30:-8".
+TEST(Stats, DurationsPastAnyRunPrintAsADash) {
+  EXPECT_EQ(format_duration(1e300), "-");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::quiet_NaN()), "-");
+  EXPECT_EQ(format_duration(std::numeric_limits<double>::infinity()), "-");
+  EXPECT_EQ(format_duration(3600.0 * 1e6), "1000000:00:00");
+}
+
 TEST(Stats, DurationsAreQuotedAsMinutesAndSeconds) {
   EXPECT_EQ(format_duration(83.4), "01:23");
   EXPECT_EQ(format_duration(19 * 60 + 32), "19:32");

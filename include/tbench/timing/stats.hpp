@@ -103,7 +103,8 @@ struct LineFit {
 // None for fewer than two points, or where every x is the same.
 std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<double>& y);
 
-// 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times).
+// 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times); "-" for NaN
+// and for 1e12 s or more.
 std::string format_duration(double seconds);
 
 // `value` with `digits` decimals, e.g. format_fixed(1.6971, 2) -> "1.70".
