@@ -719,7 +719,8 @@ TEST_F(Analysis, PredictionsAreScoredOnlyAgainstTheSameWorkload) {
       EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
     }
   };
-  EXPECT_NO_THROW(predict_epochs(one, 2, &actual_with("same", [](json&) {})));
+  const ResultFile same = actual_with("same", [](json&) {});
+  EXPECT_NO_THROW(predict_epochs(one, 2, &same));
   expect_refused(actual_with("model", [](json& r) { r["model"]["name"] = "other"; }), "model other (predicted for m)");
   expect_refused(actual_with("precision", [](json& r) { r["spec"]["precision"] = "bf16"; }),
                  "precision bf16 (predicted for fp32)");
@@ -733,13 +734,15 @@ TEST_F(Analysis, PredictionsAreScoredOnlyAgainstTheSameWorkload) {
   target.fp32_tflops = 10;
   target.memory_gbps = 1e6;
   const auto on_gpu = [](json& r) { r["spec"]["device"] = "cuda"; };
-  EXPECT_NO_THROW(predict_target(one, target, &actual_with("gpu", on_gpu)));
-  EXPECT_THROW(predict_target(one, target, &actual_with("cpu", [](json&) {})), Error);  // not a GPU run
+  const ResultFile gpu = actual_with("gpu", on_gpu), cpu = actual_with("cpu", [](json&) {});
+  EXPECT_NO_THROW(predict_target(one, target, &gpu));
+  EXPECT_THROW(predict_target(one, target, &cpu), Error);  // not a GPU run
+  const ResultFile gpu_bf16 = actual_with("gpu_bf16", [&](json& r) {
+    on_gpu(r);
+    r["spec"]["precision"] = "bf16";
+  });
   try {
-    predict_target(one, target, &actual_with("gpu_bf16", [&](json& r) {
-      on_gpu(r);
-      r["spec"]["precision"] = "bf16";
-    }));
+    predict_target(one, target, &gpu_bf16);
     ADD_FAILURE() << "a bf16 run scored an fp32 prediction";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("precision bf16 (predicted for fp32)"), std::string::npos) << e.what();
