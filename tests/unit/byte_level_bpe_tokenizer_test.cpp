@@ -3,7 +3,12 @@
 // Parity with HF on a trained vocabulary is in tokenizer_parity_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -79,6 +84,21 @@ std::unique_ptr<Tokenizer> load(const BpeFiles& files, bool add_prefix_space = f
   options.merges_file = files.merges;
   options.add_prefix_space = add_prefix_space;
   return load_byte_level_bpe_tokenizer(options);
+}
+
+// vocab.json + merges.txt with the given merges, in rank order (a pair may come twice: the later
+// rank holds); each merged token enters the vocabulary once, after the bytes and the specials.
+BpeFiles write_bpe_merges(const testing::ScratchDir& dir, const std::vector<std::pair<std::string, std::string>>& merges) {
+  nlohmann::ordered_json vocab;
+  const std::vector<std::string> byte_chars = gpt2_byte_chars();
+  for (int b = 0; b < 256; ++b) vocab[byte_chars[b]] = b;
+  for (const char* special : {"<s>", "<pad>", "</s>", "<unk>", "<mask>"}) vocab[special] = static_cast<int>(vocab.size());
+  std::string lines = "#version: 0.2\n";
+  for (const auto& [left, right] : merges) {
+    if (!vocab.contains(left + right)) vocab[left + right] = static_cast<int>(vocab.size());
+    lines += left + " " + right + "\n";
+  }
+  return {dir.write("vocab.json", vocab.dump()), dir.write("merges.txt", lines)};
 }
 
 // Splits a word into its characters ("Ġwe" -> {"Ġ", "w", "e"}), for write_bpe_files.
@@ -267,6 +287,84 @@ TEST(ByteLevelBpeTokenizer, FingerprintFollowsTheFiles) {
   const std::string b = load(write_bpe_files(two, {chars("ba")}))->fingerprint();
   EXPECT_NE(a, b);
   EXPECT_EQ(a, load(write_bpe_files(two, {chars("ab")}))->fingerprint());
+}
+
+// Found by review: one huge id (2^31 - 1) made the id -> token table 64 GiB before anything was
+// checked (std::bad_alloc, exit 1). vocab.json numbers its n tokens 0..n-1.
+TEST(ByteLevelBpeTokenizer, AnIdNotBelowTheNumberOfTokensIsABadInputErrorNamingIt) {
+  testing::ScratchDir dir;
+  const BpeFiles good = write_bpe_files(dir, {});
+  std::ifstream in(good.vocab);
+  const nlohmann::json vocab = nlohmann::json::parse(in);  // 261 tokens: ids 0..260
+  for (const int64_t id : {int64_t{2147483647}, int64_t{261}}) {
+    nlohmann::json bad = vocab;
+    bad["<mask>"] = id;
+    const std::string path = dir.write("vocab-" + std::to_string(id) + ".json", bad.dump());
+    expect_bad_input({path, good.merges}, path + ": \"<mask>\": id " + std::to_string(id) + " is not below the number of tokens (261)");
+  }
+  nlohmann::json last = vocab;
+  last["<mask>"] = 260;  // the highest id there is room for: fine
+  EXPECT_EQ(load({dir.write("vocab-260.json", last.dump()), good.merges})->vocab_size(), 261);
+}
+
+// The straightforward BPE that merge_word must agree with token for token: rescan the word, merge
+// the lowest-ranked adjacent pair (the leftmost on a tie), until no pair merges.
+Tokens reference_bpe(const std::string& word, const std::map<std::pair<std::string, std::string>, int>& ranks) {
+  Tokens symbols;
+  for (const char c : word) symbols.emplace_back(1, c);
+  while (symbols.size() > 1) {
+    std::size_t best = symbols.size();
+    int best_rank = 0;
+    for (std::size_t i = 0; i + 1 < symbols.size(); ++i) {
+      const auto it = ranks.find({symbols[i], symbols[i + 1]});
+      if (it != ranks.end() && (best == symbols.size() || it->second < best_rank)) best = i, best_rank = it->second;
+    }
+    if (best == symbols.size()) break;
+    symbols[best] += symbols[best + 1];
+    symbols.erase(symbols.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  return symbols;
+}
+
+// The heap-based merge against the reference on random merge tables over three letters, which
+// make repeated pairs (ties), one token reached by two pairs ("ab c" and "a bc"), and pairs listed
+// twice (the later rank holds) common.
+TEST(ByteLevelBpeTokenizer, MergesAsTheStraightforwardAlgorithmOnRandomWords) {
+  std::mt19937 rng(20261127);
+  for (int table = 0; table < 25; ++table) {
+    std::vector<std::string> tokens = {"a", "b", "c"};
+    std::vector<std::pair<std::string, std::string>> merges;
+    std::map<std::pair<std::string, std::string>, int> ranks;
+    while (merges.size() < 40) {
+      const std::string left = tokens[rng() % tokens.size()], right = tokens[rng() % tokens.size()];
+      if (left.size() + right.size() > 6) continue;
+      ranks[{left, right}] = static_cast<int>(merges.size());
+      merges.emplace_back(left, right);
+      if (std::find(tokens.begin(), tokens.end(), left + right) == tokens.end()) tokens.push_back(left + right);
+    }
+    testing::ScratchDir dir;
+    const auto tokenizer = load(write_bpe_merges(dir, merges));
+    for (int w = 0; w < 200; ++w) {
+      std::string word(1 + rng() % 40, 'a');
+      for (char& c : word) c = static_cast<char>('a' + rng() % 3);
+      ASSERT_EQ(tokenizer->tokenize(word), reference_bpe(word, ranks)) << "table " << table << ", word " << word;
+    }
+  }
+}
+
+// Found by review: each merge rescanned the word and erased from a vector, so one 160k-character
+// unbroken word (a base64 blob, a DNA read) took 30 s. This one would take minutes that way.
+TEST(ByteLevelBpeTokenizer, AVeryLongWordMergesInNLogNTime) {
+  std::vector<std::pair<std::string, std::string>> merges;
+  for (std::string piece = "a"; piece.size() < 1024; piece += piece) merges.emplace_back(piece, piece);  // up to 1024 a's
+  testing::ScratchDir dir;
+  const auto tokenizer = load(write_bpe_merges(dir, merges));
+  // Pairs merge from the left, so 200000 = 195 x 1024 + 256 + 64 splits as its binary digits.
+  Tokens expected(195, std::string(1024, 'a'));
+  expected.push_back(std::string(256, 'a'));
+  expected.push_back(std::string(64, 'a'));
+  EXPECT_EQ(tokenizer->tokenize(std::string(200000, 'a')), expected);
+  EXPECT_EQ(tokenizer->encode("x" + std::string(200000, 'a'), nullptr, 16).input_ids.size(), 16u);
 }
 
 }  // namespace
