@@ -1,5 +1,7 @@
 #include "tbench/data/data.hpp"
 
+#include <limits>
+
 namespace tbench {
 
 void TokenizedSamples::add(const std::vector<int64_t>& sample_ids, const std::vector<int64_t>& sample_type_ids,
@@ -12,6 +14,8 @@ void TokenizedSamples::add(const std::vector<int64_t>& sample_ids, const std::ve
     if (sample_type_ids.empty()) {
       type_ids.resize(ids.size(), 0);
     } else {
+      // Types are below the model's type_vocab_size, which parse_model_config keeps to kMaxTokenTypes.
+      static_assert(kMaxTokenTypes - 1 <= std::numeric_limits<int8_t>::max(), "a token type must fit type_ids");
       for (const int64_t t : sample_type_ids) type_ids.push_back(static_cast<int8_t>(t));
     }
   }

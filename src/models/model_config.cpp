@@ -204,6 +204,13 @@ ModelConfig parse_model_config(const std::string& text, const std::string& name,
   // Both index embedding tables: out of range, LibTorch would fail at the first step instead.
   if (c.pad_token_id < 0 || c.pad_token_id >= c.vocab_size) reader.fail("pad_token_id", "is outside the vocabulary");
   if (c.type_vocab_size < 0) reader.fail("type_vocab_size", "must be >= 0");
+  // Samples store token types as int8 (TokenizedSamples::type_ids, the token cache): a byte per
+  // token keeps IMDB-sized sets small, and BERT's and RoBERTa's configs have 2 and 1. A larger
+  // table would let types from 128 on wrap negative and fail inside LibTorch at step 1.
+  if (c.type_vocab_size > kMaxTokenTypes) {
+    reader.fail("type_vocab_size", std::to_string(c.type_vocab_size) + " is more token types than tbench stores (at most " +
+                                       std::to_string(kMaxTokenTypes) + ")");
+  }
   return c;
 }
 

@@ -75,6 +75,17 @@ TEST(ModelConfig, BadConfigsNameTheKey) {
   EXPECT_NE(error_of(small + R"("type_vocab_size": -2})").find("type_vocab_size"), std::string::npos);
 }
 
+// Found by review: samples store token types in one byte, so with type_vocab_size 200 a valid type
+// 150 wrapped to -106 and failed inside LibTorch at step 1 (exit 4). Such a table is refused.
+TEST(ModelConfig, MoreTokenTypesThanSamplesStoreAreRefusedNamingTheKey) {
+  const std::string config = R"({"model_type": "bert", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+      "num_attention_heads": 2, "intermediate_size": 8, "max_position_embeddings": 8, "type_vocab_size": )";
+  const std::string error = error_of(config + "129}");
+  EXPECT_NE(error.find("m/config.json: type_vocab_size: 129"), std::string::npos) << error;
+  EXPECT_NE(error.find("at most 128"), std::string::npos) << error;
+  EXPECT_EQ(parse_model_config(config + "128}", "m", "m/config.json").type_vocab_size, 128);
+}
+
 TEST(ModelConfig, NameComesFromThePath) {
   EXPECT_EQ(model_name_from_config_path("models/bert-base-cased.json"), "bert-base-cased");
   EXPECT_EQ(model_name_from_config_path("ckpt/my-bert/config.json"), "my-bert");

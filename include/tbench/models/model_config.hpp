@@ -17,6 +17,9 @@ const char* to_string(Architecture a);
 enum class AttentionKernel { eager, sdpa };
 const char* to_string(AttentionKernel k);
 
+// The most token types a model may have: samples store a type in one byte (int8).
+inline constexpr int64_t kMaxTokenTypes = 128;
+
 struct ModelConfig {
   std::string name;     // "bert-base-cased", or the config file's stem
   std::string source;   // "<shipped>" or the config file's path, for error messages
