@@ -106,6 +106,17 @@ void check_tokenizer_fits_model(const RunSpec& spec, const ModelConfig& model, c
   }
 }
 
+// The model's special tokens are never cut ([CLS] a [SEP] b [SEP] keeps all three), so a seq_len
+// below their count would give samples longer than seq_len: caught here, not at step 1's collate.
+void check_seq_len_holds_the_template(const RunSpec& spec, const Tokenizer& tokenizer, bool pair) {
+  const int64_t special = tokenizer.num_special_tokens(pair);
+  if (spec.data.seq_len >= special) return;
+  fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is shorter than the " +
+                                       std::to_string(special) + " special tokens the " + to_string(tokenizer.kind()) +
+                                       " tokenizer adds to every " + (pair ? "pair of texts" : "text") +
+                                       ": set data.seq_len to " + std::to_string(special) + " or more");
+}
+
 std::string describe_file(const std::string& path) {
   std::error_code ignored;
   const auto size = fs::file_size(path, ignored);
@@ -165,6 +176,7 @@ Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
   const auto tokenizer = load_run_tokenizer(spec, model, loaded);
+  if (d.line_by_line) check_seq_len_holds_the_template(spec, *tokenizer, /*pair=*/false);  // blocks are cut, not encoded
   std::vector<std::string> files;
   try {
     files = corpus_files(d.path);
@@ -204,6 +216,8 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
   const auto tokenizer = load_run_tokenizer(spec, model, loaded);
+  // With a pair column the longer pair template applies (a row whose pair is empty takes fewer).
+  check_seq_len_holds_the_template(spec, *tokenizer, /*pair=*/!d.text_pair_column.empty());
   const TextFileOptions file{d.path, d.format, d.text_column, d.text_pair_column, d.label_column, d.num_samples};
   const std::string key = "text|" + describe_file(d.path) + "|" + to_string(text_file_format(file)) + "|" + d.text_column + "|" +
                           d.text_pair_column + "|" + d.label_column + "|" + json_text(json(d.labels)) + "|" +
@@ -272,6 +286,13 @@ void split_eval(const RunSpec& spec, TokenizedSamples all, PreparedData& out) {
   if (held_out == 0) {
     out.train = std::move(all);
     return;
+  }
+  // At least one sample is held out, so a tiny dataset can give them all to eval: a run would then
+  // train on nothing and write a result of nulls (with drop_last no step is ever required).
+  if (held_out >= n) {
+    fail_field(spec, "data.eval_fraction", json_text(json(spec.data.eval_fraction)) + " of " + std::to_string(n) +
+                                               " sample(s) holds out " + std::to_string(held_out) +
+                                               " (at least one), leaving none to train on: add data or set data.eval_fraction to 0");
   }
   auto order = epoch_order(n, spec.data.seed, /*epoch=*/0);
   std::vector<int64_t> eval(order.end() - held_out, order.end()), train(order.begin(), order.end() - held_out);

@@ -1,6 +1,8 @@
 // CSV, TSV and JSONL text datasets: rows of text, optional pair and label, with the line each
 // row starts on so every error can point at it.
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <set>
 
@@ -86,6 +88,15 @@ bool read_tsv_record(std::istream& in, std::vector<std::string>& fields, int64_t
   return true;
 }
 
+// Excel and Notepad start UTF-8 files with a byte-order mark. It goes before the header is parsed:
+// left in, it would make a quoted first field's opening quote read as text.
+void skip_utf8_bom(std::istream& in) {
+  char bom[3] = {};
+  if (in.read(bom, 3) && std::memcmp(bom, "\xEF\xBB\xBF", 3) == 0) return;
+  in.clear();
+  in.seekg(0);
+}
+
 std::size_t column_index(const std::vector<std::string>& header, const std::string& column, const std::string& field,
                          const std::string& path) {
   const auto it = std::find(header.begin(), header.end(), column);
@@ -102,8 +113,8 @@ std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
     line = next_line;
     return csv ? read_csv_record(in, out, next_line, o.path) : read_tsv_record(in, out, next_line);
   };
+  skip_utf8_bom(in);
   if (!read(header)) throw input_error(o.path + ": the file is empty (expected a header row, then data)");
-  if (!header.empty() && header[0].rfind("\xEF\xBB\xBF", 0) == 0) header[0].erase(0, 3);  // UTF-8 BOM
   const std::size_t text = column_index(header, o.text_column, "data.text_column", o.path);
   const std::size_t label = column_index(header, o.label_column, "data.label_column", o.path);
   const bool has_pair = !o.text_pair_column.empty();
@@ -121,9 +132,31 @@ std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
   return rows;
 }
 
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }  // a negative char is UB
+
+// A label written as an integer: at most 18 characters, so std::stoll cannot overflow.
+bool parse_index(const std::string& text, int64_t& value) {
+  if (text.empty() || text.size() > 18) return false;
+  std::size_t first = text[0] == '-' ? 1 : 0;
+  if (first == text.size() || !std::all_of(text.begin() + static_cast<std::ptrdiff_t>(first), text.end(), is_digit)) return false;
+  value = std::stoll(text);
+  return true;
+}
+
+// A JSON integer label is a class index. nlohmann keeps one above INT64_MAX unsigned (read as
+// int64 it would wrap: 2^64-1 to -1), and one parse_index cannot hold would be taken for a class
+// name: both are refused.
+std::string json_integer_label(const json& value, const std::string& path, int64_t line) {
+  const std::string text = value.is_number_unsigned() ? std::to_string(value.get<uint64_t>())
+                                                      : std::to_string(value.get<int64_t>());
+  int64_t ignored = 0;
+  if (!parse_index(text, ignored)) fail_at(path, line, "label " + text + " is an integer far outside any class index");
+  return text;
+}
+
 std::string json_label(const json& value, const std::string& path, int64_t line) {
   if (value.is_string()) return value.get<std::string>();
-  if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
+  if (value.is_number_integer()) return json_integer_label(value, path, line);
   if (value.is_boolean()) return value.get<bool>() ? "1" : "0";
   fail_at(path, line, "a label must be a string or an integer, got " + json_text(value));
 }
@@ -160,20 +193,13 @@ std::vector<TextRow> read_jsonl(const TextFileOptions& o) {
   return rows;
 }
 
-bool parse_index(const std::string& text, int64_t& value) {
-  if (text.empty() || text.size() > 18) return false;
-  std::size_t first = text[0] == '-' ? 1 : 0;
-  if (first == text.size() || !std::all_of(text.begin() + static_cast<std::ptrdiff_t>(first), text.end(), ::isdigit)) return false;
-  value = std::stoll(text);
-  return true;
-}
-
 }  // namespace
 
 TextFormat text_file_format(const TextFileOptions& o) {
   if (o.format != TextFormat::automatic) return o.format;
   std::string lower = o.path;
-  std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
   if (ends_with(lower, ".csv")) return TextFormat::csv;
   if (ends_with(lower, ".tsv") || ends_with(lower, ".tab")) return TextFormat::tsv;
   if (ends_with(lower, ".jsonl") || ends_with(lower, ".json") || ends_with(lower, ".ndjson")) return TextFormat::jsonl;

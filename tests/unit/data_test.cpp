@@ -146,6 +146,54 @@ TEST_F(DataFiles, BadTextFilesNameTheFileAndLine) {
   expect_input_error([&] { read_text_rows({(dir_ / "none.csv").string(), TextFormat::automatic, "text", "", "label", 0}); }, {"none.csv", "cannot read"});
 }
 
+// Found by review: the byte-order mark was stripped from the first header field only after
+// parsing, so a quoted first field ("\xEF\xBB\xBF"text") kept its quotes and matched no column.
+TEST_F(DataFiles, AByteOrderMarkBeforeAQuotedHeaderIsSkipped) {
+  const TextFileOptions quoted{write("q.csv", "\xEF\xBB\xBF\"text\",\"label\"\r\n\"hello, you\",pos\r\n"), TextFormat::automatic,
+                               "text", "", "label", 0};
+  const auto rows = read_text_rows(quoted);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].text, "hello, you");
+  EXPECT_EQ(rows[0].label, "pos");
+  EXPECT_EQ(rows[0].line, 2);
+  EXPECT_EQ(read_text_rows({write("plain.csv", "\xEF\xBB\xBFtext,label\na,1\n"), TextFormat::automatic, "text", "", "label", 0})[0].text, "a");
+  EXPECT_EQ(read_text_rows({write("t.tsv", "\xEF\xBB\xBFtext\tlabel\na\t1\n"), TextFormat::automatic, "text", "", "label", 0})[0].text, "a");
+  // Only a mark at the very start is skipped; on its own it leaves an empty file.
+  expect_input_error([&] { read_text_rows({write("bom.csv", "\xEF\xBB\xBF"), TextFormat::automatic, "text", "", "label", 0}); },
+                     {"bom.csv", "empty"});
+  expect_input_error([&] { read_text_rows({write("late.csv", "x,\xEF\xBB\xBFtext,label\na,b,1\n"), TextFormat::automatic, "text", "", "label", 0}); },
+                     {"late.csv:1:", "no column 'text'"});
+}
+
+// Found by review: an integer label above INT64_MAX was read as int64 and wrapped (2^64 - 1 became
+// label '-1'); one just above 2^63 was taken for a class name.
+TEST_F(DataFiles, JsonlIntegerLabelsBeyondAnyClassIndexAreAnError) {
+  const auto read = [&](const std::string& name, const std::string& label) {
+    return read_text_rows({write(name, "{\"text\": \"a\", \"label\": 0}\n{\"text\": \"b\", \"label\": " + label + "}\n"),
+                           TextFormat::automatic, "text", "", "label", 0});
+  };
+  expect_input_error([&] { read("max.jsonl", "18446744073709551615"); }, {"max.jsonl:2:", "label 18446744073709551615", "class index"});
+  expect_input_error([&] { read("above.jsonl", "9223372036854775808"); }, {"above.jsonl:2:", "label 9223372036854775808"});
+  expect_input_error([&] { read("int64.jsonl", "9223372036854775807"); }, {"int64.jsonl:2:", "label 9223372036854775807"});
+  expect_input_error([&] { read("low.jsonl", "-9223372036854775808"); }, {"low.jsonl:2:", "label -9223372036854775808"});
+  EXPECT_EQ(read("one.jsonl", "1")[1].label, "1");  // nlohmann holds it unsigned too
+  EXPECT_EQ(read("neg.jsonl", "-1")[1].label, "-1");  // resolve_labels refuses it, naming the line
+  std::vector<std::string> names;
+  expect_input_error([&] { read_tokenized_jsonl(write("t.jsonl", "{\"input_ids\": [1], \"label\": 18446744073709551615}\n"), "label", 8, 200, 2, 2, names, 0); },
+                     {"t.jsonl:1:", "label 18446744073709551615"});
+}
+
+// Bytes >= 0x80 reach <cctype>'s isdigit and tolower, which take an unsigned char's value (a
+// negative char is undefined behaviour): a path's extension and a label's digits are read the same.
+TEST_F(DataFiles, BytesAbove127InPathsAndLabelsAreReadAsText) {
+  EXPECT_EQ(text_file_format({"donn\xC3\xA9" "es.CSV", TextFormat::automatic, "text", "", "label", 0}), TextFormat::csv);
+  EXPECT_EQ(text_file_format({"\xFF\xFE.TsV", TextFormat::automatic, "text", "", "label", 0}), TextFormat::tsv);
+  std::vector<std::string> names;
+  // "1\xB2" (a Latin-1 superscript two) is no integer: the labels are names.
+  EXPECT_EQ(resolve_labels({"1\xB2", "0"}, {2, 3}, names, 2, "f.csv"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(names, (std::vector<std::string>{"0", "1\xB2"}));
+}
+
 TEST(Labels, NamesIndicesAndSortedDiscovery) {
   std::vector<std::string> names;
   EXPECT_EQ(resolve_labels({"positive", "negative", "positive"}, {2, 3, 4}, names, 2, "f.csv"),
@@ -447,6 +495,65 @@ TEST_F(DataFiles, SamplesOutsideTheModelsTablesDoNotFit) {
   s.type_ids.clear();
   s.labels[0] = 2;
   EXPECT_FALSE(samples_fit_model(s, 1000, 2, 2));
+}
+
+// --- prepare_data -------------------------------------------------------------------------------
+
+// A spec of `model` on text data, read with the fixture tokenizer `tokenizer` (tests/data/tokenizers/).
+RunSpec text_spec(const std::string& model, const std::string& path, const std::string& tokenizer, int64_t seq_len) {
+  const nlohmann::json spec = {
+      {"model", model},
+      {"data", {{"source", "text"}, {"path", path}, {"text_pair_column", "pair"}, {"seq_len", seq_len}, {"cache", false},
+                {"tokenizer", {{"path", std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/" + tokenizer}}}}}};
+  return resolve_spec(parse_spec_text(spec.dump(), "test.json", false));
+}
+
+// Found by review: a seq_len below the special-token template ([CLS] a [SEP] b [SEP] is 3) gave
+// samples longer than seq_len: validate passed, and the run failed at step 1 (exit 4) or, with
+// padding: longest, trained on over-long samples.
+TEST_F(DataFiles, SeqLenShorterThanTheSpecialTokensIsAnErrorNamingIt) {
+  const std::string pairs = write("pairs.csv", "text,pair,label\nhello there,general kenobi,0\nhi,you,1\n");
+  struct Family {
+    std::string model, tokenizer;
+    int64_t pair_template;
+  };
+  for (const Family& f : {Family{"tiny-bert", "wordpiece-uncased", 3}, Family{"tiny-roberta", "bpe", 4},
+                          Family{"tiny-xlnet", "sentencepiece", 3}}) {
+    const ModelConfig model = shipped_model_config(f.model);
+    RunSpec spec = text_spec(f.model, pairs, f.tokenizer, f.pair_template - 1);
+    expect_input_error([&] { prepare_data(spec, model); },
+                       {"data.seq_len", std::to_string(f.pair_template) + " special tokens", "pair"});
+    spec.data.seq_len = f.pair_template;  // the template alone: both texts are cut to nothing
+    const PreparedData data = prepare_data(spec, model);
+    for (int64_t i = 0; i < data.train.size(); ++i) EXPECT_EQ(data.train.length(i), f.pair_template) << f.model;
+  }
+  // A masked-LM corpus read a line a sample: "[CLS] line [SEP]" needs 2 (the spec's minimum, so
+  // only a RunSpec built in code can ask for less).
+  const std::string corpus = write("book.txt", "the ship sailed\nat dawn\n");
+  const nlohmann::json lines = {{"model", "tiny-bert"},
+                                {"task", "mlm"},
+                                {"data", {{"source", "corpus"}, {"path", corpus}, {"line_by_line", true}, {"cache", false},
+                                          {"tokenizer", {{"path", std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/wordpiece-uncased"}}}}}};
+  RunSpec spec = resolve_spec(parse_spec_text(lines.dump(), "test.json", false));
+  spec.data.seq_len = 1;
+  expect_input_error([&] { prepare_data(spec, shipped_model_config("tiny-bert")); }, {"data.seq_len", "2 special tokens"});
+}
+
+// Found by review: at least one sample is held out, so one sample with data.eval_fraction 0.1
+// (or two with 0.75) left none to train on, and with drop_last false the run exited 0 with nulls.
+TEST(PrepareData, AnEvalSplitThatLeavesNoTrainingSampleIsAnErrorNamingIt) {
+  const auto spec_of = [](int64_t samples, const std::string& fraction) {
+    SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert"})", "test.json", false);
+    apply_overrides(doc, {"data.num_samples=" + std::to_string(samples), "data.eval_fraction=" + fraction,
+                          "data.drop_last=false", "data.seq_len=8"});
+    return resolve_spec(doc);
+  };
+  const ModelConfig model = shipped_model_config("tiny-bert");
+  expect_input_error([&] { prepare_data(spec_of(1, "0.1"), model); }, {"data.eval_fraction", "none to train on"});
+  expect_input_error([&] { prepare_data(spec_of(2, "0.75"), model); }, {"data.eval_fraction", "none to train on"});
+  const PreparedData three = prepare_data(spec_of(3, "0.5"), model);  // 2 held out, 1 left
+  EXPECT_EQ(three.train.size(), 1);
+  EXPECT_EQ(three.eval.size(), 2);
 }
 
 }  // namespace
