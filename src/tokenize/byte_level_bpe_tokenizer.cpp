@@ -300,8 +300,9 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
     while (!candidates.empty()) {
       const auto [rank, left] = candidates.top();
       candidates.pop();
-      // An entry is stale once either of its symbols merged with another: the pair at `left`
-      // then is another pair (of another rank), or there is none.
+      // An entry is stale once either of its symbols merged with another: the pair at `left` is
+      // then another one, or none. Each pair has its own rank (its line in merges.txt), so the
+      // rank tells them apart.
       const std::optional<Merge> merge = merge_at(symbols, left);
       if (!merge || merge->rank != rank) continue;
       const std::size_t right = symbols[left].next;
