@@ -53,9 +53,18 @@ double outside_steps_per_epoch(const ResultFile& r) {
   return outside / static_cast<double>(r.epoch_wall_seconds.size());
 }
 
+// The processor a run's steps ran on: "cpu", or the GPU env names ("cuda" where it names none).
+// Not spec.device's text: "cuda" and "cuda:0" are one GPU, and data-parallel ranks each take
+// cuda:LOCAL_RANK whatever the spec's index says.
+std::string processor_of(const ResultFile& r) {
+  if (r.device.rfind("cuda", 0) != 0) return r.device;
+  return r.gpu.empty() ? "cuda" : r.gpu;
+}
+
 // How `actual` differs from `r` in what sets a step's time: the work (model, samples a step,
-// length, precision) and the processes sharing it; with `same_device`, where it ran and how many
-// steps an epoch holds as well (an epoch prediction is for the run's own machine and data).
+// length, precision) and the processes sharing it; with `same_device`, the processor it ran on and
+// how many steps an epoch holds as well (an epoch prediction is for the run's own kind of machine
+// and data; another host of that kind is only warned of, by the predict command).
 std::vector<std::string> workload_differences(const ResultFile& r, const ResultFile& actual, bool same_device) {
   std::vector<std::string> differences;
   const auto differ = [&](const std::string& field, const std::string& ours, const std::string& theirs) {
@@ -68,7 +77,7 @@ std::vector<std::string> workload_differences(const ResultFile& r, const ResultF
   differ("precision", precision(r), precision(actual));
   differ("world size", std::to_string(r.world_size), std::to_string(actual.world_size));
   if (same_device) {
-    differ("device", r.device, actual.device);
+    differ("device", processor_of(r), processor_of(actual));
     differ("steps an epoch", std::to_string(r.steps_per_epoch), std::to_string(actual.steps_per_epoch));
   }
   return differences;

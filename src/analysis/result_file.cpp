@@ -92,6 +92,14 @@ class ResultReader {
     if (!v || v->is_null()) return std::nullopt;
     return seconds(*v, pointer);
   }
+  // An optional setting of the resolved spec: absent (results before the field) or null is false;
+  // present, it must be true or false.
+  bool optional_flag(const char* pointer) const {
+    const json* v = find(pointer);
+    if (!v || v->is_null()) return false;
+    if (!v->is_boolean()) throw bad(pointer, "expected true or false, got " + json_text(*v));
+    return v->get<bool>();
+  }
   // An optional flag of a record: absent is `fallback`; present, it must be true or false.
   bool flag_or(const json& object, const char* key, const std::string& where, bool fallback) const {
     if (!object.contains(key)) return fallback;
@@ -331,8 +339,7 @@ ResultFile load_result(const std::string& path) {
   // XLNet's attention is always eager, whatever model.attention resolved to.
   r.stores_attention_scores = read.string_or("/spec/model/attention", "eager") != "sdpa" ||
                               read.string_or("/model/arch", "") == "xlnet";
-  const json* unpad = read.find("/spec/model/unpad");  // results before model.unpad padded
-  r.unpadded = unpad && unpad->is_boolean() && unpad->get<bool>();
+  r.unpadded = read.optional_flag("/spec/model/unpad");  // results before model.unpad padded
   r.host = read.string("/env/host");
   r.device = read.string("/spec/device");
   r.name = read.string_or("/spec/name", r.model);
@@ -356,10 +363,8 @@ ResultFile load_result(const std::string& path) {
   r.peak_bytes_per_s = read.optional_number("/summary/peak_bytes_per_s");
   r.gpu_power_w_mean = read.optional_number("/summary/gpu_power_w_mean");
   r.gpu_energy_j_per_sample = read.optional_number("/summary/gpu_energy_j_per_sample");
-  const json* tf32 = read.find("/spec/cuda/tf32");
-  r.tf32 = tf32 && tf32->is_boolean() && tf32->get<bool>();
-  const json* graph = read.find("/spec/train/cuda_graph");  // absent before the field: eager
-  r.cuda_graph = graph && graph->is_boolean() && graph->get<bool>();
+  r.tf32 = read.optional_flag("/spec/cuda/tf32");
+  r.cuda_graph = read.optional_flag("/spec/train/cuda_graph");  // absent before the field: eager
   r.gpu = gpu_name(read, r.device);
   r.machine = r.host + " (" + (r.device == "cpu" ? "cpu" : r.gpu.empty() ? "cuda" : r.gpu) + ")";
   r.peak_source = read.string_or("/summary/peak_source", r.machine);

@@ -344,6 +344,10 @@ int predict_command() {
   json out = {{"result", r.path}};
   if (g_analysis.epochs > 0) {
     const EpochPrediction p = predict_epochs(r, g_analysis.epochs, g_analysis.target.empty() ? actual.get() : nullptr);
+    if (actual && g_analysis.target.empty() && actual->host != r.host) {
+      std::fprintf(stderr, "predict: warning: %s ran on host %s, the prediction is for host %s\n", actual->path.c_str(),
+                   actual->host.c_str(), r.host.c_str());
+    }
     out["epochs"] = {{"epochs", p.epochs}, {"predicted_seconds", p.predicted_seconds},
                      {"naive_seconds", or_null(p.naive_seconds)}, {"steady_epoch_seconds", p.steady_epoch_seconds},
                      {"warmup_overhead_seconds", p.warmup_overhead_seconds},

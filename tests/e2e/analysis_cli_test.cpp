@@ -248,6 +248,13 @@ TEST_F(AnalysisCli, AnalysisSaysWhenARunDidNotFinishOrRanElsewhere) {
   EXPECT_NE(report.err.find("report: warning: " + path + ": the run was interrupted after "), std::string::npos)
       << report.err;
   EXPECT_EQ(run_tbench("report " + result(1)).err.find("warning"), std::string::npos);
+  // Epochs scored against a run on another host: read, and said.
+  auto other_host = testing::read_json(result(1));
+  other_host["env"]["host"] = "elsewhere";
+  const auto moved = dir_->write("other-host.json", other_host.dump());
+  const auto scored = run_tbench("predict --epochs 1 --actual " + moved + " " + result(1));
+  EXPECT_EQ(scored.exit_code, 0) << scored.err;
+  EXPECT_NE(scored.err.find("predict: warning: " + moved + " ran on host elsewhere"), std::string::npos) << scored.err;
 
   auto h100 = testing::read_json(result(2));
   h100["spec"]["device"] = "cuda";

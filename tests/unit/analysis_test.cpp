@@ -173,6 +173,11 @@ TEST_F(Analysis, LoadRejectsFiguresItWouldReportWrongly) {
   expect_refused("string_end", edited([](json& r) { r["iterations"][1]["ended_at"] = "later"; }), "/iterations/1/ended_at");
   expect_refused("string_complete", edited([](json& r) { r["epochs"][0]["complete"] = "no"; }),
                  "/epochs/0/complete: expected true or false");
+  // The resolved spec's switches that analysis reads: TF32 sets the peak, the graph the baseline.
+  expect_refused("string_tf32", edited([](json& r) { r["spec"]["cuda"] = {{"tf32", "yes"}}; }),
+                 "/spec/cuda/tf32: expected true or false, got \"yes\"");
+  expect_refused("number_graph", edited([](json& r) { r["spec"]["train"]["cuda_graph"] = 1; }), "/spec/train/cuda_graph");
+  expect_refused("string_unpad", edited([](json& r) { r["spec"]["model"] = {{"unpad", "true"}}; }), "/spec/model/unpad");
   // Steps and epochs that disagree: predict --epochs takes the epoch's time outside its steps as
   // its wall time less their sum.
   expect_refused("other_epoch", edited([](json& r) { r["epochs"][0]["epoch"] = 2; }),
@@ -742,6 +747,28 @@ TEST_F(Analysis, PredictionsAreScoredOnlyAgainstTheSameWorkload) {
   expect_refused(actual_with("seq", [](json& r) { r["spec"]["data"]["seq_len"] = 32; }), "seq_len 32");
   expect_refused(actual_with("device", [](json& r) { r["spec"]["device"] = "cuda"; }), "device cuda (predicted for cpu)");
   expect_refused(actual_with("epoch", [](json& r) { r["summary"]["steps_per_epoch"] = 20; }), "steps an epoch 20");
+  expect_refused(actual_with("world", [](json& r) { r["dist"] = {{"world_size", 2}}; }), "world size 2 (predicted for 1)");
+  expect_refused(actual_with("tf32", [](json& r) { r["spec"]["cuda"] = {{"tf32", true}}; }),
+                 "precision fp32 with TF32 (predicted for fp32)");
+  // The processor, not spec.device's text: "cuda" and "cuda:0" on one GPU are the same; another
+  // GPU is not.
+  const auto on = [&](const std::string& name, const std::string& device, const std::string& gpu) {
+    json run = make_result("m", "h", 1.0, 2, 10, 2);
+    run["spec"]["device"] = device;
+    run["env"]["cuda"] = {{"devices", {{{"name", gpu}}}}};
+    return load_result(write(name + ".json", run));
+  };
+  const ResultFile h100 = on("h100", "cuda", "NVIDIA H100 80GB HBM3");
+  const ResultFile h100_index = on("h100_index", "cuda:0", "NVIDIA H100 80GB HBM3");
+  EXPECT_NO_THROW(predict_epochs(h100, 2, &h100_index));
+  try {
+    predict_epochs(h100, 2, &on("a100", "cuda:0", "NVIDIA A100-SXM4-80GB"));
+    ADD_FAILURE() << "an A100 run scored an H100 prediction";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("device NVIDIA A100-SXM4-80GB (predicted for NVIDIA H100 80GB HBM3)"),
+              std::string::npos)
+        << e.what();
+  }
 
   DeviceSpec target;
   target.name = "Test GPU";
