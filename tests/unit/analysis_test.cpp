@@ -761,8 +761,9 @@ TEST_F(Analysis, PredictionsAreScoredOnlyAgainstTheSameWorkload) {
   const ResultFile h100 = on("h100", "cuda", "NVIDIA H100 80GB HBM3");
   const ResultFile h100_index = on("h100_index", "cuda:0", "NVIDIA H100 80GB HBM3");
   EXPECT_NO_THROW(predict_epochs(h100, 2, &h100_index));
+  const ResultFile a100 = on("a100", "cuda:0", "NVIDIA A100-SXM4-80GB");
   try {
-    predict_epochs(h100, 2, &on("a100", "cuda:0", "NVIDIA A100-SXM4-80GB"));
+    predict_epochs(h100, 2, &a100);
     ADD_FAILURE() << "an A100 run scored an H100 prediction";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("device NVIDIA A100-SXM4-80GB (predicted for NVIDIA H100 80GB HBM3)"),
