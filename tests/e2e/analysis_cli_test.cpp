@@ -252,7 +252,7 @@ TEST_F(AnalysisCli, AnalysisSaysWhenARunDidNotFinishOrRanElsewhere) {
   auto other_host = testing::read_json(result(1));
   other_host["env"]["host"] = "elsewhere";
   const auto moved = dir_->write("other-host.json", other_host.dump());
-  const auto scored = run_tbench("predict --epochs 1 --actual " + moved + " " + result(1));
+  const auto scored = run_tbench("predict --epochs 2 --actual " + moved + " " + result(1));
   EXPECT_EQ(scored.exit_code, 0) << scored.err;
   EXPECT_NE(scored.err.find("predict: warning: " + moved + " ran on host elsewhere"), std::string::npos) << scored.err;
 
