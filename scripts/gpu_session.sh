@@ -39,7 +39,8 @@
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench (its defaults: the CUDA graph where the
 #             step can be captured), row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
-#   sweep     each speed switch alone against the eager defaults (train.cuda_graph=false), and the CUDA graph with fused QKV,
+#   sweep     each speed switch alone against the eager defaults (train.cuda_graph=false), fused QKV on the CUDA graph
+#             (graph_fused_qkv against cuda_graph: whether model.fused_qkv should become a default), and the CUDA graph with fused QKV,
 #             fused LayerNorm and the sparse last layer together, on bert-base-cased bf16 at seq 128
 #             and 512; then samples of mixed lengths padded to seq_len (`ragged`), and model.unpad
 #             (alone, and with fused QKV, fused LayerNorm and the sparse last layer) against them
@@ -230,6 +231,7 @@ stage_sweep() {
                   "cuda_graph:train.cuda_graph=true" "eager_attention:model.attention=eager"
                   "foreach_adamw:train.optimizer_impl=foreach" "no_prefetch:data.prefetch=0"
                   "sparse_last_layer:model.sparse_last_layer=true"
+                  "graph_fused_qkv:train.cuda_graph=true model.fused_qkv=true"
                   "graph_fused_sparse:train.cuda_graph=true model.fused_qkv=true model.fused_layer_norm=true model.sparse_last_layer=true")
   for seq in 128 512; do
     # Samples of mixed lengths (log-normal, mean 3/8 of seq_len, padded to it): HF's work at every
