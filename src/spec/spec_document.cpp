@@ -1,5 +1,8 @@
 // Reading spec documents: JSON or YAML text -> one JSON tree, plus where each field came from.
+#include <algorithm>
 #include <fstream>
+#include <limits>
+#include <set>
 #include <regex>
 #include <sstream>
 
@@ -21,6 +24,14 @@ using nlohmann::json;
 // was, so validation reports it against its field ("must be a number") instead of std::stod
 // throwing past every check.
 json yaml_number(const std::string& text) {
+  // YAML's own spellings of the non-finite floats, which std::stod does not read: the schema
+  // then refuses them by field ("must be a finite number").
+  static const std::regex infinity_re("[-+]?\\.(inf|Inf|INF)");
+  static const std::regex nan_re("\\.(nan|NaN|NAN)");
+  if (std::regex_match(text, infinity_re)) {
+    return text[0] == '-' ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  }
+  if (std::regex_match(text, nan_re)) return std::numeric_limits<double>::quiet_NaN();
   try {
     return std::stod(text);
   } catch (const std::out_of_range&) {
@@ -95,12 +106,49 @@ std::string lowercase_extension(const std::string& path) {
   return ext;
 }
 
+// Every piece between the dots, the empty ones too: "a." is ["a", ""] (std::getline would drop
+// the last), so a trailing dot is refused like "a..b".
 std::vector<std::string> split_path(const std::string& key) {
   std::vector<std::string> parts;
-  std::stringstream stream(key);
-  std::string part;
-  while (std::getline(stream, part, '.')) parts.push_back(part);
-  return parts;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = key.find('.', start);
+    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) return parts;
+    start = dot + 1;
+  }
+}
+
+// JSON text as a tree, refusing a key given twice in one object: nlohmann would keep the last
+// silently, while a YAML spec with the same mistake is refused.
+json parse_json_refusing_duplicate_keys(const std::string& text, const std::string& label) {
+  std::vector<std::set<std::string>> keys_of_open_objects;
+  std::vector<std::string> path;  // the keys down to the current value
+  const json::parser_callback_t check = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+        keys_of_open_objects.emplace_back();
+        break;
+      case json::parse_event_t::key: {
+        const std::string key = parsed.get<std::string>();
+        path.resize(keys_of_open_objects.size() - 1);
+        path.push_back(key);
+        if (!keys_of_open_objects.back().insert(key).second) {
+          std::string dotted;
+          for (const auto& part : path) dotted += (dotted.empty() ? "" : ".") + part;
+          throw input_error(label + ": " + dotted + ": duplicate key");
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+        keys_of_open_objects.pop_back();
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  return json::parse(text, check);
 }
 
 }  // namespace
@@ -131,7 +179,7 @@ SpecDocument parse_spec_text(const std::string& text, const std::string& label, 
     }
   } else {
     try {
-      doc.root = json::parse(text);
+      doc.root = parse_json_refusing_duplicate_keys(text, label);
     } catch (const json::exception& e) {
       // nlohmann's message already says "at line L, column C".
       std::string what = e.what();
@@ -176,9 +224,11 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
     }
     json* node = &doc.root;
     const auto parts = split_path(key);
+    if (std::find(parts.begin(), parts.end(), "") != parts.end()) {
+      throw input_error(where + ": empty name in key path '" + key + "'");
+    }
     std::string path;
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      if (parts[i].empty()) throw input_error(where + ": empty name in key path '" + key + "'");
       path = path.empty() ? parts[i] : path + "." + parts[i];
       if (i + 1 == parts.size()) {
         (*node)[parts[i]] = value;

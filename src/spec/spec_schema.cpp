@@ -2,6 +2,7 @@
 // that turns a SpecDocument into a RunSpec. One table below is the single source of truth;
 // `tbench validate --fields` prints it.
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -27,6 +28,13 @@ enum class Kind {
   integer, number, string, boolean, choice, device, nullable_string, nullable_integer, nullable_boolean, string_list,
   grid
 };
+
+// An integer an int64 holds: nlohmann keeps 2^63 and above unsigned, and reading one as int64
+// would wrap it (2^64 - 1 to -1: "no limit" for train.max_steps).
+bool fits_int64(const json& v) {
+  return v.is_number_integer() &&
+         !(v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+}
 
 // ---- reading a checked JSON value into a RunSpec member -------------------------------------------
 
@@ -386,14 +394,14 @@ class Validator {
   void check_value(const Field& field, const json& value) const {
     const bool ok = [&] {
       switch (field.kind) {
-        case Kind::integer: return value.is_number_integer();
+        case Kind::integer: return fits_int64(value);
         case Kind::number: return value.is_number();
         case Kind::string: return value.is_string();
         case Kind::boolean: return value.is_boolean();
         case Kind::choice: return value.is_string();
         case Kind::device: return value.is_string();
         case Kind::nullable_string: return value.is_string() || value.is_null();
-        case Kind::nullable_integer: return value.is_number_integer() || value.is_null();
+        case Kind::nullable_integer: return fits_int64(value) || value.is_null();
         case Kind::nullable_boolean: return value.is_boolean() || value.is_null();
         case Kind::string_list:
           return value.is_array() && std::all_of(value.begin(), value.end(), [](const json& v) { return v.is_string(); });
@@ -402,11 +410,12 @@ class Validator {
       return false;
     }();
     if (!ok) fail(field.path, std::string("expected ") + kind_text(field) + ", got " + describe(value));
+    if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+      const double x = value.get<double>();
+      fail(field.path, std::string("must be a finite number, got ") + (std::isnan(x) ? ".nan" : x < 0 ? "-.inf" : ".inf"));
+    }
     if (value.is_number() && value.get<double>() < field.min) {
       fail(field.path, "must be >= " + json_text(json(field.min)) + ", got " + json_text(value));
-    }
-    if (value.is_number_float() && !std::isfinite(value.get<double>())) {
-      fail(field.path, "must be a finite number, got " + json_text(value));
     }
     if (field.kind == Kind::choice) {
       const auto text = value.get<std::string>();

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
@@ -41,10 +42,32 @@ std::string file_safe(const std::string& text) {
   return out;
 }
 
+// A --set value read as the text itself: quoted for YAML, so a path with " #" (a comment) or a
+// name such as 2024 or true stays the string it is.
+std::string yaml_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
+}
+
 std::string base_name(const SpecDocument& doc, const std::string& spec_path) {
   if (doc.root.contains("name") && doc.root["name"].is_string()) return doc.root["name"];
   if (spec_path.empty()) return "default";
   return fs::path(spec_path).stem().string();
+}
+
+// Two points with one result file would overwrite each other (each point runs with --force), and
+// the table would count the survivor twice: a value repeated on an axis, or two values that are
+// the same file name (file_safe turns "a/b" and "a_b" alike).
+void refuse_points_sharing_a_result(const SweepPlan& plan) {
+  std::map<std::string, const SweepPoint*> by_path;
+  for (const auto& p : plan.points) {
+    const auto [it, first] = by_path.emplace(p.result_path, &p);
+    if (first) continue;
+    throw input_error("sweep: points " + std::to_string(it->second->index) + " and " + std::to_string(p.index) +
+                      " would both write " + p.result_path +
+                      ": give each grid value once, and values that differ in more than their punctuation");
+  }
 }
 
 void build_points(SweepPlan& plan, const std::string& name) {
@@ -68,8 +91,8 @@ void build_points(SweepPlan& plan, const std::string& name) {
       p.id = id;
       p.result_path = (fs::path(plan.out_dir) / (id + ".json")).string();
       // Points that differ only in model or repeat share a name: the report's columns.
-      p.overrides.push_back("name=" + name + (label.empty() ? "" : "[" + label + "]"));
-      p.overrides.push_back("output=" + p.result_path);
+      p.overrides.push_back("name=" + yaml_quoted(name + (label.empty() ? "" : "[" + label + "]")));
+      p.overrides.push_back("output=" + yaml_quoted(p.result_path));
       plan.points.push_back(p);
     }
     // Odometer over the axes, last axis fastest.
@@ -167,13 +190,16 @@ SweepAxis parse_grid_option(const std::string& text) {
   }
   SweepAxis axis;
   axis.key = text.substr(0, eq);
-  std::stringstream values(text.substr(eq + 1));
-  std::string value;
-  while (std::getline(values, value, ',')) {
+  // Every piece between the commas, a last empty one too ("8,16," is refused like "8,,16").
+  const std::string list = text.substr(eq + 1);
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = list.find(',', start);
+    const std::string value = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (value.empty()) throw input_error("--grid " + text + ": empty value");
     axis.values.push_back(value);
+    if (comma == std::string::npos) return axis;
+    start = comma + 1;
   }
-  return axis;
 }
 
 SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string>& overrides,
@@ -206,14 +232,18 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string
       plan.axes.push_back(axis);
     }
   }
-  plan.repeat = repeat > 0 ? repeat : sweep.value("repeat", 1);
-  if (plan.repeat < 1) throw input_error(doc.where("sweep.repeat") + ": sweep.repeat: must be >= 1");
+  if (sweep.contains("repeat") && !(sweep["repeat"].is_number_integer() && sweep["repeat"].get<int64_t>() >= 1 &&
+                                    sweep["repeat"].get<int64_t>() <= 1000000)) {
+    throw input_error(doc.where("sweep.repeat") + ": sweep.repeat: expected an integer >= 1, got " + json_text(sweep["repeat"]));
+  }
+  plan.repeat = repeat > 0 ? repeat : static_cast<int>(sweep.value("repeat", int64_t{1}));
   const std::string name = base_name(doc, spec_path);
   plan.out_dir = !out_dir.empty() ? out_dir
                  : sweep.contains("out_dir") && sweep["out_dir"].is_string()
                      ? sweep["out_dir"].get<std::string>()
                      : "results/sweep-" + file_safe(name);
   build_points(plan, name);
+  refuse_points_sharing_a_result(plan);
   return plan;
 }
 

@@ -140,5 +140,34 @@ TEST_F(SweepCli, SweepBlockInTheSpec) {
   EXPECT_NE(bad.err.find("sweep.grid.precision"), std::string::npos) << bad.err;
 }
 
+// Found by review: a value repeated on an axis gave two points one result file (the second
+// overwrote the first, the table counted it twice); a trailing comma dropped silently; a string
+// sweep.repeat was exit 1; and the points' name and output went to --set unquoted, so an out-dir
+// with " #" lost its tail (a YAML comment) and a spec named 2024 failed every point.
+TEST_F(SweepCli, BadGridsAreRefusedAndPathsAndNamesStayText) {
+  const auto twice = run_tbench("sweep " + spec() + " --grid train.seed=1,1 --dry-run --out-dir " + out());
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("would both write"), std::string::npos) << twice.err;
+  const auto trailing = run_tbench("sweep " + spec() + " --grid train.seed=1,2, --dry-run --out-dir " + out());
+  EXPECT_EQ(trailing.exit_code, 2);
+  EXPECT_NE(trailing.err.find("empty value"), std::string::npos) << trailing.err;
+  auto block = testing::tiny_spec(dir.file("unused.json"));
+  block["sweep"] = {{"repeat", "3"}};
+  const auto repeat = run_tbench("sweep --dry-run " + dir.write("repeat.json", block.dump()));
+  EXPECT_EQ(repeat.exit_code, 2);
+  EXPECT_NE(repeat.err.find("sweep.repeat: expected an integer >= 1"), std::string::npos) << repeat.err;
+
+  auto dated = testing::tiny_spec(dir.file("unused.json"));
+  dated.erase("name");
+  dated["train"]["epochs"] = 1;
+  const auto spec_2024 = dir.write("2024.json", dated.dump());
+  const std::string odd_dir = dir.file("sweep #2");
+  const auto r = run_tbench("sweep " + spec_2024 + " --grid train.seed=1,2 --out-dir '" + odd_dir + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const auto result = testing::read_json(odd_dir + "/train.seed-2.json");
+  EXPECT_EQ(result["spec"]["name"], "2024[train.seed=2]");
+  EXPECT_EQ(result["spec"]["output"], odd_dir + "/train.seed-2.json");
+}
+
 }  // namespace
 }  // namespace tbench

@@ -160,8 +160,35 @@ INSTANTIATE_TEST_SUITE_P(
                 {"spec.yaml:3", "train.epochs", "expected an integer"}},
         BadSpec{"yaml_syntax", "model: tiny-bert\ntrain: [1, 2\n", true, {"YAML syntax error"}},
         BadSpec{"yaml_duplicate_key", "model: tiny-bert\nthreads: 1\nthreads: 2\n", true,
-                {"spec.yaml:3", "duplicate key"}}),
+                {"spec.yaml:3", "duplicate key"}},
+        // Found by review: JSON kept the last of two keys silently; YAML's .nan and .inf were exit 1
+        // (std::stod cannot read them); 2^64 - 1 wrapped to -1, "no limit" for max_steps.
+        BadSpec{"json_duplicate_key", R"({"model": "tiny-bert", "train": {"seed": 1, "seed": 2}})", false,
+                {"train.seed", "duplicate key"}},
+        BadSpec{"json_duplicate_top_key", R"({"model": "tiny-bert", "model": "bert-base-cased"})", false,
+                {"spec.json: model: duplicate key"}},
+        BadSpec{"yaml_nan", "model: tiny-bert\ntrain:\n  lr: .nan\n", true, {"train.lr", "finite number, got .nan"}},
+        BadSpec{"yaml_negative_infinity", "model: tiny-bert\ntrain:\n  lr: -.inf\n", true,
+                {"train.lr", "finite number, got -.inf"}},
+        BadSpec{"integer_past_int64", R"({"model": "tiny-bert", "train": {"max_steps": 18446744073709551615}})", false,
+                {"train.max_steps", "expected an integer"}},
+        BadSpec{"batch_past_int64", R"({"model": "tiny-bert", "train": {"batch_size": 9223372036854775808}})", false,
+                {"train.batch_size", "expected an integer"}}),
     [](const auto& info) { return info.param.name; });
+
+// A key path with an empty name anywhere, the last one too, is refused ("a." used to set "a").
+TEST(Spec, OverridePathsWithAnEmptyNameAreRefused) {
+  for (const std::string key : {"train..lr", "train.lr.", ".train"}) {
+    SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert"})", "spec.json", false);
+    try {
+      apply_overrides(doc, {key + "=0.1"});
+      ADD_FAILURE() << key;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input);
+      EXPECT_NE(std::string(e.what()).find("empty name in key path"), std::string::npos) << e.what();
+    }
+  }
+}
 
 // Members are assigned by name from the field table: distinct values in neighbouring fields of
 // the same type must each land in their own member (an aggregate filled by position would swap
