@@ -53,14 +53,6 @@ double outside_steps_per_epoch(const ResultFile& r) {
   return outside / static_cast<double>(r.epoch_wall_seconds.size());
 }
 
-// The processor a run's steps ran on: "cpu", or the GPU env names ("cuda" where it names none).
-// Not spec.device's text: "cuda" and "cuda:0" are one GPU, and data-parallel ranks each take
-// cuda:LOCAL_RANK whatever the spec's index says.
-std::string processor_of(const ResultFile& r) {
-  if (r.device.rfind("cuda", 0) != 0) return r.device;
-  return r.gpu.empty() ? "cuda" : r.gpu;
-}
-
 // How `actual` differs from `r` in what sets a step's time: the work (model, samples a step,
 // length, precision) and the processes sharing it; with `same_device`, the processor it ran on and
 // how many steps an epoch holds as well (an epoch prediction is for the run's own kind of machine

@@ -80,37 +80,37 @@ class ResultReader {
     if (value > kMaxSeconds) throw bad(where, "expected seconds up to 1e9, got " + json_text(v));
     return value;
   }
-  // Optional figures: absent or null is unknown; anything else must be a number >= 0 (a string or
-  // a negative figure is a corrupt file, not an unknown).
-  std::optional<double> optional_number(const char* pointer) const {
+  bool boolean(const json& v, const std::string& where) const {
+    if (!v.is_boolean()) throw bad(where, "expected true or false, got " + json_text(v));
+    return v.get<bool>();
+  }
+  // An optional value: nullptr where it is absent or null (unknown); anything else is read and
+  // checked as the field's type (a string or a negative figure is a corrupt file, not an unknown).
+  const json* given(const char* pointer) const {
     const json* v = find(pointer);
-    if (!v || v->is_null()) return std::nullopt;
-    return number(*v, pointer);
+    return v && !v->is_null() ? v : nullptr;
+  }
+  std::optional<double> optional_number(const char* pointer) const {
+    const json* v = given(pointer);
+    return v ? std::optional<double>(number(*v, pointer)) : std::nullopt;
   }
   std::optional<double> optional_seconds(const char* pointer) const {
-    const json* v = find(pointer);
-    if (!v || v->is_null()) return std::nullopt;
-    return seconds(*v, pointer);
+    const json* v = given(pointer);
+    return v ? std::optional<double>(seconds(*v, pointer)) : std::nullopt;
   }
-  // An optional setting of the resolved spec: absent (results before the field) or null is false;
-  // present, it must be true or false.
+  // An optional setting of the resolved spec: absent (results before the field) or null is false.
   bool optional_flag(const char* pointer) const {
-    const json* v = find(pointer);
-    if (!v || v->is_null()) return false;
-    if (!v->is_boolean()) throw bad(pointer, "expected true or false, got " + json_text(*v));
-    return v->get<bool>();
+    const json* v = given(pointer);
+    return v && boolean(*v, pointer);
   }
-  // An optional flag of a record: absent is `fallback`; present, it must be true or false.
+  // An optional flag of a record: absent is `fallback`.
   bool flag_or(const json& object, const char* key, const std::string& where, bool fallback) const {
-    if (!object.contains(key)) return fallback;
-    const json& v = object[key];
-    if (!v.is_boolean()) throw bad(where + "/" + key, "expected true or false, got " + json_text(v));
-    return v.get<bool>();
+    return object.contains(key) ? boolean(object[key], where + "/" + key) : fallback;
   }
   // An optional interval of seconds, [low, high] with low <= high (null: none).
   std::optional<Interval> interval_if_any(const char* pointer) const {
-    const json* v = find(pointer);
-    if (!v || v->is_null()) return std::nullopt;
+    const json* v = given(pointer);
+    if (!v) return std::nullopt;
     if (!v->is_array() || v->size() != 2) throw bad(pointer, "expected [low, high] or null, got " + json_text(*v));
     const Interval interval{seconds((*v)[0], std::string(pointer) + "/0"), seconds((*v)[1], std::string(pointer) + "/1")};
     if (interval.low > interval.high) throw bad(pointer, "low above high: " + json_text(*v));
@@ -366,7 +366,7 @@ ResultFile load_result(const std::string& path) {
   r.tf32 = read.optional_flag("/spec/cuda/tf32");
   r.cuda_graph = read.optional_flag("/spec/train/cuda_graph");  // absent before the field: eager
   r.gpu = gpu_name(read, r.device);
-  r.machine = r.host + " (" + (r.device == "cpu" ? "cpu" : r.gpu.empty() ? "cuda" : r.gpu) + ")";
+  r.machine = r.host + " (" + processor_of(r) + ")";
   r.peak_source = read.string_or("/summary/peak_source", r.machine);
   read_iterations(read, read.require("/iterations"), r);
   read_epochs(read, read.require("/epochs"), r);
@@ -401,6 +401,11 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths) {
   out.reserve(paths.size());
   for (const auto& p : paths) out.push_back(load_result(p));
   return out;
+}
+
+std::string processor_of(const ResultFile& r) {
+  if (r.device == "cpu") return "cpu";
+  return r.gpu.empty() ? "cuda" : r.gpu;
 }
 
 std::string model_row(const ResultFile& r, const std::string& by) {

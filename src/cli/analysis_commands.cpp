@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <set>
 #include <fstream>
 #include <iostream>
 
@@ -149,7 +148,8 @@ void warn_of_mixed_runs(const char* name, const std::vector<const ResultFile*>& 
   std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), join(mixed).c_str());
 }
 
-// A copy of a result under another name is still one run: repeats of copies have no spread.
+// A file given twice, or a copy of it under another name, is one run counted twice: a side of
+// copies has no spread, and would make any difference "significant".
 void refuse_copies_of_one_run(const std::vector<ResultFile>& a, const std::vector<ResultFile>& b) {
   std::vector<const ResultFile*> all;
   for (const auto* side : {&a, &b}) {
@@ -157,10 +157,11 @@ void refuse_copies_of_one_run(const std::vector<ResultFile>& a, const std::vecto
   }
   for (std::size_t i = 0; i < all.size(); ++i) {
     for (std::size_t j = i + 1; j < all.size(); ++j) {
-      if (all[i]->json == all[j]->json) {
-        throw input_error("compare: " + all[j]->path + " holds the same run as " + all[i]->path +
-                          "; repeats are separate runs of one setting");
-      }
+      if (all[i]->json != all[j]->json) continue;
+      std::error_code ec;
+      const bool same_file = std::filesystem::equivalent(all[i]->path, all[j]->path, ec) && !ec;
+      throw input_error("compare: " + all[j]->path + (same_file ? " is given twice" : " holds the same run as " + all[i]->path) +
+                        "; repeats are separate runs of one setting");
     }
   }
 }
@@ -175,18 +176,6 @@ int compare_command() {
     }
     b_files = {a_files.back()};
     a_files.pop_back();
-  }
-  // A file given twice is one run counted twice: a side of copies has no spread, and would make
-  // any difference "significant".
-  std::set<std::string> seen;
-  for (const auto* side : {&a_files, &b_files}) {
-    for (const auto& file : *side) {
-      std::error_code ec;
-      const auto canonical = std::filesystem::weakly_canonical(file, ec).string();
-      if (!seen.insert(ec ? file : canonical).second && (a_files.size() > 1 || b_files.size() > 1)) {
-        throw input_error("compare: " + file + " is given twice; repeats are separate runs of one setting");
-      }
-    }
   }
   const std::vector<ResultFile> a = load_results_for("compare", a_files), b = load_results_for("compare", b_files);
   if (a.size() > 1 || b.size() > 1) refuse_copies_of_one_run(a, b);

@@ -42,11 +42,7 @@ void set_log_level() {
 // (even "123" or "true") stays a string.
 RunSpec load_spec_from_options() {
   std::vector<std::string> overrides = g_options.overrides;
-  if (!g_options.output.empty()) {
-    std::string quoted;
-    for (const char c : g_options.output) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-    overrides.push_back("output='" + quoted + "'");
-  }
+  if (!g_options.output.empty()) overrides.push_back("output=" + yaml_quoted(g_options.output));
   return load_spec(g_options.spec_path, overrides);
 }
 

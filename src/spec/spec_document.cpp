@@ -4,7 +4,6 @@
 #include <limits>
 #include <set>
 #include <regex>
-#include <sstream>
 
 #include <yaml-cpp/yaml.h>
 
@@ -12,6 +11,7 @@
 #include "tbench/files.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/spec/spec.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -104,19 +104,6 @@ std::string lowercase_extension(const std::string& path) {
   std::string ext = path.substr(dot + 1);
   for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return ext;
-}
-
-// Every piece between the dots, the empty ones too: "a." is ["a", ""] (std::getline would drop
-// the last), so a trailing dot is refused like "a..b".
-std::vector<std::string> split_path(const std::string& key) {
-  std::vector<std::string> parts;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = key.find('.', start);
-    parts.push_back(key.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
-    if (dot == std::string::npos) return parts;
-    start = dot + 1;
-  }
 }
 
 // JSON text as a tree, refusing a key given twice in one object: nlohmann would keep the last
@@ -223,7 +210,7 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
       throw input_error(where + ": cannot read the value: " + e.msg);
     }
     json* node = &doc.root;
-    const auto parts = split_path(key);
+    const auto parts = split(key, '.');  // "a." is {"a", ""}: a trailing dot is refused like "a..b"
     if (std::find(parts.begin(), parts.end(), "") != parts.end()) {
       throw input_error(where + ": empty name in key path '" + key + "'");
     }
@@ -246,6 +233,12 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
     }
     doc.origin[key] = where;
   }
+}
+
+std::string yaml_quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
 }
 
 RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides) {

@@ -5,17 +5,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include <spdlog/spdlog.h>
 
 #include "tbench/results/result_files.hpp"
 #include "tbench/spec/spec.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/text.hpp"
 
 namespace tbench {
 namespace {
@@ -40,14 +41,6 @@ std::string file_safe(const std::string& text) {
   std::string out;
   for (unsigned char c : text) out += std::isalnum(c) || c == '.' || c == '-' || c == '_' ? static_cast<char>(c) : '_';
   return out;
-}
-
-// A --set value read as the text itself: quoted for YAML, so a path with " #" (a comment) or a
-// name such as 2024 or true stays the string it is.
-std::string yaml_quoted(const std::string& text) {
-  std::string quoted = "'";
-  for (const char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
-  return quoted + "'";
 }
 
 std::string base_name(const SpecDocument& doc, const std::string& spec_path) {
@@ -190,16 +183,12 @@ SweepAxis parse_grid_option(const std::string& text) {
   }
   SweepAxis axis;
   axis.key = text.substr(0, eq);
-  // Every piece between the commas, a last empty one too ("8,16," is refused like "8,,16").
-  const std::string list = text.substr(eq + 1);
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = list.find(',', start);
-    const std::string value = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (value.empty()) throw input_error("--grid " + text + ": empty value");
-    axis.values.push_back(value);
-    if (comma == std::string::npos) return axis;
-    start = comma + 1;
+  // A last empty value too: "8,16," is refused like "8,,16".
+  axis.values = split(text.substr(eq + 1), ',');
+  if (std::find(axis.values.begin(), axis.values.end(), "") != axis.values.end()) {
+    throw input_error("--grid " + text + ": empty value");
   }
+  return axis;
 }
 
 SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string>& overrides,

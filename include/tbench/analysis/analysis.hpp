@@ -97,6 +97,11 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
 // vocabulary-sized head, a teacher) unless the columns are the tasks themselves (by == "task").
 std::string model_row(const ResultFile& r, const std::string& by = "");
 
+// The processor a run's steps ran on: "cpu", or the GPU env names ("cuda" where it names none).
+// Not spec.device's text: "cuda" and "cuda:0" are one GPU, and data-parallel ranks each take
+// cuda:LOCAL_RANK whatever the spec's index says. The machine label is the host and this.
+std::string processor_of(const ResultFile& r);
+
 // The value at a dotted path ("spec.train.optimizer_impl") of a result's JSON, or nullptr where
 // it has none.
 const nlohmann::json* find_dotted(const nlohmann::json& root, const std::string& dotted);

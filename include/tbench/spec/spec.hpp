@@ -279,6 +279,10 @@ SpecDocument default_spec_document();
 // [1,2] a list); a key that is not in the schema is rejected by validation, with a suggestion.
 void apply_overrides(SpecDocument& doc, const std::vector<std::string>& overrides);
 
+// `text` as a --set value that stays that string: single-quoted for YAML, so a path with " #" (a
+// comment) or a name such as 2024 or true is not read as something else.
+std::string yaml_quoted(const std::string& text);
+
 // `model: bert-base-cased` and `model: path/to/config.json` are shorthands for the model section.
 void expand_model_shorthand(nlohmann::json& root);
 
