@@ -6,6 +6,7 @@
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/cli/commands.hpp"
+#include "tbench/run/runner.hpp"
 #include "tbench/sweep/sweep.hpp"
 #include "tbench/json_text.hpp"
 
@@ -31,6 +32,28 @@ std::string self_executable() {
   return path;
 }
 
+// A typo in a grid key or value fails every point it reaches, each after a process start: refuse
+// the sweep before the first point runs instead, naming the point and what `tbench run` would say.
+// Only the points this call runs (--point picks one); the data is read when a point runs.
+void refuse_points_that_cannot_run(const SweepPlan& plan, int only_point) {
+  std::string first;
+  int refused = 0, checked = 0;
+  for (const auto& p : plan.points) {
+    if (only_point >= 0 && p.index != only_point) continue;
+    ++checked;
+    try {
+      check_models_and_device(load_spec(plan.spec_path, p.overrides));
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::bad_input) throw;
+      if (refused++ == 0) first = "sweep point " + std::to_string(p.index) + " (" + p.id + "): " + e.what();
+    }
+  }
+  if (refused == 0) return;
+  throw input_error(first + (refused > 1 ? " (" + std::to_string(refused) + " of " + std::to_string(checked) +
+                                               " points are refused; nothing ran)"
+                                         : " (nothing ran)"));
+}
+
 int dry_run(const SweepPlan& plan) {
   if (g_sweep.as_json) {
     std::cout << json_text(sweep_state(plan), 2) << "\n";
@@ -47,6 +70,7 @@ int dry_run(const SweepPlan& plan) {
 
 int sweep_command() {
   SweepPlan plan = plan_sweep(g_sweep.spec_path, g_sweep.overrides, g_sweep.grid, g_sweep.repeat, g_sweep.out_dir);
+  refuse_points_that_cannot_run(plan, g_sweep.dry_run ? -1 : g_sweep.point);
   if (g_sweep.dry_run) return dry_run(plan);
   SweepOptions options;
   options.resume = g_sweep.resume;

@@ -402,14 +402,21 @@ layers::AttentionUse attention_use_of(const RunSpec& spec, const ModelConfig& mo
   return use;
 }
 
+SpecModels check_models_and_device(const RunSpec& spec) {
+  SpecModels models{model_config_for(spec), std::nullopt};
+  if (spec.task == Task::distillation) models.teacher = teacher_config_for(spec);
+  check_model_fits(spec, models.model);
+  check_task_fits_models(spec, models.model, models.teacher ? &*models.teacher : nullptr);
+  check_device(spec);
+  return models;
+}
+
 RunPlan prepare_run(const RunSpec& spec) {
   RunPlan plan;
   plan.spec = spec;
-  plan.model = model_config_for(spec);
-  if (spec.task == Task::distillation) plan.teacher = teacher_config_for(spec);
-  check_model_fits(spec, plan.model);
-  check_task_fits_models(spec, plan.model, plan.teacher ? &*plan.teacher : nullptr);
-  check_device(spec);
+  SpecModels models = check_models_and_device(spec);
+  plan.model = std::move(models.model);
+  plan.teacher = std::move(models.teacher);
   plan.launch = group_as_the_spec_asks(detect_launch(), spec);  // torchrun / srun / mpirun, or a single process
   check_launch(spec, plan.launch);  // refuses a data-parallel train.cuda_graph too
   plan.cost = model_cost(plan.model, spec.num_labels, spec.data.seq_len, spec.task);

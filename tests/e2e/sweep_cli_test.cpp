@@ -54,8 +54,9 @@ TEST_F(SweepCli, RunsTheProductAndPrintsTheTable) {
                        " --out-dir " + out()).exit_code, 3);
 }
 
+// A batch larger than the data passes the spec's checks and fails when the point reads its data.
 TEST_F(SweepCli, AFailingPointIsRecordedAndTheSweepGoesOn) {
-  const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=8,0,4 --out-dir " + out() + " --json");
+  const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=8,100000,4 --out-dir " + out() + " --json");
   EXPECT_EQ(r.exit_code, 4) << r.err;
   const auto s = nlohmann::json::parse(r.out);
   ASSERT_EQ(s["points"].size(), 3u);
@@ -64,6 +65,26 @@ TEST_F(SweepCli, AFailingPointIsRecordedAndTheSweepGoesOn) {
   EXPECT_NE(s["points"][1]["reason"].get<std::string>().find("train.batch_size"), std::string::npos) << s.dump(2);
   EXPECT_EQ(s["points"][2]["status"], "completed");
   EXPECT_EQ(s["report"]["rows"].size(), 2u);
+}
+
+// A typo in a grid key failed every point, each after a process start; a bad value failed its
+// point after the ones before it had run. Now the sweep refuses before the first point runs.
+TEST_F(SweepCli, PointsTheSpecChecksRefuseStopTheSweepBeforeAnythingRuns) {
+  const auto typo = run_tbench("sweep " + spec() + " --grid train.batchsize=4,8 --out-dir " + out());
+  EXPECT_EQ(typo.exit_code, 2) << typo.err;
+  EXPECT_NE(typo.err.find("sweep point 0 (train.batchsize-4)"), std::string::npos) << typo.err;
+  EXPECT_NE(typo.err.find("did you mean 'batch_size'"), std::string::npos) << typo.err;
+  EXPECT_NE(typo.err.find("2 of 2 points are refused"), std::string::npos) << typo.err;
+  EXPECT_FALSE(std::filesystem::exists(out()));
+
+  const auto zero = run_tbench("sweep " + spec() + " --grid train.batch_size=8,0 --out-dir " + out());
+  EXPECT_EQ(zero.exit_code, 2) << zero.err;
+  EXPECT_NE(zero.err.find("sweep point 1 (train.batch_size-0)"), std::string::npos) << zero.err;
+  EXPECT_FALSE(std::filesystem::exists(out()));
+  // --dry-run checks every point; --point checks (and runs) only its own.
+  EXPECT_EQ(run_tbench("sweep " + spec() + " --grid train.batch_size=8,0 --dry-run --out-dir " + out()).exit_code, 2);
+  const auto first = run_tbench("sweep " + spec() + " --grid train.batch_size=8,0 --point 0 --out-dir " + out());
+  EXPECT_EQ(first.exit_code, 0) << first.err;
 }
 
 TEST_F(SweepCli, InterruptedSweepResumesWithoutRedoingFinishedPoints) {

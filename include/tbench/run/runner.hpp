@@ -38,6 +38,14 @@ struct RunPlan {
   std::shared_ptr<const PreparedData> data;  // read, tokenized (or cached) and checked
 };
 
+// The checks of prepare_run that read no data: the model (and teacher) the spec names, that the
+// task and seq_len fit them, and the device. A sweep runs them on its points before the first runs.
+struct SpecModels {
+  ModelConfig model;
+  std::optional<ModelConfig> teacher;  // task distillation
+};
+SpecModels check_models_and_device(const RunSpec& spec);
+
 RunPlan prepare_run(const RunSpec& spec);
 
 // Runs the plan and writes its result. Returns the process exit code: ok, interrupted (the
