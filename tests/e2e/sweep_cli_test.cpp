@@ -54,15 +54,15 @@ TEST_F(SweepCli, RunsTheProductAndPrintsTheTable) {
                        " --out-dir " + out()).exit_code, 3);
 }
 
-// A batch larger than the data passes the spec's checks and fails when the point reads its data.
+// A learning rate of 1e30 passes the spec's checks; its loss turns non-finite while it trains.
 TEST_F(SweepCli, AFailingPointIsRecordedAndTheSweepGoesOn) {
-  const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=8,100000,4 --out-dir " + out() + " --json");
+  const auto r = run_tbench("sweep " + spec() + " --grid train.lr=1e-4,1e30,2e-4 --out-dir " + out() + " --json");
   EXPECT_EQ(r.exit_code, 4) << r.err;
   const auto s = nlohmann::json::parse(r.out);
   ASSERT_EQ(s["points"].size(), 3u);
   EXPECT_EQ(s["points"][0]["status"], "completed");
   EXPECT_EQ(s["points"][1]["status"], "failed");
-  EXPECT_NE(s["points"][1]["reason"].get<std::string>().find("train.batch_size"), std::string::npos) << s.dump(2);
+  EXPECT_NE(s["points"][1]["reason"].get<std::string>().find("train.lr"), std::string::npos) << s.dump(2);
   EXPECT_EQ(s["points"][2]["status"], "completed");
   EXPECT_EQ(s["report"]["rows"].size(), 2u);
 }
