@@ -4,20 +4,12 @@
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/json_text.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
 
 namespace tbench {
 namespace {
-
-// The spec's fields as dotted paths, objects descended into, anything else (arrays too) whole.
-void flatten(const nlohmann::json& value, const std::string& path, std::map<std::string, nlohmann::json>& into) {
-  if (!value.is_object() || value.empty()) {
-    into[path] = value;
-    return;
-  }
-  for (const auto& [key, child] : value.items()) flatten(child, path.empty() ? key : path + "." + key, into);
-}
 
 // What a run was, beyond its spec: the code, the torch and the BLAS it ran on.
 const char* const kEnvironmentFields[] = {"tbench.git", "env.torch", "env.cpu.blas"};
@@ -30,9 +22,8 @@ bool bookkeeping(const std::string& field) {
 }  // namespace
 
 std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b) {
-  std::map<std::string, nlohmann::json> fa, fb;
-  flatten(a.json.value("spec", nlohmann::json::object()), "", fa);
-  flatten(b.json.value("spec", nlohmann::json::object()), "", fb);
+  const auto fa = flatten_fields(a.json.value("spec", nlohmann::json::object()));
+  const auto fb = flatten_fields(b.json.value("spec", nlohmann::json::object()));
   std::vector<SettingDifference> out;
   const auto add = [&](const std::string& field, const nlohmann::json& va, const nlohmann::json& vb) {
     if (va != vb) out.push_back({field, va, vb});

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -473,6 +474,26 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.spec.resolved["train"]["optimizer_impl"] = to_string(plan.trainer.optimizer);
   plan.spec.resolved["train"]["cuda_graph"] = plan.trainer.cuda_graph;
   return plan;
+}
+
+std::vector<std::string> spec_changes(const nlohmann::json& asked, const nlohmann::json& recorded) {
+  // What prepare_run writes into the resolved spec: the choice a run made where the spec left it
+  // open (threads 0, `auto`, an unset train.cuda_graph). A recorded choice matches an open one.
+  static const std::set<std::string> kResolvedByTheRun = {"threads", "model.attention", "train.optimizer_impl",
+                                                          "train.cuda_graph", "distillation.teacher_precision"};
+  const auto left_open = [](const nlohmann::json& value) {
+    return value.is_null() || value == "auto" || value == 0;
+  };
+  const auto recorded_fields = flatten_fields(recorded);
+  std::vector<std::string> changes;
+  for (const auto& [field, value] : flatten_fields(asked)) {
+    if (field == "name" || field == "output") continue;  // a sweep sets both for each point
+    const auto it = recorded_fields.find(field);
+    if (it == recorded_fields.end() || it->second == value) continue;  // not recorded: an older tbench
+    if (kResolvedByTheRun.count(field) && left_open(value)) continue;
+    changes.push_back(field + " " + json_text(it->second) + " -> " + json_text(value));
+  }
+  return changes;
 }
 
 namespace {

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "tbench/results/result_files.hpp"
+#include "tbench/run/runner.hpp"
 #include "tbench/spec/spec.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/text.hpp"
@@ -100,15 +101,33 @@ void build_points(SweepPlan& plan, const std::string& name) {
   }
 }
 
-std::string result_status(const std::string& path) {
+struct EarlierResult {
+  std::string status = "unreadable";
+  json spec;  // as the run recorded it
+};
+
+EarlierResult read_earlier_result(const std::string& path) {
+  EarlierResult earlier;
   try {
     std::ifstream in(path);
     json j;
     in >> j;
-    return j.at("summary").at("status");
+    earlier.status = j.at("summary").at("status");
+    earlier.spec = j.at("spec");
   } catch (const std::exception&) {
-    return "unreadable";
+    earlier.status = "unreadable";
   }
+  return earlier;
+}
+
+// A completed point is kept by --resume only if it ran the spec the point asks for now: a base spec
+// or --set edited between the runs would otherwise mix two settings in one table, unseen.
+void refuse_a_point_run_with_another_spec(const SweepPlan& plan, const SweepPoint& p, const EarlierResult& earlier) {
+  const std::vector<std::string> changes = spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec);
+  if (changes.empty()) return;
+  throw Error(ExitCode::result_exists, p.result_path + ": completed with another spec than point " +
+                                           std::to_string(p.index) + " asks for now (" + join(changes) +
+                                           "); pass --force to redo the points, or give another --out-dir");
 }
 
 std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
@@ -264,11 +283,12 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
       continue;
     }
     if (!fs::exists(p.result_path)) continue;
-    const std::string previous = result_status(p.result_path);
-    if (options.resume && previous == "completed") {
+    const EarlierResult earlier = read_earlier_result(p.result_path);
+    if (options.resume && earlier.status == "completed") {
+      refuse_a_point_run_with_another_spec(plan, p, earlier);
       p.status = "skipped";
     } else if (!options.resume && !options.force) {
-      throw Error(ExitCode::result_exists, p.result_path + ": exists (status " + previous +
+      throw Error(ExitCode::result_exists, p.result_path + ": exists (status " + earlier.status +
                                                "); pass --resume to skip completed points or --force to redo them");
     }
   }

@@ -92,7 +92,7 @@ TEST_F(SweepCli, InterruptedSweepResumesWithoutRedoingFinishedPoints) {
   slow["train"]["epochs"] = 1;
   slow["data"]["num_samples"] = 4000;  // ~500 steps a point: long enough to interrupt
   const std::string base = dir.write("slow.json", slow.dump());
-  const std::string grid = " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=8,16 --repeat 2 --out-dir " + out();
+  const std::string grid = " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=8,16 --out-dir " + out();
   const pid_t child = fork();
   if (child == 0) {
     const std::string command = "'" TBENCH_BINARY "' sweep " + base + grid + " >/dev/null 2>&1";
@@ -123,10 +123,17 @@ TEST_F(SweepCli, InterruptedSweepResumesWithoutRedoingFinishedPoints) {
     }
   }
   ASSERT_GE(finished.size(), 2u);
-  ASSERT_LT(finished.size(), 8u);
+  ASSERT_LT(finished.size(), 4u);
 
-  // Shrink the points so the resumed sweep is quick; finished ones must be skipped, not redone.
-  const auto resumed = run_tbench("sweep " + base + grid + " --resume --set data.num_samples=64");
+  // A finished point ran another spec than the points would now: resuming would mix the two in one
+  // table (it did, unseen). Refused, naming the field, before anything runs.
+  const auto edited = run_tbench("sweep " + base + grid + " --resume --set data.num_samples=64");
+  EXPECT_EQ(edited.exit_code, 3) << edited.err;
+  EXPECT_NE(edited.err.find("data.num_samples 4000 -> 64"), std::string::npos) << edited.err;
+  for (const auto& path : finished) EXPECT_EQ(std::filesystem::last_write_time(path), written[path]) << path;
+
+  // Finished points are skipped, not redone.
+  const auto resumed = run_tbench("sweep " + base + grid + " --resume");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   int skipped = 0;
   const auto after = state();
