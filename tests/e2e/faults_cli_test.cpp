@@ -304,7 +304,7 @@ TEST(Killed, SweepKilledInAPointResumesAndItsPointDiesWithIt) {
   const std::string finished = out + "/train.batch_size-8.json";
   ASSERT_TRUE(fs::exists(finished));
   const auto written = fs::last_write_time(finished);
-  std::string resume = "sweep " + base + " --grid train.batch_size=8,16,32 --out-dir " + out + " --resume --json --set data.num_samples=64";
+  std::string resume = "sweep " + base + " --grid train.batch_size=8,16,32 --out-dir " + out + " --resume --json";
   const auto resumed = testing::run_tbench(resume);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   const json state = json::parse(resumed.out);
