@@ -134,18 +134,6 @@ uint64_t pair_key(int64_t left, int64_t right) {
   return (static_cast<uint64_t>(left) << 32) | static_cast<uint64_t>(right);
 }
 
-// HF's vocab.json numbers its n tokens 0..n-1. An id past that would leave a hole in the id ->
-// token table, and one huge id (2^31 - 1) would make it tens of GiB before anything else is checked.
-void check_ids_number_the_entries(const std::string& path, const BpeVocabulary& vocab) {
-  for (const auto& [token, id] : vocab) {
-    if (id >= static_cast<int64_t>(vocab.size())) {
-      throw input_error(path + ": \"" + token + "\": id " + std::to_string(id) + " is not below the number of tokens (" +
-                        std::to_string(vocab.size()) + "): the ids must number the tokens 0.." +
-                        std::to_string(vocab.size() - 1));
-    }
-  }
-}
-
 BpeVocabulary parse_vocab_json(const std::string& path, const std::string& bytes) {
   nlohmann::json json;
   try {
@@ -163,7 +151,6 @@ BpeVocabulary parse_vocab_json(const std::string& path, const std::string& bytes
     vocab[token] = id.get<int64_t>();
   }
   if (vocab.empty()) throw input_error(path + ": the vocabulary is empty");
-  check_ids_number_the_entries(path, vocab);
   return vocab;
 }
 
@@ -208,10 +195,13 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
         merges_(std::move(merges)),
         add_prefix_space_(add_prefix_space),
         fingerprint_(std::move(fingerprint)) {
-    int64_t max_id = 0;
-    for (const auto& [token, id] : vocab_) max_id = std::max(max_id, id);
-    id_to_token_.resize(static_cast<std::size_t>(max_id) + 1);
-    for (const auto& [token, id] : vocab_) id_to_token_[static_cast<std::size_t>(id)] = token;
+    // HF's vocab.json numbers its n tokens 0..n-1, but it loads one with holes too: ids are looked up,
+    // not indexed, so a huge id (2^31 - 1) costs nothing here. The run refuses a vocabulary larger
+    // than the model's embedding table, naming data.tokenizer and both sizes.
+    for (const auto& [token, id] : vocab_) {
+      id_to_token_.emplace(id, token);
+      vocab_size_ = std::max(vocab_size_, id + 1);
+    }
     auto special = [&](const char* token) {
       const std::optional<int64_t> id = tokenize::find_id(vocab_, token);
       if (!id) throw input_error(vocab_path + ": special token " + token + " is missing");
@@ -239,7 +229,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
     return ids;
   }
 
-  int64_t vocab_size() const override { return static_cast<int64_t>(id_to_token_.size()); }
+  int64_t vocab_size() const override { return vocab_size_; }
 
   std::optional<int64_t> token_to_id(const std::string& token) const override {
     return tokenize::find_id(vocab_, token);
@@ -282,7 +272,7 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
     const auto tokens = [&](std::string_view word, auto&& on_token) {
       const std::vector<int64_t> ids =
           cache_.ids_of(std::string(word), [&](const std::string& uncached) { return merge_word(uncached); });
-      for (const int64_t id : ids) on_token(id_to_token_[static_cast<std::size_t>(id)], id);
+      for (const int64_t id : ids) on_token(id_to_token_.at(id), id);
     };
     tokenize::for_each_token(text, added_tokens_, max_tokens, words, tokens, visit);
   }
@@ -364,7 +354,8 @@ class ByteLevelBpeTokenizer final : public Tokenizer {
   MergeTable merges_;
   bool add_prefix_space_;
   std::string fingerprint_;
-  std::vector<std::string> id_to_token_;
+  std::unordered_map<int64_t, std::string> id_to_token_;  // every id a token of vocab_ has
+  int64_t vocab_size_ = 0;                                 // the largest id + 1: the embedding rows it needs
   SpecialTokenIds special_;
   std::vector<AddedToken> added_tokens_;
   mutable tokenize::WordIdCache cache_;  // each word's merged ids
