@@ -3,9 +3,10 @@
 # ../shared/docs/GPU.md). Prepare here first, once a session:
 #   GPU_DEPS_EXTRA="libicu-dev libicu72" ../shared/tools/gpu-deps
 #   rm .deps/usr/lib/x86_64-linux-gnu/libicu*.a && tar -cJf .deps.tar.xz .deps
-# The working tree (48 MiB tracked as of 2026-11-27, most of it committed results) and `.deps`
-# (53 MB) together pass the 64 MiB a call carries, so the calls carry `.deps.tar.xz` (11.3 MiB;
-# git-ignored) and this script unpacks it where `.deps` is missing: 59 MiB in all, so mind what
+# The working tree (35 MiB tracked as of 2026-11-27, most of it committed results; the CPU runs'
+# .iterations.jsonl copies were dropped for room, see bench/results/README.md) and `.deps` (53 MB)
+# together pass the 64 MiB a call carries, so the calls carry `.deps.tar.xz` (11.3 MiB;
+# git-ignored) and this script unpacks it where `.deps` is missing: 46 MiB in all, so mind what
 # new results add. A machine goes back after 30 idle seconds and a fresh one starts bare, so every stage
 # builds what it runs first if it is not there (all of build-gpu/: 2 minutes at -j16 on the H200;
 # the binary alone: less). A session's device time (15 minutes as of 2026-11, each machine's start
