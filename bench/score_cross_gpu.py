@@ -42,7 +42,9 @@ def rows_of(folder):
         except (OSError, ValueError):
             continue
         if result.get("summary", {}).get("status") == "completed":
-            rows[path.name[len("tbench-"):-len(".json")]] = path
+            # A step replayed from a CUDA graph pairs only with another such step.
+            graphed = (result.get("spec", {}).get("train", {}).get("cuda_graph") is True)
+            rows[path.name[len("tbench-"):-len(".json")] + (" (CUDA graph)" if graphed else "")] = path
     return rows
 
 

@@ -54,7 +54,7 @@ double outside_steps_per_epoch(const ResultFile& r) {
 }
 
 // How `actual` differs from `r` in what sets a step's time: the work (model, samples a step,
-// length, precision) and the processes sharing it; with `same_device`, the processor it ran on and
+// length, precision), the processes sharing it and whether the step replayed a CUDA graph; with `same_device`, the processor it ran on and
 // how many steps an epoch holds as well (an epoch prediction is for the run's own kind of machine
 // and data; another host of that kind is only warned of, by the predict command).
 std::vector<std::string> workload_differences(const ResultFile& r, const ResultFile& actual, bool same_device) {
@@ -68,6 +68,9 @@ std::vector<std::string> workload_differences(const ResultFile& r, const ResultF
   differ("seq_len", std::to_string(r.seq_len), std::to_string(actual.seq_len));
   differ("precision", precision(r), precision(actual));
   differ("world size", std::to_string(r.world_size), std::to_string(actual.world_size));
+  // A replayed CUDA graph takes the host out of the step: another step than the eager one.
+  const auto step = [](const ResultFile& x) { return std::string(x.cuda_graph ? "captured (CUDA graph)" : "eager"); };
+  differ("step", step(r), step(actual));
   if (same_device) {
     differ("device", processor_of(r), processor_of(actual));
     differ("steps an epoch", std::to_string(r.steps_per_epoch), std::to_string(actual.steps_per_epoch));

@@ -127,6 +127,16 @@ class ResultReader {
 
 // The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for spec.device "cuda:N"
 // ("cuda" is device 0); empty for CPU runs and results without it.
+// The processes that shared rank 0's host (dist.ranks names each rank's host), which together used
+// its cores. Where a rank never reported, the run is taken to have been on one host.
+int64_t processes_on_host(const ResultReader& read, const std::string& host, int64_t world_size) {
+  const json* ranks = read.given("/dist/ranks");
+  if (!ranks || !ranks->is_array() || static_cast<int64_t>(ranks->size()) != world_size) return world_size;
+  int64_t same = 0;
+  for (const auto& rank : *ranks) same += rank.is_object() && rank.value("host", std::string()) == host;
+  return std::max<int64_t>(same, 1);
+}
+
 std::string gpu_name(const ResultReader& read, const std::string& device) {
   if (device.rfind("cuda", 0) != 0) return "";
   const auto colon = device.find(':');
@@ -353,6 +363,7 @@ ResultFile load_result(const std::string& path) {
   r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0, kMaxParams), 0, kMaxParams);
   // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
   r.world_size = read.integer_or("/dist/world_size", 1, 1, kMaxWorld);
+  r.processes_on_host = processes_on_host(read, r.host, r.world_size);
   r.comm_share = read.optional_number("/summary/comm_share");
   r.status = read.string("/summary/status");
   if (r.status != "completed" && r.status != "interrupted" && r.status != "failed") {
@@ -385,7 +396,9 @@ ResultFile load_result(const std::string& path) {
     r.device_idle_at_start_fraction = share;
   }
   if (const auto epoch = read.optional_seconds("/summary/epoch_seconds")) {
-    r.epoch_seconds = *epoch;
+    // The complete epochs less the profiler's start and stop, as results since 2026-11-27 record
+    // it (before, summary.epoch_seconds held the profiler's time too).
+    r.epoch_seconds = r.epoch_wall_seconds.empty() ? *epoch : spread(r.epoch_wall_seconds).mean;
   } else if (const auto projected = read.optional_seconds("/summary/projected_epoch_seconds")) {
     r.epoch_seconds = *projected;
     r.epoch_projected = true;

@@ -1,4 +1,5 @@
 // `tbench report --scaling`: data-parallel runs against the single-process run of the same spec.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -21,13 +22,19 @@ std::string device_kind(const ResultFile& r) {
 
 constexpr const char* kGraphed = ", CUDA graph";
 
-// What must match for two runs to be "the same spec" at different world sizes. A step replayed
-// from a CUDA graph is another step than the eager one data-parallel runs take.
-std::string config_of(const ResultFile& r) {
+std::string threads_text(int64_t threads) { return std::to_string(threads) + (threads == 1 ? " thread" : " threads"); }
+
+// What must match for two runs to be "the same spec" at different world sizes, threads aside. A
+// step replayed from a CUDA graph is another step than the eager one data-parallel runs take.
+std::string shared_config_of(const ResultFile& r) {
   return device_kind(r) + " " + r.precision + ", batch " + std::to_string(r.batch_size * r.grad_accum) +
-         "/process, seq " + std::to_string(r.seq_len) + ", " + std::to_string(r.threads) +
-         (r.threads == 1 ? " thread" : " threads") + ", " + std::to_string(r.num_samples) + " samples" +
+         "/process, seq " + std::to_string(r.seq_len) + ", " + std::to_string(r.num_samples) + " samples" +
          (r.cuda_graph ? kGraphed : "");
+}
+
+// On CPU the threads each process ran set its pace too; a GPU's step does not depend on them.
+std::string config_of(const ResultFile& r) {
+  return shared_config_of(r) + (r.device == "cpu" ? ", " + threads_text(r.threads) + "/process" : "");
 }
 
 std::string optional_text(const std::optional<double>& value, int digits, const std::string& suffix = "") {
@@ -39,8 +46,9 @@ std::optional<double> percent(const std::optional<double>& fraction) {
 }
 
 std::string note_of(const ScalingRow& row) {
-  if (row.runs <= 1) return row.flag;
-  return row.flag + (row.flag.empty() ? "" : ", ") + "n=" + std::to_string(row.runs);
+  const std::string flag = flag_and_baseline(row);
+  if (row.runs <= 1) return flag;
+  return flag + (flag.empty() ? "" : ", ") + "n=" + std::to_string(row.runs);
 }
 
 double per_process_samples_per_s(const ScalingRow& row) {
@@ -48,8 +56,14 @@ double per_process_samples_per_s(const ScalingRow& row) {
 }
 
 const char* kNote =
-    "speedup = T1/TN of the epoch time vs the 1-process run of the same config; efficiency = speedup / N "
-    "(> 105% super-linear, < 50% collapsing); ~ = projected from steady steps; samples/s is global";
+    "speedup = T1/TN of the epoch time per trained sample vs the 1-process run of the same config (on CPU, "
+    "else of one using the same cores); efficiency = speedup / N (> 105% super-linear, < 50% collapsing); "
+    "~ = projected from steady steps; samples/s is global";
+
+std::string flag_and_baseline(const ScalingRow& row) {
+  if (row.baseline.empty()) return row.flag;
+  return row.flag + (row.flag.empty() ? "" : ", ") + "vs " + row.baseline;
+}
 
 // What people read (text and markdown): figures rounded and with units, the measurements
 // right-aligned between the descriptive columns.
@@ -87,9 +101,38 @@ Table records_table(const std::vector<ScalingRow>& rows) {
                           Cell::number(row.epoch_seconds, 3), Cell::boolean(row.projected),
                           Cell::number(row.samples_per_s, 3), Cell::number(per_process_samples_per_s(row), 3),
                           Cell::number_or_blank(row.speedup, 4), Cell::number_or_blank(row.efficiency, 4),
-                          Cell::number_or_blank(row.comm_share, 4), Cell::text_or_null(row.flag)});
+                          Cell::number_or_blank(row.comm_share, 4), Cell::text_or_null(flag_and_baseline(row))});
   }
   return table;
+}
+
+}  // namespace
+
+namespace {
+
+// What a row is grouped and matched by: a 1-process row of the same model and config is the
+// baseline; on CPU, failing that, one of the same shared config that used the same cores.
+struct ScalingGroup {
+  std::string model, config, shared_config;
+  int64_t threads_on_host = 0;  // CPU: threads x processes on rank 0's host
+};
+
+double seconds_per_trained_sample(const ScalingRow& row) {
+  return row.epoch_samples > 0 ? row.epoch_seconds / static_cast<double>(row.epoch_samples) : 0;
+}
+
+const ScalingRow* baseline_of(const ScalingGroup& group, const std::vector<ScalingRow>& rows,
+                              const std::vector<ScalingGroup>& groups) {
+  const ScalingRow* same_cores = nullptr;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].world_size != 1 || groups[i].model != group.model) continue;
+    if (groups[i].config == group.config) return &rows[i];
+    if (group.threads_on_host > 0 && groups[i].shared_config == group.shared_config &&
+        groups[i].threads_on_host == group.threads_on_host) {
+      same_cores = &rows[i];
+    }
+  }
+  return same_cores;
 }
 
 }  // namespace
@@ -97,12 +140,12 @@ Table records_table(const std::vector<ScalingRow>& rows) {
 std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
   if (results.empty()) throw input_error("report: give at least one result file");
   using Key = std::tuple<std::string, std::string, int64_t>;  // model, config, world size
-  std::map<Key, std::vector<const ResultFile*>> groups;
-  for (const auto& r : results) groups[{model_row(r), config_of(r), r.world_size}].push_back(&r);
+  std::map<Key, std::vector<const ResultFile*>> by_key;
+  for (const auto& r : results) by_key[{model_row(r), config_of(r), r.world_size}].push_back(&r);
 
   std::vector<ScalingRow> rows;
-  std::map<std::pair<std::string, std::string>, double> baseline;  // (model, config) -> T1
-  for (const auto& [key, runs] : groups) {
+  std::vector<ScalingGroup> groups;
+  for (const auto& [key, runs] : by_key) {
     ScalingRow row;
     std::tie(row.model, row.config, row.world_size) = key;
     row.runs = static_cast<int>(runs.size());
@@ -113,22 +156,31 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
       if (r->comm_share) shares.push_back(*r->comm_share);
       row.projected = row.projected || r->epoch_projected;
     }
+    const ResultFile& first = *runs.front();
+    row.epoch_samples = first.steps_per_epoch * first.batch_size * first.grad_accum * first.world_size;
     row.epoch_seconds = spread(epochs).mean;
     row.samples_per_s = spread(rates).mean;
     if (!shares.empty()) row.comm_share = spread(shares).mean;
-    if (row.world_size == 1) baseline[{row.model, row.config}] = row.epoch_seconds;
     rows.push_back(row);
+    groups.push_back({row.model, row.config, shared_config_of(first),
+                      first.device == "cpu" ? first.threads * first.processes_on_host : 0});
   }
-  for (auto& row : rows) {
-    const auto base = baseline.find({row.model, row.config});
-    if (base == baseline.end()) {
-      const bool only_graphed = baseline.count({row.model, row.config + kGraphed}) > 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ScalingRow& row = rows[i];
+    const ScalingRow* base = baseline_of(groups[i], rows, groups);
+    if (!base) {
+      const std::string graphed = groups[i].config + kGraphed;
+      const bool only_graphed = std::any_of(rows.begin(), rows.end(), [&](const ScalingRow& other) {
+        return other.world_size == 1 && other.model == row.model && other.config == graphed;
+      });
       row.flag = only_graphed ? "no eager 1-process baseline (rerun it with train.cuda_graph=false)"
                               : "no 1-process baseline";
       continue;
     }
-    if (row.epoch_seconds <= 0) continue;
-    row.speedup = base->second / row.epoch_seconds;
+    if (base->config != row.config) row.baseline = "1 process, " + base->config.substr(groups[i].shared_config.size() + 2);
+    const double per_sample = seconds_per_trained_sample(row);
+    if (per_sample <= 0 || seconds_per_trained_sample(*base) <= 0) continue;
+    row.speedup = seconds_per_trained_sample(*base) / per_sample;
     row.efficiency = *row.speedup / static_cast<double>(row.world_size);
     if (row.world_size > 1 && *row.efficiency > kSuperLinear) row.flag = "super-linear";
     if (row.world_size > 1 && *row.efficiency < kCollapsing) row.flag = "collapsing";

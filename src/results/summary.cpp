@@ -117,9 +117,11 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
         static_cast<double>(t.device_idle_at_start) / static_cast<double>(t.device_idle_known);
   }
 
+  // The profiler's own start and stop (timing.profile_steps) is no part of training: left out, as
+  // the timing check, the epoch's samples/s and predict leave it out.
   std::vector<double> complete_epochs;
   for (const auto& e : records.epochs) {
-    if (e.complete) complete_epochs.push_back(e.seconds);
+    if (e.complete) complete_epochs.push_back(e.seconds - e.profiler_seconds);
   }
   const Spread epochs = spread(complete_epochs);
   s.epochs_completed = epochs.count;

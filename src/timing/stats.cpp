@@ -34,9 +34,11 @@ Spread spread(const std::vector<double>& values) {
   return s;
 }
 
+// A spread of nothing has no figures: null, not zeros a reader would take for measured ones.
 void to_json(nlohmann::json& j, const Spread& s) {
-  j = {{"count", s.count}, {"median", s.median}, {"p10", s.p10}, {"p90", s.p90}, {"mean", s.mean},
-       {"stdev", s.stdev}, {"min", s.min}, {"max", s.max}};
+  const auto figure = [&](double value) { return s.count > 0 ? nlohmann::json(value) : nlohmann::json(nullptr); };
+  j = {{"count", s.count}, {"median", figure(s.median)}, {"p10", figure(s.p10)}, {"p90", figure(s.p90)},
+       {"mean", figure(s.mean)}, {"stdev", figure(s.stdev)}, {"min", figure(s.min)}, {"max", figure(s.max)}};
 }
 
 namespace {

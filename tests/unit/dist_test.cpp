@@ -335,26 +335,32 @@ TEST(Spec, DistSectionHasDefaultsAndIsRecorded) {
   }
 }
 
-// A result with `world` processes whose epochs take `epoch_seconds`.
-json scaling_result(int64_t world, double epoch_seconds, int64_t per_device_batch = 8) {
+// A result with `world` processes, on one host, whose epochs take `epoch_seconds`: the epoch is
+// the steps of `per_device_batch` that `num_samples` fill on every process (drop_last).
+json scaling_result(int64_t world, double epoch_seconds, int64_t per_device_batch = 8, int64_t num_samples = 64,
+                    int64_t threads = 1) {
+  const int64_t steps = num_samples / (per_device_batch * world);
   json iterations = json::array();
-  for (int s = 1; s <= 4; ++s) {
+  for (int64_t s = 1; s <= steps; ++s) {
     iterations.push_back({{"epoch", 1}, {"step", s}, {"global_step", s}, {"samples", per_device_batch},
-                          {"tokens", 128}, {"real_tokens", 128}, {"seconds", epoch_seconds / 4},
+                          {"tokens", 128}, {"real_tokens", 128}, {"seconds", epoch_seconds / static_cast<double>(steps)},
                           {"data_seconds", 0.0}, {"loss", 0.5}, {"lr", 1e-4}, {"warmup", false}});
   }
+  const double epoch_samples = static_cast<double>(steps * per_device_batch * world);
   json result = {{"schema", kResultSchemaId},
-                 {"spec", {{"name", "t"}, {"device", "cpu"}, {"precision", "fp32"}, {"threads", 1},
+                 {"spec", {{"name", "t"}, {"device", "cpu"}, {"precision", "fp32"}, {"threads", threads},
                            {"train", {{"batch_size", per_device_batch}, {"grad_accum_steps", 1}}},
-                           {"data", {{"seq_len", 64}, {"num_samples", 64}}}}},
+                           {"data", {{"seq_len", 64}, {"num_samples", num_samples}}}}},
                  {"env", {{"host", "h"}}},
                  {"model", {{"name", "m"}, {"params", 10}, {"train_flops_per_sample", 1e9}}},
                  {"iterations", iterations},
-                 {"epochs", json::array({{{"epoch", 1}, {"steps", 4}, {"seconds", epoch_seconds}, {"complete", true}}})},
-                 {"summary", {{"status", "completed"}, {"steps_per_epoch", 4}, {"epoch_seconds", epoch_seconds},
-                              {"samples_per_s", 32.0 * static_cast<double>(world) / epoch_seconds}}}};
+                 {"epochs", json::array({{{"epoch", 1}, {"steps", steps}, {"seconds", epoch_seconds}, {"complete", true}}})},
+                 {"summary", {{"status", "completed"}, {"steps_per_epoch", steps}, {"epoch_seconds", epoch_seconds},
+                              {"samples_per_s", epoch_samples / epoch_seconds}}}};
   if (world > 1) {
-    result["dist"] = {{"world_size", world}};
+    json ranks = json::array();
+    for (int64_t r = 0; r < world; ++r) ranks.push_back({{"rank", r}, {"host", "h"}});
+    result["dist"] = {{"world_size", world}, {"ranks", ranks}};
     result["summary"]["comm_share"] = 0.1;
   }
   return result;
@@ -395,6 +401,69 @@ TEST(Scaling, SpeedupAndEfficiencyAgainstTheOneProcessRun) {
   EXPECT_EQ(json::parse(render_scaling(rows, "json"))["rows"].size(), 5u);
   EXPECT_NE(render_scaling(rows, "csv").find("model,config,world_size"), std::string::npos);
   EXPECT_THROW(render_scaling(rows, "html"), Error);
+}
+
+// With drop_last an N-process epoch can train on fewer samples than the 1-process one: 32 samples
+// of batch 4 are 8 steps for one process but 2 for three (24 samples). T1/TN of the epochs called
+// that 4x; per trained sample it is 3x, which the global samples/s say too.
+TEST(Scaling, SpeedupComparesEpochTimePerTrainedSample) {
+  testing::ScratchDir dir;
+  const auto results = load_results({dir.write("w1.json", scaling_result(1, 8.0, 4, 32).dump()),
+                                     dir.write("w3.json", scaling_result(3, 2.0, 4, 32).dump())});
+  const auto rows = build_scaling(results);
+  ASSERT_EQ(rows.size(), 2u);
+  const ScalingRow& three = rows[0].world_size == 3 ? rows[0] : rows[1];
+  const ScalingRow& one = rows[0].world_size == 1 ? rows[0] : rows[1];
+  EXPECT_EQ(one.epoch_samples, 32);
+  EXPECT_EQ(three.epoch_samples, 24);
+  ASSERT_TRUE(three.speedup.has_value());
+  EXPECT_DOUBLE_EQ(*three.speedup, 3.0);
+  EXPECT_DOUBLE_EQ(*three.speedup, three.samples_per_s / one.samples_per_s);
+  EXPECT_DOUBLE_EQ(*three.efficiency, 1.0);
+}
+
+// `threads: 0` gives one process every core and N processes cores / N each, so their thread
+// counts differ and no 1-process run matched (found by review). On CPU the baseline is then the
+// 1-process run that used the same cores; with the same threads per process, that one still wins.
+// A GPU's step does not depend on the host's threads: they are no part of its config.
+TEST(Scaling, ABaselineOnTheSameCoresWhereThreadsPerProcessDiffer) {
+  testing::ScratchDir dir;
+  const auto rows = build_scaling(load_results({dir.write("w1.json", scaling_result(1, 10.0, 8, 64, 2).dump()),
+                                                dir.write("w2.json", scaling_result(2, 6.0, 8, 64, 1).dump())}));
+  ASSERT_EQ(rows.size(), 2u);
+  const ScalingRow& two = rows[0].world_size == 2 ? rows[0] : rows[1];
+  ASSERT_TRUE(two.speedup.has_value()) << two.flag;
+  EXPECT_DOUBLE_EQ(*two.speedup, 10.0 / 6.0);
+  EXPECT_EQ(two.baseline, "1 process, 2 threads/process");
+  EXPECT_NE(render_scaling(rows, "table").find("vs 1 process, 2 threads/process"), std::string::npos);
+
+  // A 1-process run with the same threads per process is the baseline where there is one.
+  const auto both = build_scaling(load_results({dir.write("w1.json", scaling_result(1, 10.0, 8, 64, 2).dump()),
+                                                dir.write("w1t1.json", scaling_result(1, 12.0, 8, 64, 1).dump()),
+                                                dir.write("w2.json", scaling_result(2, 6.0, 8, 64, 1).dump())}));
+  for (const auto& row : both) {
+    if (row.world_size != 2) continue;
+    EXPECT_DOUBLE_EQ(*row.speedup, 12.0 / 6.0);
+    EXPECT_EQ(row.baseline, "");
+  }
+
+  // On another host the second process used other cores: no same-cores baseline.
+  json split = scaling_result(2, 6.0, 8, 64, 1);
+  split["dist"]["ranks"][1]["host"] = "h2";
+  const auto apart = build_scaling(load_results({dir.write("w1.json", scaling_result(1, 10.0, 8, 64, 2).dump()),
+                                                 dir.write("split.json", split.dump())}));
+  for (const auto& row : apart) {
+    if (row.world_size == 2) EXPECT_EQ(row.flag, "no 1-process baseline");
+  }
+
+  json gpu_one = scaling_result(1, 10.0, 8, 64, 16), gpu_two = scaling_result(2, 6.0, 8, 64, 8);
+  gpu_one["spec"]["device"] = gpu_two["spec"]["device"] = "cuda:0";
+  const auto gpu = build_scaling(load_results({dir.write("g1.json", gpu_one.dump()), dir.write("g2.json", gpu_two.dump())}));
+  for (const auto& row : gpu) {
+    EXPECT_EQ(row.config.find("thread"), std::string::npos) << row.config;
+    if (row.world_size == 2) EXPECT_EQ(row.baseline, "");
+    if (row.world_size == 2) EXPECT_DOUBLE_EQ(*row.speedup, 10.0 / 6.0);
+  }
 }
 
 // A single-GPU run that replayed a CUDA graph is no baseline for data-parallel runs, whose steps

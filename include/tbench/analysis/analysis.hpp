@@ -43,6 +43,7 @@ struct ResultFile {
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
   int64_t num_samples = 0;
   int64_t world_size = 1;         // data-parallel processes (the result's dist section), else 1
+  int64_t processes_on_host = 1;  // of those, the ones on rank 0's host, sharing its cores
   std::optional<double> comm_share;  // data-parallel: share of step time spent waiting for all-reduces
   // CUDA: the share of timed steps that began with the GPU idle (summary.device_idle_at_start_fraction):
   // near 1, the host set the steps' pace.
@@ -178,16 +179,22 @@ nlohmann::json report_json(const Report& report);
 // precision, per-device batch, seq_len, threads, samples per epoch): speedup T1/TN of the epoch
 // time and efficiency (T1/TN)/N. Efficiency above 1.05 is flagged super-linear, below 0.5 collapsing.
 struct ScalingRow {
-  std::string model, config;
+  std::string model, config;  // config: with "N threads/process" on CPU (threads set no GPU's pace)
   int64_t world_size = 1;
   int runs = 0;
   double epoch_seconds = 0;  // mean over repeats
   bool projected = false;
+  // Samples an epoch trained on, over all processes: with drop_last an N-process epoch can train
+  // on fewer than the 1-process one, so speedup compares epoch time per trained sample.
+  int64_t epoch_samples = 0;
   double samples_per_s = 0;  // global, mean over repeats
   std::optional<double> comm_share, speedup, efficiency;
   // "", "super-linear", "collapsing", "no 1-process baseline", or "no eager 1-process baseline" where
   // the only one replayed a CUDA graph (data-parallel steps never do: the two steps differ).
   std::string flag;
+  // CPU: where no 1-process run had the same threads per process, the baseline is one that used
+  // the same cores (threads x processes on the host, as `threads: 0` resolves); this names it.
+  std::string baseline;
 };
 std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results);
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format);  // table|markdown|csv|json
