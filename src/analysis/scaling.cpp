@@ -45,6 +45,11 @@ std::optional<double> percent(const std::optional<double>& fraction) {
   return fraction ? std::optional<double>(*fraction * 100) : std::nullopt;
 }
 
+std::string flag_and_baseline(const ScalingRow& row) {
+  if (row.baseline.empty()) return row.flag;
+  return row.flag + (row.flag.empty() ? "" : ", ") + "vs " + row.baseline;
+}
+
 std::string note_of(const ScalingRow& row) {
   const std::string flag = flag_and_baseline(row);
   if (row.runs <= 1) return flag;
@@ -60,10 +65,6 @@ const char* kNote =
     "else of one using the same cores); efficiency = speedup / N (> 105% super-linear, < 50% collapsing); "
     "~ = projected from steady steps; samples/s is global";
 
-std::string flag_and_baseline(const ScalingRow& row) {
-  if (row.baseline.empty()) return row.flag;
-  return row.flag + (row.flag.empty() ? "" : ", ") + "vs " + row.baseline;
-}
 
 // What people read (text and markdown): figures rounded and with units, the measurements
 // right-aligned between the descriptive columns.
