@@ -239,6 +239,7 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
     r.epoch_wall_seconds.push_back(wall - profiler);
     r.epoch_step_sum.push_back(sum);
+    r.profiled_a_complete_epoch = r.profiled_a_complete_epoch || profiler > 0;
   }
 }
 
@@ -396,9 +397,9 @@ ResultFile load_result(const std::string& path) {
     r.device_idle_at_start_fraction = share;
   }
   if (const auto epoch = read.optional_seconds("/summary/epoch_seconds")) {
-    // The complete epochs less the profiler's start and stop, as results since 2026-11-27 record
-    // it (before, summary.epoch_seconds held the profiler's time too).
-    r.epoch_seconds = r.epoch_wall_seconds.empty() ? *epoch : spread(r.epoch_wall_seconds).mean;
+    // Less the profiler's start and stop, as results since 2026-11-27 record it (before,
+    // summary.epoch_seconds held the profiler's time too): the complete epochs' own mean then.
+    r.epoch_seconds = r.profiled_a_complete_epoch ? spread(r.epoch_wall_seconds).mean : *epoch;
   } else if (const auto projected = read.optional_seconds("/summary/projected_epoch_seconds")) {
     r.epoch_seconds = *projected;
     r.epoch_projected = true;

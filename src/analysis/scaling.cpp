@@ -1,5 +1,4 @@
 // `tbench report --scaling`: data-parallel runs against the single-process run of the same spec.
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -170,10 +169,11 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
     ScalingRow& row = rows[i];
     const ScalingRow* base = baseline_of(groups[i], rows, groups);
     if (!base) {
-      const std::string graphed = groups[i].config + kGraphed;
-      const bool only_graphed = std::any_of(rows.begin(), rows.end(), [&](const ScalingRow& other) {
-        return other.world_size == 1 && other.model == row.model && other.config == graphed;
-      });
+      bool only_graphed = false;
+      for (std::size_t j = 0; j < rows.size(); ++j) {
+        only_graphed = only_graphed || (rows[j].world_size == 1 && groups[j].model == groups[i].model &&
+                                        groups[j].shared_config == groups[i].shared_config + kGraphed);
+      }
       row.flag = only_graphed ? "no eager 1-process baseline (rerun it with train.cuda_graph=false)"
                               : "no 1-process baseline";
       continue;

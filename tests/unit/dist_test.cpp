@@ -453,7 +453,9 @@ TEST(Scaling, ABaselineOnTheSameCoresWhereThreadsPerProcessDiffer) {
   const auto apart = build_scaling(load_results({dir.write("w1.json", scaling_result(1, 10.0, 8, 64, 2).dump()),
                                                  dir.write("split.json", split.dump())}));
   for (const auto& row : apart) {
-    if (row.world_size == 2) EXPECT_EQ(row.flag, "no 1-process baseline");
+    if (row.world_size == 2) {
+      EXPECT_EQ(row.flag, "no 1-process baseline");
+    }
   }
 
   json gpu_one = scaling_result(1, 10.0, 8, 64, 16), gpu_two = scaling_result(2, 6.0, 8, 64, 8);
@@ -461,8 +463,10 @@ TEST(Scaling, ABaselineOnTheSameCoresWhereThreadsPerProcessDiffer) {
   const auto gpu = build_scaling(load_results({dir.write("g1.json", gpu_one.dump()), dir.write("g2.json", gpu_two.dump())}));
   for (const auto& row : gpu) {
     EXPECT_EQ(row.config.find("thread"), std::string::npos) << row.config;
-    if (row.world_size == 2) EXPECT_EQ(row.baseline, "");
-    if (row.world_size == 2) EXPECT_DOUBLE_EQ(*row.speedup, 10.0 / 6.0);
+    if (row.world_size == 2) {
+      EXPECT_EQ(row.baseline, "");
+      EXPECT_DOUBLE_EQ(*row.speedup, 10.0 / 6.0);
+    }
   }
 }
 

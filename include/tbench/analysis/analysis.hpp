@@ -79,6 +79,7 @@ struct ResultFile {
   std::vector<int64_t> step_samples; // samples of each timed step over all ranks
   std::vector<double> warmup_seconds;
   std::vector<double> epoch_wall_seconds;  // complete epochs, the profiler's start and stop left out
+  bool profiled_a_complete_epoch = false;  // a complete epoch paid the profiler's start and stop
   std::vector<double> epoch_step_sum;      // sum of step seconds within each complete epoch
   // The epoch a run cut short (train.max_steps, a stop) after some steps: its wall time and its
   // steps' sum, as above. None where every epoch that ran completed.
