@@ -155,6 +155,37 @@ TEST(Summary, NoCompleteEpochMeansNoEpochTime) {
   EXPECT_TRUE(s["projected_epoch_seconds_ci95"].is_null());  // one timed step: no interval
 }
 
+// The profiler's own start and stop (timing.profile_steps) is no part of an epoch: the timing
+// check, the epoch's samples/s and predict left it out, but the summary's epoch time held it (an
+// H200 row's epoch: 0.26 s of 2.13). And a run whose every step was warm-up has no step times: its
+// spreads are null, not zeros a reader would take for measurements (both found by review).
+TEST(Summary, EpochTimeLeavesOutTheProfilerAndNoTimedStepsMeansNullSpreads) {
+  RunRecords rec;
+  rec.iterations = {step(1, 1, 5.0, true), step(1, 2, 1.0, false), step(2, 3, 1.0, false)};
+  EpochRecord first, second;
+  first.epoch = 1;
+  first.seconds = 6.5;
+  second.epoch = 2;
+  second.seconds = 4.0;
+  second.profiler_seconds = 2.5;
+  rec.epochs = {first, second};
+  const auto s = to_json(summarize(rec, {}));
+  EXPECT_DOUBLE_EQ(s["epoch_seconds"].get<double>(), (6.5 + 1.5) / 2);
+  EXPECT_DOUBLE_EQ(s["timing_check"]["epoch_seconds"].get<double>(), 6.5 + 1.5);
+
+  RunRecords warmup_only;
+  warmup_only.iterations = {step(1, 1, 5.0, true)};
+  warmup_only.epochs = {first};
+  const auto w = to_json(summarize(warmup_only, {}));
+  EXPECT_EQ(w["timed_steps"], 0);
+  EXPECT_EQ(w["step_ms"]["count"], 0);
+  for (const char* figure : {"median", "p10", "p90", "mean", "stdev", "min", "max"}) {
+    EXPECT_TRUE(w["step_ms"][figure].is_null()) << figure;
+    EXPECT_TRUE(w["data_ms"][figure].is_null()) << figure;
+  }
+  EXPECT_TRUE(w["samples_per_s"].is_null());
+}
+
 // A bert-base-cased fp32 run on 2 cores ran at 117 GFLOP/s against a probe that measured 87:
 // an MFU of 1.35 is not a fact. Above the peak there is no MFU, and the result says why.
 TEST(Utilisation, ARateAboveThePeakGivesNoMfuButAReason) {
