@@ -113,12 +113,23 @@ LaunchEnv slurm_env(const Env& env) {
   launch.rank = env.integer("SLURM_PROCID");
   check_rank(launch, "SLURM_PROCID", "SLURM_NTASKS");
   launch.local_rank = env.optional_integer("SLURM_LOCALID").value_or(0);
-  // SLURM_NTASKS_PER_NODE is only set with --ntasks-per-node; it may read "2(x3)".
-  if (const auto per_node = env.get("SLURM_NTASKS_PER_NODE")) launch.local_world_size = std::atoi(per_node->c_str());
+  // The step's tasks on each of its nodes (srun sets it; SLURM_NTASKS_PER_NODE only comes with
+  // --ntasks-per-node): "2(x3),1", read at this task's node, SLURM_NODEID.
+  for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}) {
+    if (const auto per_node = env.get(name)) {
+      launch.local_world_size = tasks_on_node(*per_node, env.optional_integer("SLURM_NODEID").value_or(0));
+      if (launch.local_world_size > 0) break;
+    }
+  }
+  launch.cpus_per_task = env.optional_integer("SLURM_CPUS_PER_TASK", 1).value_or(0);
+  // Task 0 runs on the step's first node. srun's own host (SLURM_LAUNCH_NODE_IPADDR) is that node
+  // in a batch script, but a login node when srun runs from salloc there: it comes last.
   std::string addr = env.get("MASTER_ADDR").value_or("");
+  for (const char* nodelist : {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST"}) {
+    if (addr.empty() && env.has(nodelist)) addr = first_host_of_nodelist(*env.get(nodelist));
+  }
   if (addr.empty()) addr = env.get("SLURM_LAUNCH_NODE_IPADDR").value_or("");
-  if (addr.empty() && env.has("SLURM_JOB_NODELIST")) addr = first_host_of_nodelist(*env.get("SLURM_JOB_NODELIST"));
-  set_master(launch, env, addr, "nor SLURM_LAUNCH_NODE_IPADDR or SLURM_JOB_NODELIST");
+  set_master(launch, env, addr, "nor SLURM_STEP_NODELIST, SLURM_JOB_NODELIST or SLURM_LAUNCH_NODE_IPADDR");
   return launch;
 }
 
@@ -188,9 +199,30 @@ std::string first_host_of_nodelist(const std::string& nodelist) {
   return host;
 }
 
-int threads_per_process(const LaunchEnv& env, int physical_cores) {
-  if (!env.distributed() || env.local_world_size <= 1) return physical_cores;
-  return std::max(1, physical_cores / env.local_world_size);
+int tasks_on_node(const std::string& tasks_per_node, int node) {
+  // Comma-separated counts, each "N" or "N(xK)" for K nodes in a row.
+  int first_node = 0;
+  for (const std::string& item : split(tasks_per_node, ',')) {
+    const int tasks = std::atoi(item.c_str());
+    int nodes = 1;
+    if (const auto times = item.find("(x"); times != std::string::npos) nodes = std::atoi(item.c_str() + times + 2);
+    if (tasks <= 0 || nodes <= 0) return 0;
+    if (node < first_node + nodes) return tasks;
+    first_node += nodes;
+  }
+  return 0;
+}
+
+int threads_per_process(const LaunchEnv& env, int usable_cores) {
+  if (env.cpus_per_task > 0) return env.cpus_per_task;  // srun --cpus-per-task gave each task its share
+  if (!env.distributed() || env.local_world_size <= 1) return usable_cores;
+  return std::max(1, usable_cores / env.local_world_size);
+}
+
+int rank_device_index(const LaunchEnv& env, int64_t visible_devices) {
+  // One device per task (srun --gpus-per-task, --gpu-bind): each task sees its own GPU as cuda:0.
+  if (visible_devices == 1 && env.local_world_size > 1) return 0;
+  return env.local_rank;
 }
 
 std::vector<std::string> available_backends() {
@@ -235,9 +267,10 @@ void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   }
   if (cuda) {
     const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-    if (env.local_rank >= count) {
+    const int index = rank_device_index(env, count);
+    if (index >= count) {
       throw input_error("launch environment: local rank " + std::to_string(env.local_rank) + " needs cuda:" +
-                        std::to_string(env.local_rank) + ", but this node has " + std::to_string(count) +
+                        std::to_string(index) + ", but this process sees " + std::to_string(count) +
                         " CUDA device(s); start at most one process per GPU");
     }
   }
@@ -245,7 +278,8 @@ void check_launch(const RunSpec& spec, const LaunchEnv& env) {
 
 torch::Device rank_device(const RunSpec& spec, const LaunchEnv& env) {
   if (env.distributed() && spec.device.is_cuda()) {
-    return torch::Device(torch::kCUDA, static_cast<torch::DeviceIndex>(env.local_rank));
+    const int index = rank_device_index(env, static_cast<int64_t>(torch::cuda::device_count()));
+    return torch::Device(torch::kCUDA, static_cast<torch::DeviceIndex>(index));
   }
   return torch::Device(spec.device.text());
 }

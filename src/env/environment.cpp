@@ -1,5 +1,6 @@
 // Reads the machine's description from /proc, uname and LibTorch. Each probe is best-effort:
 // a field it cannot read is recorded as null rather than guessed.
+#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -95,6 +96,7 @@ json cpu_info() {
   return {{"model", or_null(field_of("/proc/cpuinfo", "model name", ':'))},
           {"logical_cores", std::thread::hardware_concurrency()},
           {"physical_cores", physical_cores()},
+          {"usable_cores", usable_cores()},
           {"torch_threads", torch::get_num_threads()},
           {"torch_interop_threads", torch::get_num_interop_threads()},
           {"omp_num_threads", or_null(std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "")},
@@ -160,6 +162,28 @@ int physical_cores() {
   }
   const int logical = static_cast<int>(std::thread::hardware_concurrency());
   return cores.empty() ? std::max(1, logical) : static_cast<int>(cores.size());
+}
+
+int usable_cores() {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return physical_cores();
+  // Count the allowed processors by core: two hyperthreads of one core are one core.
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, physical_id;
+  int processor = -1;
+  std::set<std::string> cores;
+  while (std::getline(in, line)) {
+    const auto pos = line.find(':');
+    if (pos == std::string::npos) continue;
+    const std::string key = trim(line.substr(0, pos)), value = trim(line.substr(pos + 1));
+    if (key == "processor") processor = std::atoi(value.c_str());
+    if (key == "physical id") physical_id = value;
+    if (key == "core id" && processor >= 0 && processor < CPU_SETSIZE && CPU_ISSET(processor, &allowed)) {
+      cores.insert(physical_id + "/" + value);
+    }
+  }
+  return cores.empty() ? std::max(1, CPU_COUNT(&allowed)) : static_cast<int>(cores.size());
 }
 
 int64_t peak_rss_bytes() {

@@ -449,7 +449,7 @@ RunPlan prepare_run(const RunSpec& spec) {
   plan.trainer = trainer_config(spec, plan.launch);
   plan.steps = plan_steps(plan.trainer, plan.data->train.size(), plan.launch.world_size);
   check_profile_window(spec, plan.steps);
-  plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, physical_cores());
+  plan.threads = spec.threads > 0 ? static_cast<int>(spec.threads) : threads_per_process(plan.launch, usable_cores());
   plan.output_path = expand_output(spec);
   plan.spec.resolved["threads"] = plan.threads;
   // `auto` choices are recorded as what this build and device resolved them to.

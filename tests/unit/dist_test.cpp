@@ -2,6 +2,8 @@
 // scaling report on hand-made results.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <map>
 
 #include "support/cli.hpp"
@@ -11,6 +13,7 @@
 #include "tbench/data/data.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/env/env.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/run/runner.hpp"
 
@@ -92,8 +95,14 @@ TEST(Launch, SlurmStepsFindRankZerosHost) {
   EXPECT_EQ(env.local_rank, 1);
   EXPECT_EQ(env.master_addr, "gpu07");
   EXPECT_EQ(env.master_port, 29500);
+  // srun's own host comes after the node lists: from salloc on a login node it is not task 0's.
   auto with_ip = step;
   with_ip["SLURM_LAUNCH_NODE_IPADDR"] = "10.0.0.7";
+  EXPECT_EQ(launch_from(with_ip).master_addr, "gpu07");
+  with_ip["SLURM_STEP_NODELIST"] = "gpu[09-10]";  // a step on part of the allocation
+  EXPECT_EQ(launch_from(with_ip).master_addr, "gpu09");
+  with_ip.erase("SLURM_STEP_NODELIST");
+  with_ip.erase("SLURM_JOB_NODELIST");
   EXPECT_EQ(launch_from(with_ip).master_addr, "10.0.0.7");
   with_ip["MASTER_ADDR"] = "head";
   with_ip["MASTER_PORT"] = "4000";
@@ -133,6 +142,60 @@ TEST(Launch, ThreadsAreSharedAmongTheProcessesOfANode) {
   EXPECT_EQ(threads_per_process(env, 16), 8);
   EXPECT_EQ(threads_per_process(env, 1), 1);
   EXPECT_EQ(threads_per_process(LaunchEnv{}, 16), 16);
+}
+
+// Plain `srun -n 4` over two nodes sets no SLURM_NTASKS_PER_NODE: every task took every core
+// (found by review). srun's SLURM_STEP_TASKS_PER_NODE, read at the task's node, says how many
+// share it; --cpus-per-task says each task's share outright.
+TEST(Launch, SrunTasksShareTheirNodesCores) {
+  EXPECT_EQ(tasks_on_node("2(x3),1", 0), 2);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 2), 2);
+  EXPECT_EQ(tasks_on_node("2(x3),1", 3), 1);
+  EXPECT_EQ(tasks_on_node("4", 0), 4);
+  EXPECT_EQ(tasks_on_node("3,1", 1), 1);
+  EXPECT_EQ(tasks_on_node("3,1", 2), 0);    // no such node
+  EXPECT_EQ(tasks_on_node("x(x2)", 0), 0);  // unreadable
+  const std::map<std::string, std::string> step = {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
+                                                   {"SLURM_STEP_ID", "0"}, {"SLURM_JOB_NODELIST", "n[1-2]"},
+                                                   {"SLURM_STEP_TASKS_PER_NODE", "3,1"}, {"SLURM_NODEID", "1"}};
+  LaunchEnv env = launch_from(step);
+  EXPECT_EQ(env.local_world_size, 1);
+  EXPECT_EQ(threads_per_process(env, 16), 16);
+  auto first_node = step;
+  first_node["SLURM_NODEID"] = "0";
+  EXPECT_EQ(threads_per_process(launch_from(first_node), 16), 5);
+  first_node["SLURM_CPUS_PER_TASK"] = "4";
+  EXPECT_EQ(threads_per_process(launch_from(first_node), 16), 4);
+}
+
+// Under `srun --gpus-per-task=1` each task sees its own GPU as cuda:0: local rank 1 asking for
+// cuda:1 was refused (found by review). Where the node's GPUs are all visible, cuda:LOCAL_RANK.
+TEST(Launch, ATaskThatSeesOneGpuOfItsOwnUsesCudaZero) {
+  LaunchEnv env = launch_from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"LOCAL_WORLD_SIZE", "2"},
+                               {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}});
+  EXPECT_EQ(rank_device_index(env, 1), 0);
+  EXPECT_EQ(rank_device_index(env, 2), 1);
+  EXPECT_EQ(rank_device_index(env, 8), 1);
+  env.local_world_size = 1;  // one process on this node: its local rank is its device
+  EXPECT_EQ(rank_device_index(env, 1), 1);
+}
+
+TEST(Environment, UsableCoresFollowTheCpuAffinity) {
+  cpu_set_t original;
+  ASSERT_EQ(sched_getaffinity(0, sizeof original, &original), 0);
+  EXPECT_GE(usable_cores(), 1);
+  EXPECT_LE(usable_cores(), physical_cores());
+  int first = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE && first < 0; ++cpu) {
+    if (CPU_ISSET(cpu, &original)) first = cpu;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  const int pinned = usable_cores();
+  sched_setaffinity(0, sizeof original, &original);
+  EXPECT_EQ(pinned, 1);
 }
 
 // A CPU launch needs Gloo: accepted where this build has it (Debian's libgloo-dev), refused with

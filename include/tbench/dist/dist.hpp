@@ -32,6 +32,7 @@ struct LaunchEnv {
   int world_size = 1;
   int local_rank = 0;
   int local_world_size = 0;  // processes on this node; 0 = the launcher did not say
+  int cpus_per_task = 0;     // srun --cpus-per-task (SLURM_CPUS_PER_TASK): each process's cores; 0 = unset
   std::string master_addr;   // where the TCPStore is: rank 0 hosts it, unless the launcher does
   int master_port = 0;
   // torchrun's agent already hosts the store (TORCHELASTIC_USE_AGENT_STORE=True): every rank joins
@@ -51,8 +52,9 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
 // torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) first, then srun
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID inside a job step, i.e. with SLURM_STEP_ID set;
-// MASTER_ADDR from the environment, SLURM_LAUNCH_NODE_IPADDR or the first host of
-// SLURM_JOB_NODELIST; MASTER_PORT default 29500), then Open MPI (OMPI_COMM_WORLD_RANK, _SIZE,
+// MASTER_ADDR from the environment, else the first host of SLURM_STEP_NODELIST or
+// SLURM_JOB_NODELIST, else SLURM_LAUNCH_NODE_IPADDR; MASTER_PORT default 29500; the tasks on this
+// node from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID; SLURM_CPUS_PER_TASK), then Open MPI (OMPI_COMM_WORLD_RANK, _SIZE,
 // _LOCAL_RANK). None of them: a single process. A half-set environment (RANK without WORLD_SIZE,
 // several processes without MASTER_ADDR, a rank outside the world, ...) is a bad-input Error (exit
 // 2) naming the variables.
@@ -62,8 +64,16 @@ LaunchEnv detect_launch();  // from this process's environment
 // "node[01-04,07],gpu5" -> "node01": the first host of a SLURM node list.
 std::string first_host_of_nodelist(const std::string& nodelist);
 
-// CPU threads for `threads: 0`: the physical cores shared among the processes of this node.
-int threads_per_process(const LaunchEnv& env, int physical_cores);
+// "2(x3),1" (SLURM's tasks per node), node 3 -> 1: the tasks on that node; 0 where unreadable.
+int tasks_on_node(const std::string& tasks_per_node, int node);
+
+// CPU threads for `threads: 0`: srun's --cpus-per-task where given, else the cores this process may
+// use (usable_cores(): its CPU affinity) shared among the processes of this node.
+int threads_per_process(const LaunchEnv& env, int usable_cores);
+
+// The CUDA device index of a data-parallel process: cuda:LOCAL_RANK, or cuda:0 where the launcher
+// gave each task one GPU of its own (one visible device, several tasks on the node).
+int rank_device_index(const LaunchEnv& env, int64_t visible_devices);
 
 // Bad-input checks that need the launch environment and the spec (exit 2): the backend exists in
 // this build, and cuda:LOCAL_RANK exists. (That the data fills a global step is checked once the

@@ -23,6 +23,9 @@ std::string cuda_pci_bus_id(int64_t index);
 
 // Physical CPU cores (not hyper-threads) of this machine; at least 1.
 int physical_cores();
+// The physical cores this process may run on: its CPU affinity (taskset, srun --cpu-bind, a
+// container's cpuset) counted by core. What `threads: 0` shares out.
+int usable_cores();
 
 // NVML, loaded with dlopen at run time (never linked), so CPU builds and machines without a
 // driver run the same binary: {"available": true, "driver_version", "devices": [clocks, power
