@@ -151,7 +151,7 @@ EpochPrediction predict_epochs(const ResultFile& r, int64_t epochs, const Result
   const double steps = static_cast<double>(epochs * r.steps_per_epoch);
   p.step_train_flops = planned_step_flops(r.planned_epoch_step_train_flops, epochs);
   const SteadyStep step = run_steady_step(r, p.step_train_flops.has_value());
-  p.step_model = step.model;
+  p.step_model = step.model_at(p.step_train_flops.value_or(0.0));
   p.steady_step_seconds = step.seconds_at(p.step_train_flops.value_or(0.0));
   p.step_lag1_autocorrelation = step.lag1_autocorrelation;
   p.effective_steps = step.effective_steps;

@@ -132,7 +132,7 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
     const SteadyStep step = fit_steady_step(t.step_ms, t.step_flops, expected > 0);
     const double epoch_seconds_per_step_ms = static_cast<double>(in.steps_per_epoch) / 1e3;
     const double step_ms = step.seconds_at(expected);
-    s.projected_step_model = step.model;
+    s.projected_step_model = step.model_at(expected);
     s.step_lag1_autocorrelation = step.lag1_autocorrelation;
     s.projected_epoch_seconds = epoch_seconds_per_step_ms * step_ms;
     if (const auto half = step.half_ci95_at(expected)) {

@@ -5,7 +5,17 @@
 
 namespace tbench {
 
-double SteadyStep::seconds_at(double flops) const { return line && flops > 0 ? line->at(flops) : mean_seconds; }
+double SteadyStep::work_ratio(double flops) const {
+  return !line && flops > 0 && mean_flops > 0 ? flops / mean_flops : 1.0;
+}
+
+double SteadyStep::seconds_at(double flops) const {
+  return line && flops > 0 ? line->at(flops) : mean_seconds * work_ratio(flops);
+}
+
+std::string SteadyStep::model_at(double flops) const {
+  return std::fabs(work_ratio(flops) - 1) > 1e-9 ? model + ", scaled to the planned work" : model;
+}
 
 std::optional<double> SteadyStep::half_ci95_at(double flops) const {
   const auto se = standard_error_at(flops);
@@ -14,8 +24,9 @@ std::optional<double> SteadyStep::half_ci95_at(double flops) const {
 }
 
 std::optional<StandardError> SteadyStep::standard_error_at(double flops) const {
-  if (!line || !(flops > 0)) return mean_standard_error;
-  return line->mean_standard_error_at(flops);
+  if (line && flops > 0) return line->mean_standard_error_at(flops);
+  if (!mean_standard_error) return std::nullopt;
+  return StandardError{mean_standard_error->value * work_ratio(flops), mean_standard_error->degrees_of_freedom};
 }
 
 namespace {
@@ -41,7 +52,9 @@ SteadyStep fit_steady_step(const std::vector<double>& seconds, const std::vector
   step.lag1_autocorrelation = serial_correlation(seconds, /*about_their_mean=*/true);
   step.effective_steps = effective_count(s.count, step.lag1_autocorrelation.value_or(0.0));
   step.mean_standard_error = mean_standard_error(s, step.effective_steps);
-  if (!fit_flops || flops.size() != seconds.size() || seconds.size() < 3) return step;
+  if (!fit_flops || flops.size() != seconds.size() || seconds.empty()) return step;
+  if (std::all_of(flops.begin(), flops.end(), [](double f) { return f > 0; })) step.mean_flops = spread(flops).mean;
+  if (seconds.size() < 3) return step;
   auto line = fit_line(flops, seconds);
   if (!line) return step;
   const bool work_varies = std::sqrt(line->sxx / static_cast<double>(line->count)) > 1e-3 * line->mean_x;

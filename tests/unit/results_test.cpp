@@ -143,6 +143,33 @@ TEST(Summary, ProjectsTheEpochAtThePlannedWorkWhereTheStepsWorkVaried) {
   EXPECT_EQ(to_json(summarize(rec, in))["projected_step_model"], "mean");
 }
 
+// Steps of one shape leave no line to fit, but the epoch can still plan other work than they did: a
+// partial last step under data.drop_last false. Counted as a full step, 4 timed steps of a 5-step
+// epoch whose last is half projected 9.4 % long (found by review); the mean now scales to the plan.
+TEST(Summary, AMeanOfAlikeStepsScalesToThePlannedWork) {
+  RunRecords rec;
+  rec.iterations = {step(1, 1, 5.0, true)};
+  for (int64_t n = 2; n <= 5; ++n) {
+    IterationRecord r = step(1, n, n % 2 == 0 ? 0.9 : 1.1, false);
+    r.train_flops = 2e9;
+    rec.iterations.push_back(r);
+  }
+  SummaryInputs in;
+  in.warmup_steps = 1;
+  in.steps_per_epoch = 5;
+  in.expected_step_train_flops = 1.8e9;  // 4.5 steps' work over 5 steps
+  const auto s = to_json(summarize(rec, in));
+  EXPECT_EQ(s["projected_step_model"], "mean, scaled to the planned work");
+  EXPECT_NEAR(s["projected_epoch_seconds"].get<double>(), 5 * 1.0 * 0.9, 1e-9);
+  const auto& ci = s["projected_epoch_seconds_ci95"];
+  EXPECT_LT(ci[0].get<double>(), 4.5);
+  EXPECT_GT(ci[1].get<double>(), 4.5);
+  in.expected_step_train_flops = 2e9;  // the plan is the timed steps' work: the plain mean
+  const auto same = to_json(summarize(rec, in));
+  EXPECT_EQ(same["projected_step_model"], "mean");
+  EXPECT_NEAR(same["projected_epoch_seconds"].get<double>(), 5.0, 1e-9);
+}
+
 TEST(Summary, NoCompleteEpochMeansNoEpochTime) {
   RunRecords rec;
   rec.iterations = {step(1, 1, 1.0, false)};

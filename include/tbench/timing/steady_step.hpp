@@ -9,7 +9,8 @@
 
 namespace tbench {
 
-// Where every step does the same work, the timed steps' mean. Where their work varies (dynamic
+// Where every step does the same work, the timed steps' mean (scaled to the planned work where that
+// differs: a partial last step the timed ones did not include). Where their work varies (dynamic
 // padding: each batch pads to its own longest) a line in the steps' FLOPs: the timed steps are one
 // epoch's batches or fewer, and the epochs to come draw others, whose mean work the run plans.
 //
@@ -30,9 +31,17 @@ struct SteadyStep {
   // kSerialStepsMin steps), and what the steps are worth as independent ones.
   std::optional<double> lag1_autocorrelation;
   double effective_steps = 0;
+  // The timed steps' mean FLOPs, where every one is known and the caller plans the work (fit_flops).
+  double mean_flops = 0;
 
-  // A steady step of `flops`' work: the line's where there is one, else the mean.
+  // A steady step of `flops`' work: the line's where there is one, else the mean, scaled by the
+  // work where the planned steps do other work than the timed ones did on average (a partial last
+  // step under data.drop_last false: a line needs steps of varied work, and these were alike).
   double seconds_at(double flops) const;
+  // `model`, or "<model>, scaled to the planned work" where seconds_at(flops) scales the mean.
+  std::string model_at(double flops) const;
+  // flops over the timed steps' mean, where the mean stands for steps of `flops`' work; else 1.
+  double work_ratio(double flops) const;
   // The 95% interval's half-width of the mean of steady steps of `flops`' work on average.
   std::optional<double> half_ci95_at(double flops) const;
   // That mean's standard error, the steps counted as effective_steps (a line: its mean's at
