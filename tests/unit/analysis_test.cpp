@@ -825,8 +825,13 @@ TEST_F(Analysis, PredictEpochsReadsALineInTheStepsFlopsAtThePlannedEpochs) {
   older["model"]["expected_step_train_flops"] = 1.8e9;
   EXPECT_NEAR(predict_epochs(load_result(write("older.json", older)), 3, nullptr).predicted_seconds, p.predicted_seconds,
               1e-12);
-  // Steps of one work (fixed shapes) leave the slope to noise: the mean again.
+  // Steps of one work (fixed shapes) leave the slope to noise: the mean again, scaled to the
+  // planned work where that differs (a partial last step the timed ones did not include).
   for (auto& it : source["iterations"]) it["train_flops"] = 1e9;
+  const EpochPrediction scaled = predict_epochs(load_result(write("fixed.json", source)), 3, nullptr);
+  EXPECT_EQ(scaled.step_model, "mean, scaled to the planned work");
+  EXPECT_NEAR(scaled.steady_step_seconds, mean_only.steady_step_seconds * 1.8, 1e-9);
+  source["model"]["planned_epoch_step_train_flops"] = {1e9};
   EXPECT_EQ(predict_epochs(load_result(write("fixed.json", source)), 3, nullptr).step_model, "mean");
 }
 
