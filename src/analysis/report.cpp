@@ -89,6 +89,16 @@ void add_speedup_interval(ReportCell& cell, const EpochKnowledge& base, const Ep
   cell.speedup_ci95_basis = base.basis == own.basis ? base.basis : "repeats and steps";
 }
 
+// Whether a cell's runs measured whole epochs, projected them from steady steps, or both.
+struct EpochKinds {
+  bool measured = false, projected = false;
+};
+EpochKinds epoch_kinds(const std::vector<const ResultFile*>& runs) {
+  EpochKinds kinds;
+  for (const auto* r : runs) (r->epoch_projected ? kinds.projected : kinds.measured) = true;
+  return kinds;
+}
+
 // What a model x label grid shows where that model was not run under that label: markdown has
 // the typographic en dash, plain text stays ASCII.
 std::string missing_mark(bool markdown) { return markdown ? "–" : "-"; }
@@ -210,8 +220,15 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   for (auto& [model, cells] : report.cells) {
     if (!cells.count(report.baseline)) continue;
     const double base = cells.at(report.baseline).epoch_mean;
+    const EpochKinds base_kinds = epoch_kinds(groups[model][report.baseline]);
     for (auto& [label, cell] : cells) {
       if (!(cell.epoch_mean > 0)) continue;
+      const EpochKinds kinds = epoch_kinds(groups[model][label]);
+      if (label != report.baseline && (base_kinds.measured || kinds.measured) && (base_kinds.projected || kinds.projected)) {
+        report.unlike_epochs.push_back(model + ": the speedup of '" + label + "' over '" + report.baseline +
+                                       "' sets epochs measured whole (warm-up included) against epochs projected "
+                                       "from steady steps (~); run both to a whole epoch, or both with train.max_steps");
+      }
       cell.speedup = base / cell.epoch_mean;
       if (label != report.baseline) {
         add_speedup_interval(cell, epoch_knowledge[model][report.baseline], epoch_knowledge[model][label]);

@@ -76,6 +76,7 @@ int report_command() {
   const Report report = build_report(results, g_analysis.by, g_analysis.baseline);
   // A cell that averages unlike runs is a number to doubt: say so, beside the output.
   for (const auto& line : report.mixed) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
+  for (const auto& line : report.unlike_epochs) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
   emit(render_report(report, g_analysis.format), g_analysis.output);
   return 0;
 }

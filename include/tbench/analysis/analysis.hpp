@@ -164,6 +164,9 @@ struct Report {
   // Cells that average runs which differ in more than their seeds (mixed_settings): one line each,
   // naming the cell and the fields, for the command to warn of.
   std::vector<std::string> mixed;
+  // Speedups of a measured epoch (warm-up steps and the gaps between steps in it) against one
+  // projected from steady steps alone (~), or of a cell that holds both: one line each, to warn of.
+  std::vector<std::string> unlike_epochs;
 };
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
