@@ -17,6 +17,9 @@ const std::vector<DeviceSpec>& known_gpus() {
       {"H100 SXM", {"h100"}, 67, 494.7, 989.4, 989.4, 3350, "NVIDIA H100 datasheet"},
       {"H200 NVL", {"h200 nvl"}, 60, 417.5, 835, 835, 4800, "NVIDIA H200 datasheet"},
       {"H200 SXM", {"h200"}, 67, 494.7, 989.4, 989.4, 4800, "NVIDIA H200 datasheet"},
+      // The 40 GB cards and the 80 GB PCIe card move fewer bytes a second than the 80 GB SXM one.
+      {"A100 40GB", {"a100-sxm4-40gb", "a100-pcie-40gb", "a100 40gb"}, 19.5, 156, 312, 312, 1555, "NVIDIA A100 datasheet"},
+      {"A100 PCIe 80GB", {"a100 80gb pcie", "a100-pcie-80gb"}, 19.5, 156, 312, 312, 1935, "NVIDIA A100 datasheet"},
       {"A100 SXM 80GB", {"a100"}, 19.5, 156, 312, 312, 2039, "NVIDIA A100 datasheet"},
       {"V100 SXM2", {"v100"}, 15.7, 0, 125, 0, 900, "NVIDIA V100 datasheet"},
       {"T4", {"t4", "tesla t4"}, 8.1, 0, 65, 0, 320, "NVIDIA T4 datasheet"},

@@ -1240,6 +1240,11 @@ TEST(Hardware, FindsGpusByNameAndAsCudaReportsThem) {
   EXPECT_EQ(find_gpu("NVIDIA H200")->name, "H200 SXM");
   EXPECT_EQ(find_gpu("NVIDIA H200 NVL")->name, "H200 NVL");
   EXPECT_EQ(find_gpu("NVIDIA A100-SXM4-80GB")->name, "A100 SXM 80GB");
+  // The 40 GB cards had the 80 GB card's 2039 GB/s (found by review): 1555.
+  EXPECT_EQ(find_gpu("NVIDIA A100-SXM4-40GB")->name, "A100 40GB");
+  EXPECT_DOUBLE_EQ(find_gpu("NVIDIA A100-PCIE-40GB")->memory_gbps, 1555);
+  EXPECT_DOUBLE_EQ(find_gpu("NVIDIA A100 80GB PCIe")->memory_gbps, 1935);
+  EXPECT_DOUBLE_EQ(find_gpu("A100")->memory_gbps, 2039);
   EXPECT_EQ(find_gpu("NVIDIA A10")->name, "A10");
   EXPECT_EQ(find_gpu("Tesla V100-SXM2-16GB")->name, "V100 SXM2");
   EXPECT_EQ(find_gpu("NVIDIA GeForce RTX 3090")->name, "RTX 3090");
