@@ -165,11 +165,13 @@ const char* to_string(Launcher launcher) {
 LaunchEnv detect_launch(const EnvLookup& lookup) {
   const Env env(lookup);
   if (env.has("RANK") || env.has("WORLD_SIZE")) return torchrun_env(env);
+  // mpirun inside a SLURM allocation starts its daemons with srun, and its ranks inherit their
+  // SLURM_* (SLURM_PROCID the node's index): Open MPI's own variables come first.
+  if (env.has("OMPI_COMM_WORLD_RANK") || env.has("OMPI_COMM_WORLD_SIZE")) return mpi_env(env);
   // SLURM_PROCID alone is not enough: a batch script has SLURM_* too. Only srun's job steps count.
   if ((env.has("SLURM_PROCID") || env.has("SLURM_NTASKS")) && (env.has("SLURM_STEP_ID") || env.has("SLURM_STEPID"))) {
     return slurm_env(env);
   }
-  if (env.has("OMPI_COMM_WORLD_RANK") || env.has("OMPI_COMM_WORLD_SIZE")) return mpi_env(env);
   return {};
 }
 

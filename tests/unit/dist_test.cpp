@@ -128,6 +128,19 @@ TEST(Launch, OpenMpi) {
             std::string::npos);
 }
 
+// mpirun in a SLURM allocation starts its daemons with srun; each rank inherits the daemon's
+// SLURM_PROCID (the node's index) and SLURM_STEP_ID. Open MPI's own variables name the rank.
+TEST(Launch, OpenMpiInsideASlurmAllocationIsOpenMpi) {
+  LaunchEnv env = launch_from({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "4"},
+                               {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+                               {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"},
+                               {"SLURM_JOB_NODELIST", "n[1-2]"}, {"MASTER_ADDR", "n1"}});
+  EXPECT_EQ(env.launcher, Launcher::mpi);
+  EXPECT_EQ(env.rank, 3);
+  EXPECT_EQ(env.world_size, 4);
+  EXPECT_EQ(env.local_rank, 1);
+}
+
 TEST(Launch, FirstHostOfANodeList) {
   EXPECT_EQ(first_host_of_nodelist("node17"), "node17");
   EXPECT_EQ(first_host_of_nodelist("node[01-04,07],gpu5"), "node01");

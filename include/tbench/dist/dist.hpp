@@ -50,14 +50,15 @@ struct LaunchEnv {
 // Reads an environment variable; empty means unset.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 
-// torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) first, then srun
-// (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID inside a job step, i.e. with SLURM_STEP_ID set;
-// MASTER_ADDR from the environment, else the first host of SLURM_STEP_NODELIST or
-// SLURM_JOB_NODELIST, else SLURM_LAUNCH_NODE_IPADDR; MASTER_PORT default 29500; the tasks on this
-// node from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID; SLURM_CPUS_PER_TASK), then Open MPI (OMPI_COMM_WORLD_RANK, _SIZE,
-// _LOCAL_RANK). None of them: a single process. A half-set environment (RANK without WORLD_SIZE,
-// several processes without MASTER_ADDR, a rank outside the world, ...) is a bad-input Error (exit
-// 2) naming the variables.
+// torchrun (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT) first; then Open MPI
+// (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK), ahead of srun because its ranks inside an allocation
+// inherit srun's SLURM_* from its daemons; then srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID
+// inside a job step, i.e. with SLURM_STEP_ID set; MASTER_ADDR from the environment, else the first
+// host of SLURM_STEP_NODELIST or SLURM_JOB_NODELIST, else SLURM_LAUNCH_NODE_IPADDR; MASTER_PORT
+// default 29500; the tasks on this node from SLURM_STEP_TASKS_PER_NODE at SLURM_NODEID;
+// SLURM_CPUS_PER_TASK). None of them: a single process. A half-set environment (RANK without
+// WORLD_SIZE, several processes without MASTER_ADDR, a rank outside the world, ...) is a bad-input
+// Error (exit 2) naming the variables.
 LaunchEnv detect_launch(const EnvLookup& lookup);
 LaunchEnv detect_launch();  // from this process's environment
 
