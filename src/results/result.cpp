@@ -95,7 +95,8 @@ Spread spread_from_json(const json& j) {
   for (auto [key, field] : {std::pair{"median", &Spread::median}, {"p10", &Spread::p10}, {"p90", &Spread::p90},
                             {"mean", &Spread::mean}, {"stdev", &Spread::stdev}, {"min", &Spread::min},
                             {"max", &Spread::max}}) {
-    s.*field = j.at(key);
+    const json& figure = j.at(key);
+    s.*field = figure.is_null() && s.count == 0 ? 0.0 : figure.get<double>();  // a spread of nothing: null
   }
   return s;
 }
@@ -186,6 +187,9 @@ RankReport make_rank_report(const RunRecords& records, const TrainOutcome& outco
   if (t.seconds > 0) {
     report.comm_share = t.comm_wait_seconds / t.seconds;
     report.samples_per_s = static_cast<double>(t.samples) / t.seconds;
+    report.tokens_per_s = static_cast<double>(t.tokens) / t.seconds;
+    report.real_tokens_per_s = static_cast<double>(t.real_tokens) / t.seconds;
+    if (!t.step_flops.empty()) report.train_flops_per_s = t.flops / t.seconds;  // every step counted its own
   }
   return report;
 }
@@ -203,6 +207,9 @@ json to_json(const RankReport& r) {
           {"comm_wait_ms", r.comm_wait_ms},
           {"comm_share", or_null(r.comm_share)},
           {"samples_per_s", or_null(r.samples_per_s)},
+          {"tokens_per_s", or_null(r.tokens_per_s)},
+          {"real_tokens_per_s", or_null(r.real_tokens_per_s)},
+          {"train_flops_per_s", or_null(r.train_flops_per_s)},
           {"allreduces", r.allreduces}};
 }
 
@@ -222,6 +229,11 @@ std::optional<RankReport> parse_rank_report(const std::string& text) {
     r.comm_wait_ms = spread_from_json(j.at("comm_wait_ms"));
     r.comm_share = optional_number(j.at("comm_share"));
     r.samples_per_s = optional_number(j.at("samples_per_s"));
+    for (auto [key, rate] : {std::pair{"tokens_per_s", &RankReport::tokens_per_s},
+                             {"real_tokens_per_s", &RankReport::real_tokens_per_s},
+                             {"train_flops_per_s", &RankReport::train_flops_per_s}}) {
+      if (j.contains(key)) r.*rate = optional_number(j.at(key));
+    }
     r.allreduces = integer_from_json(j.at("allreduces"));
     return r;
   } catch (const std::exception&) {  // nlohmann's (a missing or mistyped field) and integer_from_json's
@@ -235,9 +247,24 @@ void make_global(Summary& s, const DistSection& dist) {
   s.world_size = dist.world_size;
   s.per_device_samples_per_s = s.samples_per_s;
   s.per_device_train_flops_per_s = s.train_flops_per_s;
-  for (auto* rate : {&s.samples_per_s, &s.tokens_per_s, &s.real_tokens_per_s, &s.train_flops_per_s}) {
-    if (*rate) **rate *= world;
-  }
+  // The ranks' own rates summed where every rank reported one: their batches can differ in tokens
+  // and work (dynamic padding; bucket_by_length hands rank 0 each step's longest sample). Else
+  // rank 0's rate for every rank.
+  const auto global = [&](std::optional<double>& rate, std::optional<double> RankReport::*own) {
+    if (!rate) return;
+    double sum = 0;
+    int64_t reported = 0;
+    for (const auto& r : dist.ranks) {
+      if (!(r.*own)) continue;
+      sum += *(r.*own);
+      ++reported;
+    }
+    *rate = reported == dist.world_size ? sum : *rate * world;
+  };
+  global(s.samples_per_s, &RankReport::samples_per_s);
+  global(s.tokens_per_s, &RankReport::tokens_per_s);
+  global(s.real_tokens_per_s, &RankReport::real_tokens_per_s);
+  global(s.train_flops_per_s, &RankReport::train_flops_per_s);
   std::vector<double> shares, medians;
   for (const auto& r : dist.ranks) {
     if (r.comm_share) shares.push_back(*r.comm_share);

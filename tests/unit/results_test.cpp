@@ -259,6 +259,51 @@ TEST(Utilisation, DataParallelMfuIsOverEveryDevicesPeak) {
                    j["train_flops_per_s"].get<double>() / (j["peak_flops_per_s"].get<double>() * j["world_size"].get<double>()));
 }
 
+// Ranks' batches can differ in tokens and work (bucket_by_length hands rank 0 each step's longest
+// sample): the global rates are the ranks' own summed, not rank 0's times the world (found by
+// review). Where a rank reported none, rank 0's stands for it.
+TEST(Utilisation, GlobalRatesSumTheRanksOwn) {
+  Summary s;
+  s.samples_per_s = 10.0;
+  s.tokens_per_s = 1000.0;
+  s.real_tokens_per_s = 800.0;
+  s.train_flops_per_s = 60e9;
+  DistSection dist;
+  dist.world_size = 2;
+  RankReport r0, r1;
+  r1.rank = 1;
+  r0.samples_per_s = 10.0;
+  r1.samples_per_s = 9.0;
+  r0.tokens_per_s = 1000.0;
+  r1.tokens_per_s = 600.0;
+  r0.real_tokens_per_s = 800.0;
+  r1.real_tokens_per_s = 500.0;
+  r0.train_flops_per_s = 60e9;
+  r1.train_flops_per_s = 40e9;
+  dist.ranks = {r0, r1};
+  Summary summed = s;
+  make_global(summed, dist);
+  EXPECT_DOUBLE_EQ(*summed.samples_per_s, 19.0);
+  EXPECT_DOUBLE_EQ(*summed.tokens_per_s, 1600.0);
+  EXPECT_DOUBLE_EQ(*summed.real_tokens_per_s, 1300.0);
+  EXPECT_DOUBLE_EQ(*summed.train_flops_per_s, 100e9);
+  EXPECT_DOUBLE_EQ(*summed.per_device_train_flops_per_s, 60e9);
+  dist.ranks[1].train_flops_per_s.reset();  // a step without its own count on rank 1
+  make_global(s, dist);
+  EXPECT_DOUBLE_EQ(*s.train_flops_per_s, 120e9);
+  EXPECT_DOUBLE_EQ(*s.tokens_per_s, 1600.0);
+
+  // The rates travel in the rank's report; a rank with no timed step sends null spreads.
+  RankReport idle;
+  idle.rank = 1;
+  idle.tokens_per_s = 5.0;
+  const auto back = parse_rank_report(to_json(idle).dump());
+  ASSERT_TRUE(back.has_value()) << to_json(idle).dump();
+  EXPECT_DOUBLE_EQ(*back->tokens_per_s, 5.0);
+  EXPECT_FALSE(back->train_flops_per_s.has_value());
+  EXPECT_EQ(back->step_ms.count, 0);
+}
+
 TEST(Utilisation, AFailedPeerFailsTheGlobalSummary) {
   Summary s;
   DistSection dist;

@@ -52,6 +52,9 @@ struct RankReport {
   int64_t steps = 0;
   Spread step_ms, comm_wait_ms;  // over its steady-state steps; step_ms.count: timed steps
   std::optional<double> comm_share, samples_per_s;
+  // Its own rates over its steady steps: ranks' batches can differ in tokens and work. The FLOPs
+  // only where every step counted its own.
+  std::optional<double> tokens_per_s, real_tokens_per_s, train_flops_per_s;
   int64_t allreduces = 0;
 };
 
