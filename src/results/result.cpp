@@ -247,9 +247,10 @@ void make_global(Summary& s, const DistSection& dist) {
   s.world_size = dist.world_size;
   s.per_device_samples_per_s = s.samples_per_s;
   s.per_device_train_flops_per_s = s.train_flops_per_s;
-  // The ranks' own rates summed where every rank reported one: their batches can differ in tokens
-  // and work (dynamic padding; bucket_by_length hands rank 0 each step's longest sample). Else
-  // rank 0's rate for every rank.
+  // Samples: every rank's step takes the same count, so the global batch over rank 0's step time.
+  // Tokens and work: the ranks' own rates summed where every rank reported one, since their batches
+  // can differ in both (dynamic padding; bucket_by_length hands rank 0 each step's longest sample);
+  // else rank 0's rate for every rank.
   const auto global = [&](std::optional<double>& rate, std::optional<double> RankReport::*own) {
     if (!rate) return;
     double sum = 0;
@@ -261,7 +262,7 @@ void make_global(Summary& s, const DistSection& dist) {
     }
     *rate = reported == dist.world_size ? sum : *rate * world;
   };
-  global(s.samples_per_s, &RankReport::samples_per_s);
+  if (s.samples_per_s) *s.samples_per_s *= world;
   global(s.tokens_per_s, &RankReport::tokens_per_s);
   global(s.real_tokens_per_s, &RankReport::real_tokens_per_s);
   global(s.train_flops_per_s, &RankReport::train_flops_per_s);

@@ -283,7 +283,7 @@ TEST(Utilisation, GlobalRatesSumTheRanksOwn) {
   dist.ranks = {r0, r1};
   Summary summed = s;
   make_global(summed, dist);
-  EXPECT_DOUBLE_EQ(*summed.samples_per_s, 19.0);
+  EXPECT_DOUBLE_EQ(*summed.samples_per_s, 20.0);  // the global batch over rank 0's step time
   EXPECT_DOUBLE_EQ(*summed.tokens_per_s, 1600.0);
   EXPECT_DOUBLE_EQ(*summed.real_tokens_per_s, 1300.0);
   EXPECT_DOUBLE_EQ(*summed.train_flops_per_s, 100e9);
