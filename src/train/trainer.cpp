@@ -313,6 +313,9 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
 
 EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps& pending,
                                const std::vector<TrainObserver*>& observers, TrainRun& run) {
+  // The epoch's clock starts before its plan and the loader's start: an epoch costs those too
+  // (predict counts them among the time outside its steps).
+  const auto epoch_start = Clock::now();
   // Every rank plans the same steps (same seed) and takes its own share of each.
   auto epoch_steps = plan_epoch(data_.train, sampler_options(), epoch);
   const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
@@ -324,7 +327,6 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   totals.record.epoch = epoch;
   reset_memory_peaks(device_);
   if (gpu_monitor_) gpu_monitor_->start();
-  const auto epoch_start = Clock::now();
   for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
     // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed).
     if (sync_ ? sync_->stop_agreed() : stop_requested_->load()) {
