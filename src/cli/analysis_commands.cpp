@@ -289,10 +289,10 @@ void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
   std::printf("%lld epochs of %s: %s (%.1f s) = warm-up overhead %.2f s + %lld x steady epoch %.2f s\n",
               static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
               p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs), p.steady_epoch_seconds);
-  const bool line = p.step_model == "flops line";
-  std::printf("  steady step %.4f s: %s over %zu timed steps\n", p.steady_step_seconds,
-              line ? "a line in their FLOPs, at these epochs' planned mean FLOPs per step" : "their mean",
-              r.step_seconds.size());
+  const char* how = p.step_model == "flops line" ? "a line in their FLOPs, at these epochs' planned mean FLOPs per step"
+                    : p.step_model == "mean"     ? "their mean"
+                                                 : "their mean, scaled to these epochs' planned mean FLOPs per step";
+  std::printf("  steady step %.4f s: %s over %zu timed steps\n", p.steady_step_seconds, how, r.step_seconds.size());
   if (p.from_partial_epoch) {
     std::printf("  no epoch completed: the time outside the steps is the partial epoch's\n");
   }

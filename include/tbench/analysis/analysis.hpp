@@ -273,7 +273,8 @@ struct EpochPrediction {
   // Each epoch's evaluation (the measured epochs' mean), where the run evaluated: the N epochs'
   // training and evaluation together.
   std::optional<double> eval_seconds_per_epoch, predicted_with_eval_seconds;
-  // How the steady step was had: "mean" (the timed steps' mean), or "flops line" (a line in the
+  // How the steady step was had: "mean" (the timed steps' mean; "mean, scaled to the planned work"
+  // where the planned steps' FLOPs differ from the timed ones' mean), or "flops line" (a line in the
   // steps' FLOPs fitted over the timed steps, read at the N epochs' planned mean FLOPs per step,
   // where the steps' work varied: dynamic padding); steady_step_seconds is that step.
   std::string step_model = "mean";

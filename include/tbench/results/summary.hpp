@@ -60,7 +60,7 @@ struct Summary {
   // steps_per_epoch x the steady step (fit_steady_step): the timed steps' mean, or where their work
   // varied, a line in their FLOPs read at the planned epochs' mean work per step.
   std::optional<double> projected_epoch_seconds;
-  std::string projected_step_model;  // "mean" | "flops line"; empty without timed steps
+  std::string projected_step_model;  // "mean" | "mean, scaled to the planned work" | "flops line"; empty without timed steps
   // ... and its 95% confidence interval: steps_per_epoch x the steady step's, the timed steps
   // taken as draws of the epoch's. None with fewer than two timed steps (three for a line).
   std::optional<Interval> projected_epoch_seconds_ci95;
