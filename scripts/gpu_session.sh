@@ -19,9 +19,10 @@
 # tests, and measured the graph rows: bench/results/gpu/NVIDIA-H100-80GB-HBM3/tests/, graphs/.)
 # Next: the tests again (the fixed kill test, the graph tests of every architecture and of the
 # unset default), then the side-by-side under the new default (the CUDA graph wherever the step can
-# be captured: roberta, xlnet and seq 512 have no graphed row yet), all in ONE call, because a
-# machine left idle 30 s goes back and the next call starts bare:
-#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test perf")
+# be captured: roberta, xlnet and seq 512 have no graphed row yet, so bench/gpu_side_by_side.sh runs
+# them first: build ~166 s and test ~241 s leave perf ~150 s, about 5 rows), all in ONE call,
+# because a machine left idle 30 s goes back and the next call starts bare:
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test perf", timeout_s=600)
 # then, with what is left, at once (within seconds) on the same machine:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=... scripts/gpu_session.sh profile")
 # and in a session lent the other kind: scripts/gpu_session.sh rows (train.cuda_graph, unset, is
