@@ -313,6 +313,8 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
 
 EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps& pending,
                                const std::vector<TrainObserver*>& observers, TrainRun& run) {
+  reset_memory_peaks(device_);
+  if (gpu_monitor_) gpu_monitor_->start();  // its window holds the whole epoch
   // The epoch's clock starts before its plan and the loader's start: an epoch costs those too
   // (predict counts them among the time outside its steps).
   const auto epoch_start = Clock::now();
@@ -325,8 +327,6 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
 
   EpochTotals totals;
   totals.record.epoch = epoch;
-  reset_memory_peaks(device_);
-  if (gpu_monitor_) gpu_monitor_->start();
   for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
     // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed).
     if (sync_ ? sync_->stop_agreed() : stop_requested_->load()) {
