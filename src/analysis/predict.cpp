@@ -54,9 +54,10 @@ double outside_steps_per_epoch(const ResultFile& r) {
 }
 
 // How `actual` differs from `r` in what sets a step's time: the work (model, samples a step,
-// length, precision), the processes sharing it and whether the step replayed a CUDA graph; with `same_device`, the processor it ran on and
-// how many steps an epoch holds as well (an epoch prediction is for the run's own kind of machine
-// and data; another host of that kind is only warned of, by the predict command).
+// length, precision), the processes sharing it and whether the step replayed a CUDA graph; with
+// `same_device`, the processor it ran on and how many steps an epoch holds as well (an epoch
+// prediction is for the run's own kind of machine and data; another host of that kind is only
+// warned of, by the predict command).
 std::vector<std::string> workload_differences(const ResultFile& r, const ResultFile& actual, bool same_device) {
   std::vector<std::string> differences;
   const auto differ = [&](const std::string& field, const std::string& ours, const std::string& theirs) {

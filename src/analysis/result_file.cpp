@@ -125,18 +125,21 @@ class ResultReader {
   const std::string& path_;
 };
 
-// The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for spec.device "cuda:N"
-// ("cuda" is device 0); empty for CPU runs and results without it.
 // The processes that shared rank 0's host (dist.ranks names each rank's host), which together used
 // its cores. Where a rank never reported, the run is taken to have been on one host.
 int64_t processes_on_host(const ResultReader& read, const std::string& host, int64_t world_size) {
   const json* ranks = read.given("/dist/ranks");
   if (!ranks || !ranks->is_array() || static_cast<int64_t>(ranks->size()) != world_size) return world_size;
   int64_t same = 0;
-  for (const auto& rank : *ranks) same += rank.is_object() && rank.value("host", std::string()) == host;
+  for (const auto& rank : *ranks) {
+    const bool named = rank.is_object() && rank.contains("host") && rank["host"].is_string();
+    same += named && rank["host"].get<std::string>() == host;
+  }
   return std::max<int64_t>(same, 1);
 }
 
+// The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for spec.device "cuda:N"
+// ("cuda" is device 0); empty for CPU runs and results without it.
 std::string gpu_name(const ResultReader& read, const std::string& device) {
   if (device.rfind("cuda", 0) != 0) return "";
   const auto colon = device.find(':');

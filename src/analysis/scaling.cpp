@@ -118,7 +118,7 @@ struct ScalingGroup {
 };
 
 double seconds_per_trained_sample(const ScalingRow& row) {
-  return row.epoch_samples > 0 ? row.epoch_seconds / static_cast<double>(row.epoch_samples) : 0;
+  return row.epoch_samples > 0 ? row.epoch_seconds / row.epoch_samples : 0;
 }
 
 const ScalingRow* baseline_of(const ScalingGroup& group, const std::vector<ScalingRow>& rows,
@@ -157,7 +157,9 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
       row.projected = row.projected || r->epoch_projected;
     }
     const ResultFile& first = *runs.front();
-    row.epoch_samples = first.steps_per_epoch * first.batch_size * first.grad_accum * first.world_size;
+    // In doubles: each count is bounded where it is read, but their product need not fit an int64.
+    row.epoch_samples = static_cast<double>(first.steps_per_epoch) * static_cast<double>(first.batch_size) *
+                        static_cast<double>(first.grad_accum) * static_cast<double>(first.world_size);
     row.epoch_seconds = spread(epochs).mean;
     row.samples_per_s = spread(rates).mean;
     if (!shares.empty()) row.comm_share = spread(shares).mean;

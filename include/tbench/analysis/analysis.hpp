@@ -190,7 +190,7 @@ struct ScalingRow {
   bool projected = false;
   // Samples an epoch trained on, over all processes: with drop_last an N-process epoch can train
   // on fewer than the 1-process one, so speedup compares epoch time per trained sample.
-  int64_t epoch_samples = 0;
+  double epoch_samples = 0;
   double samples_per_s = 0;  // global, mean over repeats
   std::optional<double> comm_share, speedup, efficiency;
   // "", "super-linear", "collapsing", "no 1-process baseline", or "no eager 1-process baseline" where
