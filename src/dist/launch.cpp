@@ -93,8 +93,11 @@ LaunchEnv torchrun_env(const Env& env) {
   launch.world_size = env.integer("WORLD_SIZE", 1);
   launch.rank = env.integer("RANK");
   check_rank(launch, "RANK", "WORLD_SIZE");
-  launch.local_rank = env.optional_integer("LOCAL_RANK").value_or(launch.rank);
   launch.local_world_size = env.optional_integer("LOCAL_WORLD_SIZE", 1).value_or(0);
+  // Unset (a hand-made environment): ranks fill each node in turn, as torchrun numbers them, so a
+  // node of LOCAL_WORLD_SIZE processes holds RANK % LOCAL_WORLD_SIZE; without it, one node.
+  launch.local_rank = env.optional_integer("LOCAL_RANK")
+                          .value_or(launch.local_world_size > 0 ? launch.rank % launch.local_world_size : launch.rank);
   if (launch.distributed()) require_all(env, "torchrun-style", names, {"MASTER_ADDR", "MASTER_PORT"});
   set_master(launch, env, env.get("MASTER_ADDR").value_or(""), "torchrun sets it");
   if (env.get("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True") {

@@ -149,6 +149,20 @@ TEST(Launch, FirstHostOfANodeList) {
   EXPECT_EQ(first_host_of_nodelist("gpu[7-9]-ib"), "gpu7-ib");
 }
 
+// A hand-made torchrun-style environment without LOCAL_RANK took RANK for it: rank 5 of two
+// 4-process nodes asked for cuda:5 (found by review). With LOCAL_WORLD_SIZE, RANK % it.
+TEST(Launch, WithoutLocalRankTheNodesSizeGivesIt) {
+  const std::map<std::string, std::string> env = {{"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"},
+                                                  {"MASTER_ADDR", "h"}, {"MASTER_PORT", "1"}};
+  EXPECT_EQ(launch_from(env).local_rank, 1);
+  auto one_node = env;
+  one_node.erase("LOCAL_WORLD_SIZE");
+  EXPECT_EQ(launch_from(one_node).local_rank, 5);
+  auto given = env;
+  given["LOCAL_RANK"] = "3";
+  EXPECT_EQ(launch_from(given).local_rank, 3);
+}
+
 TEST(Launch, ThreadsAreSharedAmongTheProcessesOfANode) {
   LaunchEnv env = launch_from({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "h"},
                                {"MASTER_PORT", "1"}});
