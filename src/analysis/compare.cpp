@@ -5,6 +5,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/spec/spec.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
 
@@ -13,11 +14,6 @@ namespace {
 
 // What a run was, beyond its spec: the code, the torch and the BLAS it ran on.
 const char* const kEnvironmentFields[] = {"tbench.git", "env.torch", "env.cpu.blas"};
-
-// Fields every run sets for itself, which tell nothing of how it ran.
-bool bookkeeping(const std::string& field) {
-  return field == "name" || field == "output" || field.rfind("sweep.", 0) == 0 || field == "sweep";
-}
 
 }  // namespace
 
@@ -37,7 +33,7 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
     for (const auto& entry : *side) fields.insert(entry.first);
   }
   for (const auto& field : fields) {
-    if (!bookkeeping(field)) add(field, value_in(fa, field), value_in(fb, field));
+    if (!is_bookkeeping_field(field)) add(field, value_in(fa, field), value_in(fb, field));
   }
   for (const char* field : kEnvironmentFields) {
     const auto recorded = [&](const ResultFile& r) {

@@ -487,7 +487,7 @@ std::vector<std::string> spec_changes(const nlohmann::json& asked, const nlohman
   const auto recorded_fields = flatten_fields(recorded);
   std::vector<std::string> changes;
   for (const auto& [field, value] : flatten_fields(asked)) {
-    if (field == "name" || field == "output") continue;  // a sweep sets both for each point
+    if (is_bookkeeping_field(field)) continue;  // a sweep sets name and output for each point
     const auto it = recorded_fields.find(field);
     if (it == recorded_fields.end() || it->second == value) continue;  // not recorded: an older tbench
     if (kResolvedByTheRun.count(field) && left_open(value)) continue;

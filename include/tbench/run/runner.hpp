@@ -50,9 +50,10 @@ SpecModels check_models_and_device(const RunSpec& spec);
 RunPlan prepare_run(const RunSpec& spec);
 
 // Where a result's recorded spec (its "spec") differs from one that resolves to `asked`, each as
-// "field <recorded> -> <asked>". Left out: name and output, fields the result does not record (an
-// older tbench), and the choices a run makes (threads, model.attention, ...) where `asked` leaves
-// them open. A resumed sweep keeps a completed point only when this is empty.
+// "field <recorded> -> <asked>". Left out: bookkeeping (name, output and the sweep section:
+// is_bookkeeping_field), fields the result does not record (an older tbench), and the choices a
+// run makes (threads, model.attention, ...) where `asked` leaves them open. A resumed sweep keeps
+// a completed point only when this is empty.
 std::vector<std::string> spec_changes(const nlohmann::json& asked, const nlohmann::json& recorded);
 
 // Runs the plan and writes its result. Returns the process exit code: ok, interrupted (the

@@ -279,6 +279,12 @@ SpecDocument default_spec_document();
 // [1,2] a list); a key that is not in the schema is rejected by validation, with a suggestion.
 void apply_overrides(SpecDocument& doc, const std::vector<std::string>& overrides);
 
+// A resolved spec's fields that every run sets for itself and that tell nothing of how it ran: its
+// name, its output path and a sweep's own section (a grid grown between runs changes no point).
+inline bool is_bookkeeping_field(const std::string& field) {
+  return field == "name" || field == "output" || field == "sweep" || field.rfind("sweep.", 0) == 0;
+}
+
 // `text` as a --set value that stays that string: single-quoted for YAML, so a path with " #" (a
 // comment) or a name such as 2024 or true is not read as something else.
 std::string yaml_quoted(const std::string& text);
