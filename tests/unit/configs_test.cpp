@@ -43,6 +43,8 @@ TEST(SpecChanges, NamesChangedFieldsButNotTheRunsOwnChoicesOrBookkeeping) {
   // A spec's sweep section grown between runs (a grid value added, then --resume) changes no
   // point: each point's own value is in its overrides. It was refused as a change.
   recorded["sweep"]["grid"] = {{"train.seed", {1}}};
+  recorded["sweep"]["repeat"] = 3;
+  recorded["sweep"]["out_dir"] = "results/first";
   EXPECT_EQ(join(spec_changes(spec.resolved, recorded)), "");
 
   recorded["train"]["lr"] = 1.0;
