@@ -29,6 +29,7 @@ struct Options {
   int64_t seq_len = 128;
   std::string log_level = "info";
   std::string dump_params;
+  int64_t fail_at_step = 0;
 };
 
 Options g_options;
@@ -53,6 +54,7 @@ int run_command() {
   options.force = g_options.force;
   options.quiet = g_options.quiet;
   options.dump_params = g_options.dump_params;
+  options.fail_at_step = g_options.fail_at_step;
   const ExitCode code = execute_run(plan, options);
   if (plan.launch.rank == 0) std::printf("%s\n", plan.output_path.c_str());  // only rank 0 writes a result
   return static_cast<int>(code);
@@ -148,6 +150,8 @@ void register_commands(CLI::App& app) {
   run->add_flag("-q,--quiet", g_options.quiet, "no progress output");
   // Hidden, for tests: the trained parameters as raw float32 (data-parallel: PATH.rank<N> per rank).
   run->add_option("--dump-params", g_options.dump_params, "")->group("");
+  // Hidden, for tests: global step N fails as a step whose record cannot be written would.
+  run->add_option("--fail-at-step", g_options.fail_at_step, "")->check(CLI::PositiveNumber)->group("");
   run->callback([] { g_action = run_command; });
 
   auto* validate = app.add_subcommand("validate", "check a spec (and the model it names) without running");

@@ -44,6 +44,7 @@ RankReport rank_report(const Communicator& comm, const torch::Device& device, co
 ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const TrainRun& run,
                           const GradientSync* sync) {
   send_rank_report(comm, rank_report(comm, device, run, sync));
+  comm.release_store();
   const auto steps = run.records.iterations.size();
   switch (run.outcome.status) {
     case RunStatus::completed:
@@ -60,8 +61,12 @@ ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const
 DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync) {
   using std::chrono::milliseconds;
   const int world = comm.world_size();
-  const milliseconds patience = own.status == RunStatus::failed ? std::min(comm.timeout(), milliseconds(5000))
-                                                                 : comm.timeout();
+  // A failed rank 0 gives the others time to reach their next collective, where they read its
+  // announced failure: a few seconds beyond its own slowest steps. Not dist.timeout_s, since the
+  // rank that broke the run may never report.
+  const auto slow_step = milliseconds(static_cast<int64_t>(3 * std::max(own.step_ms.p90, 0.0)));
+  const milliseconds patience =
+      own.status == RunStatus::failed ? std::min(comm.timeout(), milliseconds(5000) + slow_step) : comm.timeout();
   const auto deadline = std::chrono::steady_clock::now() + patience;
   DistSection dist;
   dist.ranks.push_back(std::move(own));
@@ -80,6 +85,7 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
     for (auto r : dist.missing_ranks) ranks.push_back(std::to_string(r));
     spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", join(ranks));
   }
+  dist.first_failure = comm.announced_failure();
   const SyncStats stats = sync_stats(sync);
   const LaunchEnv& launch = comm.launch();
   dist.world_size = world;

@@ -151,9 +151,15 @@ class BucketedGradientSync final : public GradientSync {
   // The host's only wait on the all-reduces, with dist.timeout_s as its deadline, so a peer that
   // died or hangs ends this rank with CommFailure (exit 4, a failed result) rather than leaving it
   // to NCCL's watchdog (whose own timeout is later: see Communicator::connect).
+  // A peer's announced failure ends the wait within Communicator::kFailureCheckInterval.
   void await_reduction(cuda::StreamEvent& reduced) const {
     const auto deadline = std::chrono::steady_clock::now() + comm_.timeout();
+    auto next_check = std::chrono::steady_clock::now() + Communicator::kFailureCheckInterval;
     while (!reduced.done()) {
+      if (std::chrono::steady_clock::now() > next_check) {
+        comm_.throw_if_a_peer_failed("a gradient all-reduce");
+        next_check += Communicator::kFailureCheckInterval;
+      }
       if (std::chrono::steady_clock::now() > deadline) {
         throw CommFailure("rank " + std::to_string(comm_.rank()) +
                           ": lost contact with the other ranks during a gradient all-reduce: it did not finish within "
@@ -336,9 +342,10 @@ std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::
   }
   try {
     comm.broadcast_from_rank0(shared);
+  } catch (const PeerFailed&) {
+    throw;  // it says why
   } catch (const CommFailure& e) {
-    throw CommFailure(std::string(e.what()) + "; rank 0 may have stopped before training (an existing result "
-                                              "without --force, say): see its log");
+    throw CommFailure(std::string(e.what()) + "; rank 0 may have stopped before training: see its log");
   }
   if (trainable.empty()) throw Error(ExitCode::internal, "the model has no trainable parameters");
   auto sync = std::make_unique<BucketedGradientSync>(comm, std::move(trainable), spec);

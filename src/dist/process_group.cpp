@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -135,25 +136,95 @@ struct Communicator::Impl {
   std::mutex mutex;  // pending is filled from autograd's thread and drained from the main thread
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
 
+  bool released = false;  // this rank needs nothing more from the store (release_store)
+
   std::string prefix() const { return "rank " + std::to_string(env.rank) + ": "; }
 
-  [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) const {
+  // The store's keys for failures: a count, then each announcement under its number.
+  static constexpr const char* kFailureCount = "tbench/failures";
+  static constexpr const char* kReleased = "tbench/released";  // ranks that need the store no more
+  static std::string failure_key(int64_t number) { return "tbench/failure/" + std::to_string(number); }
+
+  std::optional<RankFailure> announced_failure() const {
+    try {
+      if (!store->check({failure_key(1)})) return std::nullopt;
+      const auto bytes = store->get(failure_key(1));
+      const auto text = nlohmann::json::parse(bytes.begin(), bytes.end());
+      return RankFailure{text.at("rank").get<int64_t>(), text.at("error").get<std::string>()};
+    } catch (const std::exception& e) {  // the store's host is gone: the backend will say so
+      spdlog::debug("{}looking for an announced failure: {}", prefix(), describe(e));
+      return std::nullopt;
+    }
+  }
+
+  void throw_if_a_peer_failed(const std::string& during) {
+    const auto failure = announced_failure();
+    if (!failure || failure->rank == env.rank) return;
+    release_store();  // it ends this rank before training, or its report follows at once
+    throw PeerFailed(prefix() + "stopped during " + during + " because " + failure->describe());
+  }
+
+  void release_store() {
+    if (released) return;
+    released = true;
+    try {
+      store->add(kReleased, 1);
+    } catch (const std::exception& e) {
+      spdlog::debug("{}{}", prefix(), describe(e));
+    }
+  }
+
+  // A peer's announced failure, where there is one, explains a lost contact better than the
+  // backend's own words.
+  [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) {
+    throw_if_a_peer_failed(during);
     throw CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
                       " (a peer failed, was killed or did not answer within dist.timeout_s = " +
                       std::to_string(timeout.count() / 1000) + " s; see its log)");
   }
 
-  // The host waits until the work is done (NCCL included: a timeout given to wait() makes it poll).
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) const {
+  // The host waits until the work is done, with dist.timeout_s as its deadline, looking for an
+  // announced failure every kFailureCheckInterval.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (wait_a_while(work, during)) return;
+      throw_if_a_peer_failed(during);
+      if (std::chrono::steady_clock::now() > deadline) {
+        lost_contact(during, "it did not finish within dist.timeout_s");
+      }
+    }
+  }
+
+  // True once the work is done; false when it is still running after about kFailureCheckInterval.
+  bool wait_a_while(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) {
+    if (cuda) {
+      // NCCL's wait with a timeout may abort the communicator when it expires: poll instead, then
+      // wait() makes the current stream wait for the finished work (or rethrows its error).
+      const auto until = std::chrono::steady_clock::now() + Communicator::kFailureCheckInterval;
+      while (!work->isCompleted()) {
+        if (std::chrono::steady_clock::now() > until) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      try {
+        work->wait();
+      } catch (const std::exception& e) {
+        lost_contact(during, describe(e));
+      }
+      return true;
+    }
     try {
-      work->wait(timeout);
+      work->wait(Communicator::kFailureCheckInterval);  // Gloo's work ends on a condition variable
+      return true;
     } catch (const std::exception& e) {
-      lost_contact(during, describe(e));
+      // wait() with a timeout throws while the work still runs: only a finished work failed.
+      if (work->isCompleted()) lost_contact(during, describe(e));
+      return false;
     }
   }
 
   // NCCL: only the current stream waits for the work (wait() without a timeout); the host goes on.
-  void queue_wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) const {
+  void queue_wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) {
     try {
       work->wait();
     } catch (const std::exception& e) {
@@ -309,6 +380,36 @@ void Communicator::wait_all() {
     } else {
       impl_->wait(work, "a gradient all-reduce");
     }
+  }
+}
+
+void Communicator::announce_failure(const std::string& error) {
+  try {
+    const int64_t number = impl_->store->add(Impl::kFailureCount, 1);
+    const std::string text = nlohmann::json{{"rank", rank()}, {"error", error}}.dump();
+    impl_->store->set(Impl::failure_key(number), std::vector<uint8_t>(text.begin(), text.end()));
+  } catch (const std::exception& e) {
+    spdlog::debug("{}could not announce this rank's failure (the store's host may be gone): {}", impl_->prefix(),
+                  describe(e));
+  }
+}
+
+std::optional<RankFailure> Communicator::announced_failure() { return impl_->announced_failure(); }
+
+void Communicator::throw_if_a_peer_failed(const std::string& during) { impl_->throw_if_a_peer_failed(during); }
+
+void Communicator::release_store() { impl_->release_store(); }
+
+void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
+  const bool hosts_store = rank() == 0 && !impl_->env.agent_store;
+  if (!hosts_store || world_size() < 2) return;
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  try {
+    while (impl_->store->add(Impl::kReleased, 0) < world_size() - 1 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  } catch (const std::exception& e) {
+    spdlog::debug("{}{}", impl_->prefix(), describe(e));
   }
 }
 

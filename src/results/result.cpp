@@ -58,7 +58,7 @@ json to_json(const ModelInfo& m) {
 json to_json(const DistSection& d) {
   json ranks = json::array();
   for (const auto& r : d.ranks) ranks.push_back(to_json(r));
-  return {{"world_size", d.world_size},
+  json j = {{"world_size", d.world_size},
           {"backend", d.backend},
           {"launcher", d.launcher},
           {"master", d.master},
@@ -72,6 +72,8 @@ json to_json(const DistSection& d) {
           {"timeout_s", d.timeout_s},
           {"ranks", ranks},
           {"missing_ranks", d.missing_ranks}};
+  if (d.first_failure) j["first_failure"] = {{"rank", d.first_failure->rank}, {"error", d.first_failure->error}};
+  return j;
 }
 
 json to_json(const ResultFiles& f) {
@@ -271,11 +273,15 @@ void make_global(Summary& s, const DistSection& dist) {
     if (r.comm_share) shares.push_back(*r.comm_share);
     if (r.step_ms.count > 0) medians.push_back(r.step_ms.median);
     // A peer's own failure explains a lost contact; a peer failing after rank 0 completed (its
-    // last step) fails the run too.
-    if (r.rank == 0 || r.status != RunStatus::failed) continue;
+    // last step) fails the run too. An announced failure is the cause: the rest follow from it.
+    if (r.rank == 0 || r.status != RunStatus::failed || dist.first_failure) continue;
     const std::string peer = "rank " + std::to_string(r.rank) + ": " + (r.error.empty() ? "failed" : r.error);
     s.error += (s.error.empty() ? "" : "; ") + peer;
     s.status = RunStatus::failed;
+  }
+  if (dist.first_failure) {
+    s.status = RunStatus::failed;
+    s.error = dist.first_failure->describe();
   }
   s.comm_share.reset();
   if (!shares.empty()) s.comm_share = spread(shares).mean;

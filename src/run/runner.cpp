@@ -600,6 +600,22 @@ std::unique_ptr<GpuMonitor> gpu_monitor_for(const torch::Device& device) {
   return std::make_unique<GpuMonitor>(std::move(source), kGpuSampleInterval);
 }
 
+// --fail-at-step, for tests: the step fails as one whose record cannot be written would (a full
+// disk under the iteration stream), so the paths a real mid-run failure takes can be run on any
+// rank of a data-parallel group.
+class FailAtStep final : public TrainObserver {
+ public:
+  explicit FailAtStep(int64_t global_step) : global_step_(global_step) {}
+  void on_iteration(const IterationRecord& record) override {
+    if (record.global_step == global_step_) {
+      throw std::runtime_error("failed on purpose at step " + std::to_string(global_step_) + " (--fail-at-step)");
+    }
+  }
+
+ private:
+  int64_t global_step_;
+};
+
 // The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
@@ -614,6 +630,8 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   std::vector<TrainObserver*> observers;  // the stream first: a step is on disk before it is shown
   if (stream) observers.push_back(&*stream);
   observers.push_back(progress.get());
+  std::optional<FailAtStep> fault;
+  if (options.fail_at_step > 0) observers.push_back(&fault.emplace(options.fail_at_step));
   // Rank 0 profiles; the others leave the same steps out of their timing.
   std::unique_ptr<StepProfiler> profiler;
   if (plan.trainer.profile_steps > 0 && writes_result) {
@@ -708,10 +726,8 @@ ExitCode report_outcome(const Result& result, bool captured_its_step) {
   return ExitCode::internal;
 }
 
-}  // namespace
-
-ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
-  const auto comm = join_ranks(plan);
+// Everything after the rendezvous (comm: null without a group): set-up, training and rank 0's result.
+ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator* comm) {
   const bool writes_result = plan.launch.rank == 0;
   if (writes_result) ensure_writable(plan.output_path, options.force, /*with_trace=*/plan.trainer.profile_steps > 0);
   const RunClock clock;
@@ -721,6 +737,8 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   const DevicePeak peak = writes_result ? device_peak(plan) : DevicePeak{};  // only rank 0's is used
   const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
   const TrainRun run = train(plan, *models.objective, device, sync.get(), options);
+  // The others may be waiting for this rank in a collective it will not join: they stop at once.
+  if (comm && run.outcome.status == RunStatus::failed) comm->announce_failure(run.outcome.error);
   if (!options.dump_params.empty()) {
     write_parameters(model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
   }
@@ -741,6 +759,29 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
     throw Error(ExitCode::run_failed, std::string(e.what()) + " (no result was written; an earlier result there is untouched)");
   }
   return report_outcome(result, plan.trainer.cuda_graph);
+}
+
+std::string message_of(const std::exception& e) {
+  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
+  return e.what();
+}
+
+}  // namespace
+
+ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
+  const auto comm = join_ranks(plan);
+  if (!comm) return run_joined(plan, options, nullptr);
+  try {
+    return run_joined(plan, options, comm.get());
+  } catch (const PeerFailed&) {
+    throw;  // another rank's failure, already announced
+  } catch (const std::exception& e) {
+    // A rank stopping outside training (rank 0's existing result without --force, a model too big
+    // for this rank's device, ...) leaves the others waiting in the weights' broadcast: tell them.
+    comm->announce_failure(message_of(e));
+    comm->linger_until_peers_know(std::min(comm->timeout(), std::chrono::milliseconds(5000)));
+    throw;
+  }
 }
 
 }  // namespace tbench

@@ -388,6 +388,97 @@ TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {
   EXPECT_NE(err.find("lost contact"), std::string::npos) << err;
 }
 
+// Two ranks of an hours-long run, each with its own extra arguments; waits for both.
+std::vector<RankRun> run_two_ranks_apart(const ScratchDir& dir, const std::string& spec_path,
+                                         const std::vector<std::vector<std::string>>& extra, double timeout_s) {
+  const int port = testing::free_tcp_port();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> args = {"run", "-q", spec_path};
+    args.insert(args.end(), extra[r].begin(), extra[r].end());
+    pids.push_back(testing::spawn_tbench(args, torchrun_env(r, 2, port), dir.file(std::to_string(r) + ".out"),
+                                         dir.file(std::to_string(r) + ".err")));
+  }
+  std::vector<RankRun> runs(2);
+  for (int r = 0; r < 2; ++r) {
+    runs[r].exit_code = testing::wait_for_exit(pids[r], timeout_s);
+    runs[r].err = testing::read_text(dir.file(std::to_string(r) + ".err"));
+  }
+  return runs;
+}
+
+json long_dp_spec(const std::string& output) {
+  auto spec = dp_spec(output, 4);
+  spec["data"]["num_samples"] = 800000;  // hours of steps
+  spec["dist"]["timeout_s"] = 60;        // far beyond what any of these tests may take
+  return spec;
+}
+
+// Rank 0 fails mid-run while rank 1 waits for it in the next all-reduce: rank 1 reads the announced
+// failure and stops at once, and its report still reaches rank 0's result.
+TEST(DistFailure, RankZeroFailingMidRunStopsThePeerAtOnceAndKeepsItsReport) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  const std::string path = dir.write("spec.json", long_dp_spec(dir.file("f.json")).dump());
+  const auto start = std::chrono::steady_clock::now();
+  const auto runs = run_two_ranks_apart(dir, path, {{"--fail-at-step", "3"}, {}}, 50);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(runs[0].exit_code, 4) << runs[0].err;
+  ASSERT_EQ(runs[1].exit_code, 4) << runs[1].err;
+  EXPECT_LT(took, 30) << "the peer waited for the timeout";
+  EXPECT_NE(runs[1].err.find("because rank 0 failed: epoch 1 step 3: failed on purpose at step 3"), std::string::npos)
+      << runs[1].err;
+  const auto result = testing::read_json(dir.file("f.json"));
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_EQ(result["summary"]["error"], "rank 0 failed: epoch 1 step 3: failed on purpose at step 3 (--fail-at-step)");
+  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 0);
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array()) << "rank 1's report was lost";
+  ASSERT_EQ(result["dist"]["ranks"].size(), 2u);
+  const auto& peer = result["dist"]["ranks"][1];
+  EXPECT_EQ(peer["status"], "failed");
+  EXPECT_NE(peer["error"].get<std::string>().find("stopped during a gradient all-reduce because rank 0 failed"),
+            std::string::npos)
+      << peer;
+  EXPECT_EQ(peer["steps"], 3) << "rank 1 trained the 3 steps rank 0 took part in";
+}
+
+// Rank 1 fails mid-run: rank 0's result names rank 1's own error as the run's, not a lost contact.
+TEST(DistFailure, APeerFailingMidRunIsTheErrorOfRankZerosResult) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  const std::string path = dir.write("spec.json", long_dp_spec(dir.file("f.json")).dump());
+  const auto runs = run_two_ranks_apart(dir, path, {{}, {"--fail-at-step", "4"}}, 50);
+  ASSERT_EQ(runs[0].exit_code, 4) << runs[0].err;
+  ASSERT_EQ(runs[1].exit_code, 4) << runs[1].err;
+  EXPECT_EQ(runs[0].err.find("lost contact"), std::string::npos) << runs[0].err;
+  const auto result = testing::read_json(dir.file("f.json"));
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_EQ(result["summary"]["error"], "rank 1 failed: epoch 1 step 4: failed on purpose at step 4 (--fail-at-step)");
+  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
+  ASSERT_EQ(result["dist"]["ranks"].size(), 2u);
+  EXPECT_NE(result["dist"]["ranks"][0]["error"].get<std::string>().find("because rank 1 failed"), std::string::npos)
+      << result["dist"]["ranks"][0];
+  EXPECT_EQ(result["dist"]["ranks"][1]["status"], "failed");
+}
+
+// Rank 0 refuses to overwrite an existing result, before training: rank 1, waiting for rank 0's
+// weights, is told why instead of only that rank 0 is gone.
+TEST(DistFailure, RankZeroStoppingBeforeTrainingTellsThePeerWhy) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  const std::string path = dir.write("spec.json", long_dp_spec(dir.file("f.json")).dump());
+  dir.write("f.json", "{}");
+  const auto runs = run_two_ranks_apart(dir, path, {{}, {}}, 50);
+  EXPECT_EQ(runs[0].exit_code, 3) << runs[0].err;
+  EXPECT_EQ(runs[1].exit_code, 4) << runs[1].err;
+  EXPECT_NE(runs[1].err.find("because rank 0 failed: " + dir.file("f.json") + ": a result already exists here; pass --force"),
+            std::string::npos)
+      << runs[1].err;
+  EXPECT_EQ(testing::read_text(dir.file("f.json")), "{}");
+}
+
 TEST(DistFailure, InterruptingOneRankStopsAllAfterTheSameStep) {
   REQUIRE_GLOO();
   ScratchDir dir;

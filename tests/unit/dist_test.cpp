@@ -4,7 +4,9 @@
 
 #include <sched.h>
 
+#include <future>
 #include <map>
+#include <thread>
 
 #include "support/cli.hpp"
 #include "support/expect_error.hpp"
@@ -327,6 +329,75 @@ TEST(StopRequests, ALagLeavesTheNewestUnreadAndWaitsForTheOthersToArrive) {
   EXPECT_FALSE(at_the_end.agreed());
   EXPECT_TRUE(at_the_end.read_all());
   EXPECT_EQ(arrived.back(), 4);
+}
+
+// Two Gloo ranks in this process, each joined from its own thread.
+struct TwoRanks {
+  TwoRanks() {
+    LaunchEnv env;
+    env.launcher = Launcher::torchrun;
+    env.world_size = 2;
+    env.master_addr = "127.0.0.1";
+    env.master_port = testing::free_tcp_port();
+    auto second = std::async(std::launch::async, [env]() mutable {
+      env.rank = env.local_rank = 1;
+      return Communicator::connect(env, torch::kCPU, std::chrono::seconds(20));
+    });
+    ranks[0] = Communicator::connect(env, torch::kCPU, std::chrono::seconds(20));
+    ranks[1] = second.get();
+  }
+  std::unique_ptr<Communicator> ranks[2];
+};
+
+// The host waits in slices of kFailureCheckInterval, looking for announced failures between them: a
+// peer that comes late is no failure.
+TEST(Communicator, AWaitLongerThanTheFailureCheckIntervalEndsWithTheSum) {
+  if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  TwoRanks two;
+  auto mine = torch::ones({8});
+  auto theirs = torch::full({8}, 2.0);
+  auto late = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(3 * Communicator::kFailureCheckInterval);
+    two.ranks[1]->allreduce_async(theirs);
+    two.ranks[1]->wait_all();
+  });
+  two.ranks[0]->allreduce_async(mine);
+  two.ranks[0]->wait_all();
+  late.get();
+  EXPECT_TRUE(torch::equal(mine, torch::full({8}, 3.0)));
+  EXPECT_TRUE(torch::equal(theirs, torch::full({8}, 3.0)));
+  EXPECT_FALSE(two.ranks[0]->announced_failure().has_value());
+}
+
+// A rank waiting in a collective its failed peer will never join stops at once with that peer's
+// error, not at dist.timeout_s (20 s here) with a lost contact.
+TEST(Communicator, AnAnnouncedFailureEndsAPeersWaitAtOnce) {
+  if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  TwoRanks two;
+  auto mine = torch::ones({8});
+  two.ranks[0]->allreduce_async(mine);
+  auto failing = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    two.ranks[1]->announce_failure("its disk is full");
+  });
+  const auto start = std::chrono::steady_clock::now();
+  std::string error;
+  try {
+    two.ranks[0]->wait_all();
+  } catch (const PeerFailed& e) {
+    error = e.what();
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  failing.get();
+  EXPECT_EQ(error, "rank 0: stopped during a gradient all-reduce because rank 1 failed: its disk is full");
+  EXPECT_LT(took, 5.0);
+  const auto first = two.ranks[1]->announced_failure();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->rank, 1);
+  // A failure a rank announces after it is no cause: the first one stays.
+  two.ranks[0]->announce_failure("stopped too");
+  EXPECT_EQ(two.ranks[0]->announced_failure()->error, "its disk is full");
+  two.ranks[1].reset();  // it leaves first: rank 0's all-reduce then fails and its group can end
 }
 
 // Two parameters; `b` takes part in the loss only when asked, as a parameter some steps leave out.

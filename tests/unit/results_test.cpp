@@ -318,6 +318,34 @@ TEST(Utilisation, AFailedPeerFailsTheGlobalSummary) {
   EXPECT_EQ(s.error, "rank 1: out of memory");
 }
 
+// An announced failure is the run's error; the errors that followed from it stay in their ranks'
+// reports (and in the JSON, under dist.first_failure).
+TEST(Utilisation, TheFirstAnnouncedFailureIsTheRunsError) {
+  Summary s;
+  s.status = RunStatus::failed;
+  s.error = "epoch 1 step 5: rank 0: stopped during a gradient all-reduce because rank 2 failed: disk full";
+  DistSection dist;
+  dist.world_size = 3;
+  RankReport r0, r1, r2;
+  r0.status = RunStatus::failed;
+  r0.error = s.error;
+  r1.rank = 1;
+  r1.status = RunStatus::failed;
+  r1.error = "epoch 1 step 5: rank 1: stopped during a gradient all-reduce because rank 2 failed: disk full";
+  r2.rank = 2;
+  r2.status = RunStatus::failed;
+  r2.error = "disk full";
+  dist.ranks = {r0, r1, r2};
+  dist.first_failure = RankFailure{2, "disk full"};
+  make_global(s, dist);
+  EXPECT_EQ(s.status, RunStatus::failed);
+  EXPECT_EQ(s.error, "rank 2 failed: disk full");
+  const json j = to_json(dist);
+  EXPECT_EQ(j["first_failure"], json({{"rank", 2}, {"error", "disk full"}}));
+  dist.first_failure.reset();
+  EXPECT_FALSE(to_json(dist).contains("first_failure"));
+}
+
 TEST(RankReports, RoundTripThroughTheStoreText) {
   RankReport r;
   r.rank = 3;

@@ -64,6 +64,13 @@ nlohmann::json to_json(const RankReport& report);
 // nullopt when `text` is not a report (a rank that died mid-write).
 std::optional<RankReport> parse_rank_report(const std::string& text);
 
+// A rank's failure, as it announced it to the others (Communicator::announce_failure).
+struct RankFailure {
+  int64_t rank = 0;
+  std::string error;
+  std::string describe() const { return "rank " + std::to_string(rank) + " failed: " + error; }
+};
+
 // The data-parallel run as a whole.
 struct DistSection {
   int64_t world_size = 1;
@@ -76,6 +83,9 @@ struct DistSection {
   int64_t timeout_s = 0;
   std::vector<RankReport> ranks;  // rank 0 first
   std::vector<int64_t> missing_ranks;
+  // The failure that broke the run: the first any rank announced (the others' errors follow from
+  // it, or came later); none when no rank failed, or none could announce (a killed rank).
+  std::optional<RankFailure> first_failure;
 };
 
 // Turns rank 0's per-device summary into the run's global one: rates times the world size

@@ -93,6 +93,12 @@ class CommFailure : public Error {
   explicit CommFailure(const std::string& message) : Error(ExitCode::run_failed, message) {}
 };
 
+// This rank stopped because another one announced its failure (Communicator::announce_failure).
+class PeerFailed : public CommFailure {
+ public:
+  using CommFailure::CommFailure;
+};
+
 // How many steps a run takes, from the dataset size.
 struct StepPlan {
   int64_t steps_per_epoch = 0;  // optimizer steps (drop_last: partial steps are not taken)
