@@ -54,13 +54,14 @@ default_rows+=" bert-base-cased:128:bf16 distilbert-base-uncased:128:fp32 distil
 default_rows+=" distilbert-base-uncased:128:bf16 bert-base-cased:128:fp32 bert-base-cased:128:fp16"
 rows=${ROWS:-$default_rows}
 
+failed=0  # rows where HF or tbench failed: the script then exits 1, after the table
 for row in $rows; do
   IFS=: read -r model seq precision <<<"$row"
   id="$model-seq$seq-$precision"
   echo "== $id" >&2
   [[ -n ${TBENCH_ONLY:-} ]] || python3 bench/hf_side_by_side.py --model "$model" --batch "$batch" --seq "$seq" --precision "$precision" \
     --warmup "$warmup" --steps "$steps" --out "$out/raw/hf-$id.json" \
-    || echo "{\"impl\": \"hf\", \"model\": \"$model\", \"error\": \"failed, see the log\"}" > "$out/raw/hf-$id.json"
+    || { failed=$((failed + 1)); echo "{\"impl\": \"hf\", \"model\": \"$model\", \"error\": \"failed, see the log\"}" > "$out/raw/hf-$id.json"; }
   # tbench: the embedded default spec, reshaped to the same row. One epoch of exactly
   # warmup + steps + profile_steps optimizer steps; the first `warmup` and the profiled last ones
   # are left out of the summary, so `steps` are timed, as HF's are.
@@ -73,10 +74,11 @@ for row in $rows; do
     --set timing.profile_steps="$profile_steps" \
     $(for kv in ${TBENCH_SET:-}; do printf -- '--set %s ' "$kv"; done) \
     --set output="$out/raw/tbench-$id.json" \
-    || echo "tbench failed on $id (its result, if any, says why)" >&2
+    || { failed=$((failed + 1)); echo "tbench failed on $id (its result, if any, says why)" >&2; }
   # The kernel split lives in the result's profile section; the traces (megabytes a row) would not
   # fit the GPU session's files back. `scripts/gpu_session.sh profile` keeps its own.
   rm -f "$out/raw/tbench-$id.trace.json"
 done
 
-python3 bench/gpu_side_by_side_table.py "$out" "$gpu" "$warmup" "$steps"
+python3 bench/gpu_side_by_side_table.py "$out" "$gpu" "$warmup" "$steps" || exit
+(( failed == 0 )) || { echo "gpu_side_by_side.sh: $failed run(s) failed" >&2; exit 1; }

@@ -122,13 +122,22 @@ ensure_built() {
   stage_build tbench
 }
 
+# A run whose exit code is not the one expected (EXPECT_EXIT, default 0) is listed in
+# $out/<stage>/failed.txt, and the stage then exits 1 (stage_outcome), so its rc file tells.
 run_one_in() {  # stage, name, then tbench run arguments; RUN_ENV (e.g. "RANK=0 WORLD_SIZE=1") goes before it
   local stage=$1 name=$2
   shift 2
   # DRY_SET ("key=value ..."): overrides last, for a dry run off the GPU (device=cpu model=tiny-bert ...).
   env ${RUN_ENV:-} "$tbench" run -q --force "$@" $(for kv in ${DRY_SET:-}; do printf -- '--set %s ' "$kv"; done) \
     -o "$out/$stage/$name.json" > "$out/$stage/$name.log" 2>&1
-  echo "$name: exit $?" | tee -a "$out/$stage/summary.txt"
+  local rc=$?
+  echo "$name: exit $rc" | tee -a "$out/$stage/summary.txt"
+  (( rc == ${EXPECT_EXIT:-0} )) || echo "$name: exit $rc, expected ${EXPECT_EXIT:-0}" >> "$out/$stage/failed.txt"
+}
+
+# A stage's exit code: 1 where any of its runs ended otherwise than expected.
+stage_outcome() {
+  [[ ! -s $out/$STAGE/failed.txt ]] || { echo "runs that failed:"; cat "$out/$STAGE/failed.txt"; return 1; }
 }
 run_one() { run_one_in runs "$@"; }
 
@@ -176,7 +185,7 @@ stage_nccl() {
   done
   local port=$((30500 + RANDOM % 1000)) rank pids=()
   for rank in 0 1; do
-    RUN_ENV="RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
+    EXPECT_EXIT=4 RUN_ENV="RANK=$rank WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port" \
       run_one_in nccl "nccl-2-ranks-1-gpu-rank$rank" "${short[@]}" --set dist.timeout_s=60 &
     pids+=($!)
   done
@@ -295,7 +304,9 @@ stage_profile() {
     python3 bench/hf_side_by_side.py --model bert-base-cased --batch 32 --seq "$seq" --precision bf16 --warmup 10 \
       --steps 20 --profile-steps 3 --trace "$out/profile/hf-$row.trace.json" --out "$out/profile/hf-$row.json" \
       > "$out/profile/hf-$row.log" 2>&1
-    echo "hf-$row: exit $?" | tee -a "$out/profile/summary.txt"
+    local rc=$?
+    echo "hf-$row: exit $rc" | tee -a "$out/profile/summary.txt"
+    (( rc == 0 )) || echo "hf-$row: exit $rc" >> "$out/profile/failed.txt"
   done
   gzip -f "$out"/profile/*.trace.json
 }
@@ -303,7 +314,8 @@ stage_profile() {
 # `gpu_session.sh --stage NAME`: one stage, as the loop below runs it under `timeout`.
 if [[ ${1:-} == --stage ]]; then
   STAGE=$2
-  "stage_$2"
+  "stage_$2" || exit
+  stage_outcome
   exit
 fi
 

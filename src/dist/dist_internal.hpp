@@ -2,6 +2,7 @@
 // Shared inside src/dist/ only.
 #include <cstdint>
 
+#include "tbench/dist/failure_watch.hpp"
 #include "tbench/train/trainer.hpp"
 
 namespace tbench {

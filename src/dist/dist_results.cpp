@@ -44,7 +44,6 @@ RankReport rank_report(const Communicator& comm, const torch::Device& device, co
 ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const TrainRun& run,
                           const GradientSync* sync) {
   send_rank_report(comm, rank_report(comm, device, run, sync));
-  comm.release_store();
   const auto steps = run.records.iterations.size();
   switch (run.outcome.status) {
     case RunStatus::completed:

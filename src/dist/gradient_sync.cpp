@@ -345,7 +345,8 @@ std::unique_ptr<GradientSync> make_gradient_sync(Communicator& comm, torch::nn::
   } catch (const PeerFailed&) {
     throw;  // it says why
   } catch (const CommFailure& e) {
-    throw CommFailure(std::string(e.what()) + "; rank 0 may have stopped before training: see its log");
+    throw CommFailure(std::string(e.what()) + "; rank 0 may have stopped before training (an existing result "
+                                              "without --force, say): see its log");
   }
   if (trainable.empty()) throw Error(ExitCode::internal, "the model has no trainable parameters");
   auto sync = std::make_unique<BucketedGradientSync>(comm, std::move(trainable), spec);

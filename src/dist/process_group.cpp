@@ -32,6 +32,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "dist_internal.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/dist/tcp_store.hpp"
 #include "tbench/env/torch_features.hpp"
@@ -136,48 +137,27 @@ struct Communicator::Impl {
   std::mutex mutex;  // pending is filled from autograd's thread and drained from the main thread
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
 
-  bool released = false;  // this rank needs nothing more from the store (release_store)
+  std::unique_ptr<FailureWatch> watch;  // over a store connection of its own
 
   std::string prefix() const { return "rank " + std::to_string(env.rank) + ": "; }
-
-  // The store's keys for failures: a count, then each announcement under its number.
-  static constexpr const char* kFailureCount = "tbench/failures";
-  static constexpr const char* kReleased = "tbench/released";  // ranks that need the store no more
-  static std::string failure_key(int64_t number) { return "tbench/failure/" + std::to_string(number); }
-
-  std::optional<RankFailure> announced_failure() const {
-    try {
-      if (!store->check({failure_key(1)})) return std::nullopt;
-      const auto bytes = store->get(failure_key(1));
-      const auto text = nlohmann::json::parse(bytes.begin(), bytes.end());
-      return RankFailure{text.at("rank").get<int64_t>(), text.at("error").get<std::string>()};
-    } catch (const std::exception& e) {  // the store's host is gone: the backend will say so
-      spdlog::debug("{}looking for an announced failure: {}", prefix(), describe(e));
-      return std::nullopt;
-    }
-  }
+  bool hosts_store() const { return env.rank == 0 && !env.agent_store; }
 
   void throw_if_a_peer_failed(const std::string& during) {
-    const auto failure = announced_failure();
+    watch->note_interest();
+    throw_for(watch->seen(), during);
+  }
+
+  void throw_for(const std::optional<RankFailure>& failure, const std::string& during) {
     if (!failure || failure->rank == env.rank) return;
-    release_store();  // it ends this rank before training, or its report follows at once
+    if (!hosts_store()) watch->release();  // it ends this rank before training, or its report follows at once
     throw PeerFailed(prefix() + "stopped during " + during + " because " + failure->describe());
   }
 
-  void release_store() {
-    if (released) return;
-    released = true;
-    try {
-      store->add(kReleased, 1);
-    } catch (const std::exception& e) {
-      spdlog::debug("{}{}", prefix(), describe(e));
-    }
-  }
-
   // A peer's announced failure, where there is one, explains a lost contact better than the
-  // backend's own words.
+  // backend's own words: a failed rank announces before it exits, and its exit closes the
+  // connections, so the watch looks once more (for a second at most: the store may be cut off too).
   [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) {
-    throw_if_a_peer_failed(during);
+    throw_for(watch->look_now(std::chrono::seconds(1)), during);
     throw CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
                       " (a peer failed, was killed or did not answer within dist.timeout_s = " +
                       std::to_string(timeout.count() / 1000) + " s; see its log)");
@@ -216,11 +196,17 @@ struct Communicator::Impl {
     try {
       work->wait(Communicator::kFailureCheckInterval);  // Gloo's work ends on a condition variable
       return true;
-    } catch (const std::exception& e) {
-      // wait() with a timeout throws while the work still runs: only a finished work failed.
-      if (work->isCompleted()) lost_contact(during, describe(e));
-      return false;
+    } catch (const std::exception&) {
+      // wait() with a timeout throws while the work still runs (and the work may finish just
+      // after): a finished work's own wait says whether it failed.
+      if (!work->isCompleted()) return false;
     }
+    try {
+      work->wait();
+    } catch (const std::exception& e) {
+      lost_contact(during, describe(e));
+    }
+    return true;
   }
 
   // NCCL: only the current stream waits for the work (wait() without a timeout); the host goes on.
@@ -254,15 +240,20 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
   spdlog::info("rank {}/{} ({}): rendezvous at {}, {} backend, timeout {} s", env.rank, env.world_size,
                to_string(env.launcher), address, impl->backend, seconds);
 
-  try {
+  // Rank 0 hosts the store (unless torchrun's agent does); every connection is a client of it.
+  const auto open_store = [&](bool host) -> c10::intrusive_ptr<c10d::Store> {
     c10d::TCPStoreOptions options;
     options.port = static_cast<std::uint16_t>(env.master_port);
-    options.isServer = env.rank == 0 && !env.agent_store;
+    options.isServer = host;
     options.numWorkers = static_cast<std::size_t>(env.world_size);
     options.waitWorkers = false;  // joined below, with a message that says how many arrived
     options.timeout = timeout;
-    impl->store = open_tcp_store(env.master_addr, options);
-    if (env.agent_store) impl->store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, impl->store);
+    c10::intrusive_ptr<c10d::Store> store = open_tcp_store(env.master_addr, options);
+    if (env.agent_store) store = c10::make_intrusive<c10d::PrefixStore>(env.store_prefix, store);
+    return store;
+  };
+  try {
+    impl->store = open_store(impl->hosts_store());
   } catch (const std::exception& e) {
     const std::string host = env.agent_store ? "torchrun's agent hosts the store there"
                              : env.rank == 0 ? "this rank hosts the store there: is MASTER_PORT free?"
@@ -285,6 +276,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       joined = impl->store->add("tbench/joined", 0);
     }
+    impl->watch = std::make_unique<FailureWatch>(open_store(false));
   } catch (const CommFailure&) {
     throw;
   } catch (const std::exception& e) {
@@ -385,27 +377,28 @@ void Communicator::wait_all() {
 
 void Communicator::announce_failure(const std::string& error) {
   try {
-    const int64_t number = impl_->store->add(Impl::kFailureCount, 1);
-    const std::string text = nlohmann::json{{"rank", rank()}, {"error", error}}.dump();
-    impl_->store->set(Impl::failure_key(number), std::vector<uint8_t>(text.begin(), text.end()));
+    write_failure(*impl_->store, rank(), error);
   } catch (const std::exception& e) {
     spdlog::debug("{}could not announce this rank's failure (the store's host may be gone): {}", impl_->prefix(),
                   describe(e));
   }
 }
 
-std::optional<RankFailure> Communicator::announced_failure() { return impl_->announced_failure(); }
+std::optional<RankFailure> Communicator::announced_failure() {
+  return impl_->watch->look_now(std::chrono::seconds(1));
+}
 
 void Communicator::throw_if_a_peer_failed(const std::string& during) { impl_->throw_if_a_peer_failed(during); }
 
-void Communicator::release_store() { impl_->release_store(); }
-
 void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
-  const bool hosts_store = rank() == 0 && !impl_->env.agent_store;
-  if (!hosts_store || world_size() < 2) return;
+  if (!impl_->hosts_store() || world_size() < 2) return;
   const auto deadline = std::chrono::steady_clock::now() + wait;
   try {
-    while (impl_->store->add(Impl::kReleased, 0) < world_size() - 1 && std::chrono::steady_clock::now() < deadline) {
+    for (;;) {
+      // Every other rank has released the store, or announced a failure of its own.
+      int64_t done = impl_->store->add(kReleasedKey, 0);
+      for (const auto& failure : read_failures(*impl_->store)) done += failure.rank != rank() ? 1 : 0;
+      if (done >= world_size() - 1 || std::chrono::steady_clock::now() > deadline) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   } catch (const std::exception& e) {

@@ -726,8 +726,9 @@ ExitCode report_outcome(const Result& result, bool captured_its_step) {
   return ExitCode::internal;
 }
 
-// Everything after the rendezvous (comm: null without a group): set-up, training and rank 0's result.
-ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator* comm) {
+// Everything after the rendezvous (comm: null without a group): set-up, training and rank 0's
+// result. `trained` is set once training has ended.
+ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator* comm, bool& trained) {
   const bool writes_result = plan.launch.rank == 0;
   if (writes_result) ensure_writable(plan.output_path, options.force, /*with_trace=*/plan.trainer.profile_steps > 0);
   const RunClock clock;
@@ -737,8 +738,12 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   const DevicePeak peak = writes_result ? device_peak(plan) : DevicePeak{};  // only rank 0's is used
   const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
   const TrainRun run = train(plan, *models.objective, device, sync.get(), options);
+  trained = true;
   // The others may be waiting for this rank in a collective it will not join: they stop at once.
-  if (comm && run.outcome.status == RunStatus::failed) comm->announce_failure(run.outcome.error);
+  // A rank that lost its peers has no cause of its own to tell.
+  if (comm && run.outcome.status == RunStatus::failed && !run.outcome.lost_peers) {
+    comm->announce_failure(run.outcome.error);
+  }
   if (!options.dump_params.empty()) {
     write_parameters(model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
   }
@@ -770,16 +775,25 @@ std::string message_of(const std::exception& e) {
 
 ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   const auto comm = join_ranks(plan);
-  if (!comm) return run_joined(plan, options, nullptr);
+  bool trained = false;
+  if (!comm) return run_joined(plan, options, nullptr, trained);
+  // Rank 0, which hosts the store, gives the others a few seconds to read a failure there.
+  const auto linger = [&] { comm->linger_until_peers_know(std::min(comm->timeout(), std::chrono::milliseconds(5000))); };
   try {
-    return run_joined(plan, options, comm.get());
+    return run_joined(plan, options, comm.get(), trained);
   } catch (const PeerFailed&) {
-    throw;  // another rank's failure, already announced
+    if (!trained) linger();  // another rank's failure, already announced
+    throw;
+  } catch (const CommFailure&) {
+    throw;  // lost its peers: no cause of its own to tell
   } catch (const std::exception& e) {
-    // A rank stopping outside training (rank 0's existing result without --force, a model too big
+    // A rank stopping before training (rank 0's existing result without --force, a model too big
     // for this rank's device, ...) leaves the others waiting in the weights' broadcast: tell them.
-    comm->announce_failure(message_of(e));
-    comm->linger_until_peers_know(std::min(comm->timeout(), std::chrono::milliseconds(5000)));
+    // After training they wait for nothing from it.
+    if (!trained) {
+      comm->announce_failure(message_of(e));
+      linger();
+    }
     throw;
   }
 }

@@ -269,17 +269,22 @@ struct Trainer::EpochTotals {
 template <typename Where, typename Work>
 void Trainer::fail_on_exception(TrainOutcome& outcome, Where&& where, Work&& work) const {
   std::string error;
+  bool lost_peers = false;
   try {
     work();
     return;
+  } catch (const CommFailure& e) {
+    error = e.what();
+    lost_peers = true;
   } catch (const c10::Error& e) {
     error = e.what_without_backtrace();
-  } catch (const std::exception& e) {  // the loader's thread, a peer (CommFailure), the host
+  } catch (const std::exception& e) {  // the loader's thread, the host
     error = e.what();
   }
   if (outcome.status == RunStatus::failed) return;  // the first error is the one to fix
   outcome.status = RunStatus::failed;
   outcome.error = where() + ": " + describe_step_error(error, config_.batch_size, config_.cuda_graph);
+  outcome.lost_peers = lost_peers;
 }
 
 TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::atomic<bool>& stop_requested) {

@@ -364,6 +364,8 @@ TEST(DistFailure, KilledPeerEndsRankZeroWithAnErrorNotAHang) {
   EXPECT_NE(result["summary"]["error"].get<std::string>().find("lost contact"), std::string::npos);
   EXPECT_GT(result["iterations"].size(), 0u);
   EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+  // A lost peer is no failure of rank 0's own: nothing was announced.
+  EXPECT_FALSE(result["dist"].contains("first_failure")) << result["dist"].dump(2);
 }
 
 TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {

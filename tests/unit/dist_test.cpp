@@ -1,10 +1,15 @@
 // Data parallelism without processes: the launch environment, data sharding, step plans and the
 // scaling report on hand-made results.
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
 
 #include <sched.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <map>
 #include <thread>
 
@@ -14,6 +19,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/data/data.hpp"
 #include "tbench/dist/dist.hpp"
+#include "tbench/dist/failure_watch.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/env/env.hpp"
 #include "tbench/results/result.hpp"
@@ -346,6 +352,11 @@ struct TwoRanks {
     ranks[0] = Communicator::connect(env, torch::kCPU, std::chrono::seconds(20));
     ranks[1] = second.get();
   }
+  ~TwoRanks() {  // connect() set the log's pattern and, for rank 1, its level: the next test's are the defaults
+    spdlog::set_level(level_);
+    spdlog::default_logger()->set_pattern("%+");
+  }
+  spdlog::level::level_enum level_ = spdlog::get_level();
   std::unique_ptr<Communicator> ranks[2];
 };
 
@@ -398,6 +409,78 @@ TEST(Communicator, AnAnnouncedFailureEndsAPeersWaitAtOnce) {
   two.ranks[0]->announce_failure("stopped too");
   EXPECT_EQ(two.ranks[0]->announced_failure()->error, "its disk is full");
   two.ranks[1].reset();  // it leaves first: rank 0's all-reduce then fails and its group can end
+}
+
+// A store whose every call waits until released, then fails: rank 0's store behind a cut link.
+class SilentStore : public c10d::Store {
+ public:
+  void release_all() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    opened_.notify_all();
+  }
+  bool entered() const { return entered_.load(); }
+  // Pure in newer LibTorch, absent in 1.13 (so no `override`).
+  c10::intrusive_ptr<c10d::Store> clone() { return c10::intrusive_ptr<c10d::Store>::reclaim_copy(this); }
+  void set(const std::string&, const std::vector<uint8_t>&) override { block(); }
+  std::vector<uint8_t> get(const std::string&) override { return block(), std::vector<uint8_t>(); }
+  int64_t add(const std::string&, int64_t) override { return block(), 0; }
+  bool deleteKey(const std::string&) override { return block(), false; }
+  bool check(const std::vector<std::string>&) override { return block(), false; }
+  int64_t getNumKeys() override { return block(), 0; }
+  void wait(const std::vector<std::string>&) override { block(); }
+  void wait(const std::vector<std::string>&, const std::chrono::milliseconds&) override { block(); }
+
+ private:
+  void block() {
+    entered_ = true;
+    std::unique_lock<std::mutex> lock(mutex_);
+    opened_.wait(lock, [&] { return released_; });
+    throw std::runtime_error("connection closed");
+  }
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool released_ = false;
+  std::atomic<bool> entered_{false};
+};
+
+// The watch is the only reader of the store while a rank waits: a store that stops answering (the
+// link to rank 0 cut; its client has no receive timeout) holds up the watch's thread, not the wait,
+// nor the rank's exit.
+TEST(FailureWatch, AStoreThatStopsAnsweringHoldsUpNoWait) {
+  auto store = c10::make_intrusive<SilentStore>();
+  auto watch = std::make_unique<FailureWatch>(store);
+  const auto start = std::chrono::steady_clock::now();
+  watch->note_interest();
+  for (int i = 0; i < 100 && !store->entered(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(store->entered()) << "the watch never looked";
+  EXPECT_FALSE(watch->seen().has_value());
+  EXPECT_FALSE(watch->look_now(std::chrono::milliseconds(200)).has_value());
+  watch.reset();  // its thread, stuck in the store, is left behind
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 2.0);
+  store->release_all();  // the thread ends
+}
+
+// Failures are read in the order they were announced; a number drawn by a rank that died before
+// writing under it is skipped.
+TEST(FailureWatch, SeesTheFirstAnnouncedFailureAndSkipsAGap) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  store->add(kFailureCountKey, 1);  // drawn, never written
+  write_failure(*store, 2, "its disk is full");
+  write_failure(*store, 0, "stopped too");
+  const auto failures = read_failures(*store);
+  ASSERT_EQ(failures.size(), 2u);
+  EXPECT_EQ(failures[0].rank, 2);
+  EXPECT_EQ(failures[1].error, "stopped too");
+  FailureWatch watch(store);
+  EXPECT_FALSE(watch.seen().has_value()) << "it looks only when a wait asks";
+  watch.note_interest();
+  for (int i = 0; i < 100 && !watch.seen(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_TRUE(watch.seen().has_value());
+  EXPECT_EQ(watch.seen()->describe(), "rank 2 failed: its disk is full");
 }
 
 // Two parameters; `b` takes part in the loss only when asked, as a parameter some steps leave out.

@@ -122,21 +122,20 @@ class Communicator {
   // gradient sync awaits them later with the timeout (NCCL's watchdog only after a minute more).
   void wait_all();
 
-  // A rank that fails tells the others through the store, so that each stops at its next wait
-  // with that error (PeerFailed) instead of waiting out dist.timeout_s in a collective the failed
-  // rank will never join. Every failed rank announces; the first announcement is the cause the
-  // others report. Never throws: a store that is gone already tells the peers.
+  // A rank that fails for a reason of its own (not a lost peer) tells the others through the
+  // store, so that each stops at its next wait with that error (PeerFailed) instead of waiting out
+  // dist.timeout_s in a collective the failed rank will never join. The first announcement is the
+  // cause the others report. Never throws: a store that is gone already tells the peers.
   void announce_failure(const std::string& error);
-  // The first failure any rank announced; nullopt while there is none (or the store is gone).
+  // The first failure any rank announced; nullopt while there is none, or when the store did not
+  // answer within a second.
   std::optional<RankFailure> announced_failure();
-  // Throws PeerFailed, naming `during` and the first announced failure, if there is one.
+  // Throws PeerFailed, naming `during` and the first announced failure another rank made, if the
+  // failure watch (src/dist/failure_watch.cpp) has seen one. Never waits on the store.
   void throw_if_a_peer_failed(const std::string& during);
-  // A rank other than the store's host says it needs the store no more: it has read an announced
-  // failure, or handed rank 0 its report.
-  void release_store();
-  // The store's host (rank 0, unless torchrun's agent hosts it) failing: the store ends with this
-  // process, so it waits up to `wait` until every other rank has released it (a rank waiting in a
-  // collective reads the announcement within kFailureCheckInterval). At once elsewhere.
+  // The store's host (rank 0, unless torchrun's agent hosts it) failing before training: the store
+  // ends with this process, so it waits up to `wait` until every other rank has read the
+  // announcement (or made one of its own). At once elsewhere.
   void linger_until_peers_know(std::chrono::milliseconds wait);
   // How often a rank waiting on a collective looks for an announced failure.
   static constexpr std::chrono::milliseconds kFailureCheckInterval{100};

@@ -16,6 +16,9 @@ const char* to_string(RunStatus s);
 struct TrainOutcome {
   RunStatus status = RunStatus::completed;
   std::string error;          // why it failed
+  // It failed because it lost its data-parallel peers (CommFailure: one died, failed, or the link
+  // broke): no cause of its own to announce to the others.
+  bool lost_peers = false;
   std::string timing_method;  // how steps were timed: "steady_clock" (CPU) or "cuda_events"
 };
 

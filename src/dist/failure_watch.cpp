@@ -1,0 +1,153 @@
+// A data-parallel rank that fails tells the others through the rendezvous store: its error goes
+// under the next number of tbench/failures. A rank waiting on a collective looks there between
+// slices of its wait, through a FailureWatch: a thread of its own with a store connection of its
+// own, since the store's client has no receive timeout and a store that stops answering (the link
+// to rank 0 cut) must hold up that thread, never the wait, which the backend's timeout ends.
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "dist_internal.hpp"
+
+namespace tbench {
+namespace {
+
+std::string failure_key(int64_t number) { return "tbench/failure/" + std::to_string(number); }
+
+// How long the watch keeps looking after a wait last asked.
+constexpr auto kInterestSpan = 3 * Communicator::kFailureCheckInterval;
+
+}  // namespace
+
+void write_failure(c10d::Store& store, int rank, const std::string& error) {
+  const int64_t number = store.add(kFailureCountKey, 1);
+  const std::string text = nlohmann::json{{"rank", rank}, {"error", error}}.dump();
+  store.set(failure_key(number), std::vector<uint8_t>(text.begin(), text.end()));
+}
+
+std::vector<RankFailure> read_failures(c10d::Store& store) {
+  std::vector<RankFailure> failures;
+  const int64_t count = store.add(kFailureCountKey, 0);
+  // A rank that died between drawing its number and writing under it leaves a gap: skip it.
+  for (int64_t number = 1; number <= count; ++number) {
+    if (!store.check({failure_key(number)})) continue;
+    const auto bytes = store.get(failure_key(number));
+    try {
+      const auto text = nlohmann::json::parse(bytes.begin(), bytes.end());
+      failures.push_back({text.at("rank").get<int64_t>(), text.at("error").get<std::string>()});
+    } catch (const nlohmann::json::exception&) {
+      // not one of ours: another program shares the store's port
+    }
+  }
+  return failures;
+}
+
+struct FailureWatch::State {
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stop = false;
+  std::chrono::steady_clock::time_point interest_until{};  // a wait asked until about then
+  int64_t looks_asked = 0, looks_done = 0;                   // look_now's requests
+  bool release_asked = false, released = false;
+  bool in_store = false;  // the thread is in a store call, which may never return
+  std::optional<RankFailure> failure;
+
+  bool interested() const { return std::chrono::steady_clock::now() < interest_until; }
+  bool release_pending() const { return release_asked && !released; }
+  bool asked_now() const { return stop || looks_asked > looks_done || release_pending(); }
+};
+
+FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store) : state_(std::make_shared<State>()) {
+  thread_ = std::thread([state = state_, store = std::move(store)] { watch(*state, *store); });
+}
+
+FailureWatch::~FailureWatch() {
+  bool stuck = false;
+  {
+    std::unique_lock<std::mutex> lock(state_->mutex);
+    // A release asked just before this rank ends still reaches rank 0, which lingers for it.
+    state_->changed.wait_for(lock, std::chrono::seconds(1), [&] { return !state_->release_pending(); });
+    state_->stop = true;
+    stuck = state_->in_store;
+  }
+  state_->changed.notify_all();
+  // A thread stuck in the store holds only what it shares with nobody else now: let it go.
+  if (stuck) {
+    thread_.detach();
+  } else {
+    thread_.join();
+  }
+}
+
+void FailureWatch::watch(State& state, c10d::Store& store) {
+  std::unique_lock<std::mutex> lock(state.mutex);
+  for (;;) {
+    if (state.interested()) {
+      state.changed.wait_for(lock, Communicator::kFailureCheckInterval, [&] { return state.asked_now(); });
+    } else {
+      state.changed.wait(lock, [&] { return state.asked_now() || state.interested(); });
+      if (!state.asked_now()) continue;  // a wait began: look after one interval
+    }
+    if (state.stop) return;
+    const bool look = !state.failure && (state.interested() || state.looks_asked > state.looks_done);
+    const bool release = state.release_pending();
+    const int64_t looks = state.looks_asked;
+    if (!look && !release) {
+      state.looks_done = looks;
+      state.changed.notify_all();
+      continue;
+    }
+    state.in_store = true;
+    lock.unlock();
+    std::optional<RankFailure> found;
+    try {
+      if (look) {
+        const auto failures = read_failures(store);
+        if (!failures.empty()) found = failures.front();
+      }
+      if (release) store.add(kReleasedKey, 1);
+    } catch (const std::exception&) {
+      // the store's host is gone: the backend says so in the wait
+    }
+    lock.lock();
+    state.in_store = false;
+    if (found && !state.failure) state.failure = found;
+    if (release) state.released = true;
+    state.looks_done = looks;
+    state.changed.notify_all();
+  }
+}
+
+void FailureWatch::note_interest() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->interest_until = std::chrono::steady_clock::now() + kInterestSpan;
+  }
+  state_->changed.notify_all();
+}
+
+std::optional<RankFailure> FailureWatch::seen() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->failure;
+}
+
+std::optional<RankFailure> FailureWatch::look_now(std::chrono::milliseconds patience) {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  if (state_->failure) return state_->failure;
+  const int64_t ticket = ++state_->looks_asked;
+  state_->changed.notify_all();
+  state_->changed.wait_for(lock, patience, [&] { return state_->looks_done >= ticket; });
+  return state_->failure;
+}
+
+void FailureWatch::release() {
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    state_->release_asked = true;
+  }
+  state_->changed.notify_all();
+}
+
+}  // namespace tbench
