@@ -221,6 +221,7 @@ double estimate_bytes_per_step(const ResultFile& r) {
 }
 
 TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual) {
+  if (r.steps_per_epoch <= 0) throw input_error(r.path + ": summary.steps_per_epoch: none, so no epoch to scale to");
   TargetPrediction p;
   p.precision = r.precision;
   p.target_device = target.name;
@@ -250,6 +251,14 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   const bool with_memory = source_bandwidth > 0;
   const double source_ideal = p.flops_per_step / source_peak + (with_memory ? p.bytes_per_step / source_bandwidth : 0.0);
   p.source_efficiency = source_ideal / p.source_step_seconds;
+  // Its FLOPs alone faster than the peak (the memory estimate is rough, the FLOPs are counted):
+  // the recorded peak is wrong (an older CPU result measured its own too low).
+  const double flops_over_peak = p.flops_per_step / source_peak / p.source_step_seconds;
+  if (flops_over_peak > 1) {
+    throw input_error(r.path + ": its steps ran at " + format_fixed(100 * flops_over_peak, 0) +
+                      "% of the peak it records (summary.peak_flops_per_s, from " + r.peak_source +
+                      "): that peak is too low for this run, so no prediction calibrated on it can be right");
+  }
   const double compute = p.flops_per_step / target_peak;
   const double target_bandwidth = target.memory_gbps * 1e9;
   const double memory = p.bytes_per_step / target_bandwidth;

@@ -1,6 +1,8 @@
 // `tbench report`: results grouped into a model x label table, rendered as text, markdown, CSV
 // or JSON (HTML lives in report_html.cpp).
 #include <algorithm>
+#include <filesystem>
+#include <map>
 #include <set>
 
 #include "tbench/analysis/analysis.hpp"
@@ -160,12 +162,65 @@ json report_json(const Report& r) {
 
 std::string render_html(const Report& r);  // report_html.cpp
 
+namespace {
+
+// The fields of setting_differences that columns by `by` differ in by design. Columns by host
+// leave out the machine (its host and processor) only where the processors are alike: a host's
+// H100 and H200 runs are different machines.
+bool column_field(const SettingDifference& d, const std::string& by, const ResultFile& a, const ResultFile& b) {
+  static const std::map<std::string, std::set<std::string>> kFieldsOf = {
+      {"machine", {"machine", "tbench.git", "env.torch", "env.cpu.blas"}},
+      {"device", {"device", "machine"}},
+      {"threads", {"threads"}},
+      {"batch_size", {"train.batch_size"}},
+      {"seq_len", {"data.seq_len"}},
+      {"world_size", {"world_size"}},
+      {"precision", {"precision"}},
+      {"task", {"task"}},
+  };
+  if (d.field == by) return true;
+  if (by == "host") {
+    return (d.field == "machine" && processor_of(a) == processor_of(b)) || d.field == "tbench.git" ||
+           d.field == "env.torch" || d.field == "env.cpu.blas";
+  }
+  const auto it = kFieldsOf.find(by);
+  return it != kFieldsOf.end() && it->second.count(d.field) > 0;
+}
+
+bool repeats_vary(const std::string& field) { return field == "train.seed" || field == "data.seed"; }
+
+// What a column's runs differ in from the baseline column's, beyond the column key and the seeds.
+std::vector<std::string> column_differences(const ResultFile& baseline, const ResultFile& other, const std::string& by) {
+  std::vector<std::string> fields;
+  for (const auto& d : setting_differences(baseline, other)) {
+    if (!repeats_vary(d.field) && !column_field(d, by, baseline, other)) {
+      fields.push_back(d.field + " " + json_text(d.a) + " -> " + json_text(d.b));
+    }
+  }
+  return fields;
+}
+
+// The same run given twice (or a copy of it) is no repeat: it would narrow the interval for nothing.
+void refuse_copies(const std::vector<ResultFile>& results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    for (std::size_t j = i + 1; j < results.size(); ++j) {
+      if (results[i].json != results[j].json) continue;
+      std::error_code ec;
+      const bool same_file = std::filesystem::equivalent(results[i].path, results[j].path, ec) && !ec;
+      throw input_error("report: " + results[j].path +
+                        (same_file ? " is given twice" : " holds the same run as " + results[i].path) +
+                        "; repeats are separate runs of one setting");
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by) {
   std::set<std::string> fields;
   for (std::size_t i = 1; i < runs.size(); ++i) {
     for (const auto& d : setting_differences(*runs.front(), *runs[i])) {
-      const bool the_columns = d.field == by || (d.field == "machine" && by == "host");
-      if (d.field != "train.seed" && d.field != "data.seed" && !the_columns) fields.insert(d.field);
+      if (!repeats_vary(d.field) && !column_field(d, by, *runs.front(), *runs[i])) fields.insert(d.field);
     }
   }
   return {fields.begin(), fields.end()};
@@ -173,6 +228,7 @@ std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& ru
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline) {
   if (results.empty()) throw input_error("report: give at least one result file");
+  refuse_copies(results);
   Report report;
   report.by = by;
   std::map<std::string, std::map<std::string, std::vector<const ResultFile*>>> groups;
@@ -230,6 +286,13 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
                                        "from steady steps (~); run both to a whole epoch, or both with train.max_steps");
       }
       cell.speedup = base / cell.epoch_mean;
+      const auto differ = label == report.baseline
+                              ? std::vector<std::string>()
+                              : column_differences(*groups[model][report.baseline].front(), *groups[model][label].front(), report.by);
+      if (!differ.empty()) {
+        report.unlike_columns.push_back(model + ": '" + label + "' against '" + report.baseline + "' is not only a change of " +
+                                        report.by + ": " + join(differ));
+      }
       if (label != report.baseline) {
         add_speedup_interval(cell, epoch_knowledge[model][report.baseline], epoch_knowledge[model][label]);
       }

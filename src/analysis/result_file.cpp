@@ -199,12 +199,12 @@ void read_iterations(const ResultReader& read, const json& list, ResultFile& r) 
   }
 }
 
-// A complete epoch ran its steps within its wall time: predict --epochs counts the difference as
+// An epoch ran its steps within its wall time: predict --epochs counts the difference as
 // the epoch's time outside its steps, so records that disagree would make a wrong prediction.
 void check_epoch_holds_its_steps(const ResultReader& read, const std::string& where, int64_t epoch, int64_t steps,
                                  double step_sum, double wall) {
   if (steps == 0) {
-    throw read.bad(where + "/epoch", "complete epoch " + std::to_string(epoch) +
+    throw read.bad(where + "/epoch", "epoch " + std::to_string(epoch) +
                                          " has no steps in /iterations (their epoch numbers differ)");
   }
   if (step_sum > wall * (1 + kStepSumSlack) + 1e-3) {
@@ -236,6 +236,8 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     }
     const bool complete = read.flag_or(e, "complete", where, true);
     if (!complete) {
+      // A partial epoch's time outside its steps counts too (predict --epochs): the same check.
+      if (steps > 0) check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
       if (steps > 0 && !r.partial_epoch) r.partial_epoch = ResultFile::PartialEpoch{wall - profiler, sum};
       continue;
     }

@@ -77,6 +77,7 @@ int report_command() {
   // A cell that averages unlike runs is a number to doubt: say so, beside the output.
   for (const auto& line : report.mixed) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
   for (const auto& line : report.unlike_epochs) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
+  for (const auto& line : report.unlike_columns) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
   emit(render_report(report, g_analysis.format), g_analysis.output);
   return 0;
 }
@@ -332,6 +333,14 @@ int predict_command() {
     throw input_error("predict: give --epochs N and/or --target GPU");
   }
   json out = {{"result", r.path}};
+  if (actual && g_analysis.epochs > 0 && !g_analysis.target.empty()) {
+    std::fprintf(stderr, "predict: note: --actual %s scores the --target prediction, not the %lld epochs'\n",
+                 actual->path.c_str(), static_cast<long long>(g_analysis.epochs));
+  }
+  if (!g_analysis.target.empty() && r.device == "cpu") {
+    std::fprintf(stderr, "predict: warning: %s ran on the CPU: its calibration carries a CPU's efficiency over to the "
+                 "GPU, which tells little; predict from a run on a GPU\n", r.path.c_str());
+  }
   if (g_analysis.epochs > 0) {
     const EpochPrediction p = predict_epochs(r, g_analysis.epochs, g_analysis.target.empty() ? actual.get() : nullptr);
     if (actual && g_analysis.target.empty() && actual->host != r.host) {
@@ -404,16 +413,20 @@ int predict_command() {
 void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
   auto* report = app.add_subcommand("report", "table of epoch times by model and machine (or another key)");
   report->add_option("results", g_analysis.results, "result files")->required()->check(CLI::ExistingFile);
-  report->add_option("--by", g_analysis.by,
-                     "column key: machine, host, device, precision, threads, batch_size, seq_len, world_size, task, name, or a "
-                     "dotted spec field (e.g. model.sparse_last_layer)");
+  auto* by = report->add_option("--by", g_analysis.by,
+                                 "column key: machine, host, device, precision, threads, batch_size, seq_len, world_size, "
+                                 "task, name, or a dotted spec field (e.g. model.sparse_last_layer)");
   auto* scaling = report->add_flag("--scaling", g_analysis.scaling,
                                    "data-parallel scaling: speedup and efficiency vs the 1-process run of the same config");
-  report->add_flag("--profile", g_analysis.profile,
-                   "where each result's profiled steps went (timing.profile_steps), by kind of work, a column per result "
-                   "labelled by --by")
-      ->excludes(scaling);
-  report->add_option("--baseline", g_analysis.baseline, "column that speedups are relative to (default: the first)");
+  auto* profile = report->add_flag("--profile", g_analysis.profile,
+                                   "where each result's profiled steps went (timing.profile_steps), by kind of work, a "
+                                   "column per result labelled by --by");
+  profile->excludes(scaling);
+  // --scaling has its own columns and baseline (the process counts, one process); --profile no speedups.
+  scaling->excludes(by);
+  report->add_option("--baseline", g_analysis.baseline, "column that speedups are relative to (default: the first)")
+      ->excludes(scaling)
+      ->excludes(profile);
   report->add_option("--format", g_analysis.format, "table, markdown, csv, json or html");
   report->add_option("-o,--output", g_analysis.output, "write to this file (atomically) instead of stdout");
   report->callback([&action] { action = report_command; });
@@ -429,7 +442,8 @@ void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
 
   auto* predict = app.add_subcommand("predict", "predict N epochs, or another GPU's time, from a result");
   predict->add_option("result", g_analysis.result, "a measured result")->required()->check(CLI::ExistingFile);
-  predict->add_option("--epochs", g_analysis.epochs, "predict the time of N epochs")->check(CLI::PositiveNumber);
+  predict->add_option("--epochs", g_analysis.epochs, "predict the time of N epochs (1 to 1000000)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
   predict->add_option("--target", g_analysis.target, "a GPU (H100, A100, V100, T4, ...) or a device spec JSON file");
   predict->add_option("--actual", g_analysis.actual, "a real run to score the prediction against")->check(CLI::ExistingFile);
   predict->add_flag("--json", g_analysis.as_json, "machine-readable output");

@@ -16,10 +16,10 @@ std::vector<bool> draw_target_spans(SampleRandom& random, int64_t width, const P
   std::vector<bool> target(static_cast<std::size_t>(width), false);
   for (int64_t done = 0; done < width;) {
     const int64_t span = 1 + random.below(o.max_span_length);
-    // Python's int(): the floor. A context past the row's end ends the row either way (and a tiny
-    // probability must not overflow).
-    const auto context = static_cast<int64_t>(std::min(static_cast<double>(span) / o.probability,
-                                                       static_cast<double>(width + span)));
+    // Python's int(): the floor, whole even past the row's end, so the start is drawn over the
+    // same range as HF's (a short row's spans start in it no more often); bounded only so that a
+    // tiny probability cannot overflow.
+    const auto context = static_cast<int64_t>(std::min(static_cast<double>(span) / o.probability, 1e15));
     const int64_t start = done + random.below(context - span + 1);
     for (int64_t t = start; t < std::min(start + span, width); ++t) target[static_cast<std::size_t>(t)] = true;
     done += context;

@@ -44,6 +44,12 @@ std::vector<fs::path> tokenizer_folders(const RunSpec& spec) {
 }
 
 json read_tokenizer_config(const fs::path& folder) {
+  // Tokens a user added (tokenizer.add_tokens, then save_pretrained) are not read: such a token in
+  // the text is split into pieces, where HF keeps it whole.
+  if (std::error_code ec; fs::exists(folder / "added_tokens.json", ec)) {
+    spdlog::warn("{}: tbench does not read added tokens: text holding them is encoded as if they were not in the "
+                 "vocabulary, unlike HF's tokenizer", (folder / "added_tokens.json").string());
+  }
   const fs::path path = folder / "tokenizer_config.json";
   std::ifstream in(path);
   if (!in) return json::object();
@@ -172,6 +178,11 @@ std::optional<CachedSamples> cached_samples(const RunSpec& spec, const ModelConf
 }
 
 // A plain-text corpus packed into seq_len blocks, or read a line a sample (masked-LM tasks).
+// Part of every token cache key, and raised whenever tbench encodes the same inputs differently
+// (a fix that brings it closer to HF): a cache written before holds other tokens. 2: an empty pair
+// field is a pair; PLM spans drawn as HF draws them in short rows.
+constexpr const char* kEncodingVersion = "encoding 2|";
+
 Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
@@ -183,7 +194,7 @@ Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
   } catch (const Error& e) {
     fail_field(spec, "data.path", e.what());
   }
-  std::string key = std::string(d.line_by_line ? "corpus-lines|" : "corpus|") + std::to_string(d.seq_len) + "|" +
+  std::string key = kEncodingVersion + std::string(d.line_by_line ? "corpus-lines|" : "corpus|") + std::to_string(d.seq_len) + "|" +
                     std::to_string(d.num_samples) + "|" + tokenizer->fingerprint();
   for (const auto& f : files) key += "|" + describe_file(f);
   const std::string cache_path = token_cache_path(d.cache_dir.empty() ? default_cache_dir() : d.cache_dir, d.path, key);
@@ -216,10 +227,10 @@ Loaded load_text(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;
   const auto tokenizer = load_run_tokenizer(spec, model, loaded);
-  // With a pair column the longer pair template applies (a row whose pair is empty takes fewer).
+  // With a pair column the longer pair template applies (to every row: an empty pair is a pair).
   check_seq_len_holds_the_template(spec, *tokenizer, /*pair=*/!d.text_pair_column.empty());
   const TextFileOptions file{d.path, d.format, d.text_column, d.text_pair_column, d.label_column, d.num_samples};
-  const std::string key = "text|" + describe_file(d.path) + "|" + to_string(text_file_format(file)) + "|" + d.text_column + "|" +
+  const std::string key = kEncodingVersion + std::string("text|") + describe_file(d.path) + "|" + to_string(text_file_format(file)) + "|" + d.text_column + "|" +
                           d.text_pair_column + "|" + d.label_column + "|" + json_text(json(d.labels)) + "|" +
                           std::to_string(d.num_samples) + "|" + std::to_string(d.seq_len) + "|" +
                           std::to_string(spec.num_labels) + "|" + tokenizer->fingerprint();
@@ -365,6 +376,7 @@ TokenizerOptions resolve_tokenizer_options(const RunSpec& spec, const ModelConfi
     if (const auto keep = config_flag(config, "keep_accents")) o.strip_accents = !*keep;
   }
   o.add_prefix_space = config_flag(config, "add_prefix_space").value_or(false);
+  o.tokenize_chinese_chars = config_flag(config, "tokenize_chinese_chars").value_or(true);  // BertTokenizerFast's
   return o;
 }
 

@@ -29,21 +29,34 @@ bool is_blank(const std::string& line) {
 }
 
 // Calls `take` with each non-blank line of `text`, without its line break, until it returns false.
+// A line ends at \n, \r\n or a lone \r, as Python's universal newlines (HF reads the files so).
 // Blank lines (paragraph breaks) are skipped, as HF's run_mlm skips them with --line_by_line
 // (without it HF would add an empty [CLS] [SEP] for each). Returns false where `take` stopped.
 template <typename Take>
 bool for_each_line(const std::string& text, Take take) {
   std::size_t start = 0;
   while (start < text.size()) {
-    std::size_t end = text.find('\n', start);
+    std::size_t end = text.find_first_of("\r\n", start);
     if (end == std::string::npos) end = text.size();
     std::string line = text.substr(start, end - start);
-    start = end + 1;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+    start = end + (text.compare(end, 2, "\r\n") == 0 ? 2 : 1);
     if (is_blank(line)) continue;
     if (!take(line)) return false;
   }
   return true;
+}
+
+// A corpus file as text: its bytes, refused where they are not UTF-8 (a Latin-1 or cp1252 export),
+// naming the line, since each tokenizer would read such bytes differently and HF not at all.
+std::string read_corpus_file(const std::string& file) {
+  std::string text = read_file(file, "a corpus file");
+  const std::size_t bad = tokenize::invalid_utf8_at(text);
+  if (bad != std::string::npos) {
+    const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
+    throw input_error(file + ":" + std::to_string(line) + ": not UTF-8 (" + tokenize::describe_byte(text, bad) +
+                      "); save the file as UTF-8");
+  }
+  return text;
 }
 
 }  // namespace
@@ -75,7 +88,7 @@ TokenizedSamples pack_corpus(const std::vector<std::string>& files, const Tokeni
     return stream.size() < enough;
   };
   for (const auto& file : files) {
-    if (!for_each_line(read_file(file, "a corpus file"), append)) break;
+    if (!for_each_line(read_corpus_file(file), append)) break;
   }
   TokenizedSamples samples;
   const std::size_t blocks = std::min(stream.size(), enough) / static_cast<std::size_t>(block_size);
@@ -101,7 +114,7 @@ TokenizedSamples corpus_lines(const std::vector<std::string>& files, const Token
     return max_lines <= 0 || samples.size() < max_lines;
   };
   for (const auto& file : files) {
-    if (!for_each_line(read_file(file, "a corpus file"), add)) break;
+    if (!for_each_line(read_corpus_file(file), add)) break;
   }
   return samples;
 }

@@ -10,6 +10,7 @@
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
+#include "../tokenize/tokenizer_support.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/text.hpp"
 
@@ -127,7 +128,17 @@ std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
       fail_at(o.path, line, "expected " + std::to_string(header.size()) + " fields as in the header, found " +
                                 std::to_string(fields.size()) + (csv ? " (quote fields that hold commas)" : ""));
     }
-    rows.push_back({fields[text], has_pair ? fields[pair] : "", fields[label], line});
+    const std::pair<const std::string*, std::size_t> columns[] = {
+        {&o.text_column, text}, {&o.label_column, label}, {&o.text_pair_column, pair}};
+    for (const auto& [column, index] : columns) {
+      if (column->empty()) continue;  // no pair column
+      const std::size_t bad = tokenize::invalid_utf8_at(fields[index]);
+      if (bad != std::string::npos) {
+        fail_at(o.path, line, "column '" + *column + "' is not UTF-8 (" + tokenize::describe_byte(fields[index], bad) +
+                                  "); save the file as UTF-8");
+      }
+    }
+    rows.push_back({fields[text], has_pair ? std::optional<std::string>(fields[pair]) : std::nullopt, fields[label], line});
   }
   return rows;
 }
@@ -175,6 +186,9 @@ std::vector<TextRow> read_jsonl(const TextFileOptions& o) {
   std::string text;
   for (int64_t line = 1; (o.max_rows == 0 || static_cast<int64_t>(rows.size()) < o.max_rows) && std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (const std::size_t bad = tokenize::invalid_utf8_at(text); bad != std::string::npos) {
+      fail_at(o.path, line, "not UTF-8 (" + tokenize::describe_byte(text, bad) + "); save the file as UTF-8");
+    }
     json object;
     try {
       object = json::parse(text);
@@ -217,16 +231,29 @@ std::vector<int64_t> resolve_labels(const std::vector<std::string>& labels, cons
                                     std::vector<std::string>& names, int64_t num_labels, const std::string& path) {
   if (names.empty()) {
     // No names given: integers are indices; otherwise number the names found, in sorted order.
+    // Mixed, they are neither: numbering every label as a name would move the integers' classes.
     int64_t ignored = 0;
-    const bool all_integers = std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return parse_index(l, ignored); });
-    if (!all_integers) {
-      const std::set<std::string> found(labels.begin(), labels.end());
-      names.assign(found.begin(), found.end());
-      if (static_cast<int64_t>(names.size()) > num_labels) {
-        throw input_error(path + ": " + std::to_string(names.size()) + " distinct labels (" + join(names) +
-                          ") but num_labels is " + std::to_string(num_labels) +
-                          "; set num_labels, or list the labels in data.labels");
+    const auto is_index = [&](const std::string& l) { return parse_index(l, ignored); };
+    const auto first_index = std::find_if(labels.begin(), labels.end(), is_index);
+    const auto first_name = std::find_if_not(labels.begin(), labels.end(), is_index);
+    if (first_index != labels.end() && first_name != labels.end()) {
+      const auto at = [&](std::vector<std::string>::const_iterator it) { return lines[static_cast<std::size_t>(it - labels.begin())]; };
+      fail_at(path, at(first_name), "label '" + *first_name + "' is not a class index, but the label at line " +
+                                        std::to_string(at(first_index)) + " is ('" + *first_index +
+                                        "'): labels are all class indices or all names (list the names in data.labels)");
+    }
+    if (first_name != labels.end()) {
+      std::set<std::string> found;
+      for (std::size_t i = 0; i < labels.size(); ++i) {
+        found.insert(labels[i]);
+        if (static_cast<int64_t>(found.size()) > num_labels) {
+          fail_at(path, lines[i], "label '" + labels[i] + "' makes " + std::to_string(found.size()) +
+                                      " distinct labels (" + join(std::vector<std::string>(found.begin(), found.end())) +
+                                      ") but num_labels is " + std::to_string(num_labels) +
+                                      "; set num_labels, or list the labels in data.labels");
+        }
       }
+      names.assign(found.begin(), found.end());
     }
   }
   std::vector<int64_t> indices;
@@ -255,8 +282,8 @@ TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vect
                                const Tokenizer& tokenizer, int64_t seq_len) {
   TokenizedSamples samples;
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const bool has_pair = !rows[i].pair.empty();
-    const Encoding encoding = tokenizer.encode(rows[i].text, has_pair ? &rows[i].pair : nullptr, seq_len);
+    // A configured pair column makes every row a pair, an empty one included, as HF's tokenizer(text, pair) does.
+    const Encoding encoding = tokenizer.encode(rows[i].text, rows[i].pair ? &*rows[i].pair : nullptr, seq_len);
     if (encoding.truncated) ++samples.truncated;
     samples.add(encoding.input_ids, encoding.token_type_ids, labels[i]);
   }

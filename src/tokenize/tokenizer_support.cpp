@@ -42,6 +42,21 @@ CodePoint decode_utf8(std::string_view text, std::size_t pos) {
   return {value, size, true};
 }
 
+std::size_t invalid_utf8_at(std::string_view text) {
+  for (std::size_t at = 0; at < text.size();) {
+    const CodePoint c = decode_utf8(text, at);
+    if (!c.valid) return at;
+    at += c.size;
+  }
+  return std::string_view::npos;
+}
+
+std::string describe_byte(std::string_view text, std::size_t pos) {
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[pos])));
+  return std::string("byte ") + hex;
+}
+
 void append_utf8(std::string& out, char32_t code_point) {
   if (code_point < 0x80) {
     out += static_cast<char>(code_point);

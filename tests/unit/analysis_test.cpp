@@ -181,9 +181,16 @@ TEST_F(Analysis, LoadRejectsFiguresItWouldReportWrongly) {
   // Steps and epochs that disagree: predict --epochs takes the epoch's time outside its steps as
   // its wall time less their sum.
   expect_refused("other_epoch", edited([](json& r) { r["epochs"][0]["epoch"] = 2; }),
-                 "/epochs/0/epoch: complete epoch 2 has no steps in /iterations");
+                 "/epochs/0/epoch: epoch 2 has no steps in /iterations");
   expect_refused("short_epoch", edited([](json& r) { r["epochs"][0]["seconds"] = 3.0; }),
                  "/epochs/0/seconds: epoch 1 took 3.000 s, but its steps sum to 6.000 s");
+  // A partial epoch too: predict --epochs counts its time outside its steps (found by review: a
+  // negative one shrank the prediction).
+  expect_refused("short_partial_epoch", edited([](json& r) {
+                   r["epochs"][0]["complete"] = false;
+                   r["epochs"][0]["seconds"] = 1.0;
+                 }),
+                 "/epochs/0/seconds: epoch 1 took 1.000 s, but its steps sum to 6.000 s");
   // Within the timers' agreement the steps may sum a little past the epoch.
   EXPECT_NO_THROW(load_result(write("close.json", edited([](json& r) { r["epochs"][0]["seconds"] = 5.9; }))));
   // Unknown stays unknown: null figures are not errors.
@@ -652,6 +659,45 @@ TEST_F(Analysis, ReportFlagsCellsThatAverageUnlikeRuns) {
   EXPECT_TRUE(build_report(unlike, "model.sparse_last_layer", "").mixed.empty());
 }
 
+// Speedups between columns are of one change, the column key: a column whose runs differ from the
+// baseline's in more (found by review: fp32 at seq 128 against bf16 at seq 512 "by precision") is
+// warned of, naming the fields. The same run given twice is no repeat.
+TEST_F(Analysis, ReportWarnsOfColumnsThatDifferInMoreThanTheirKey) {
+  json fp32 = make_result("m", "h", 2.0, 1, 10);
+  json fp16 = make_result("m", "h", 1.0, 1, 10);
+  fp16["spec"]["precision"] = "fp16";
+  const std::vector<ResultFile> alike{load_result(write("fp32.json", fp32)), load_result(write("fp16.json", fp16))};
+  EXPECT_TRUE(build_report(alike, "precision", "").unlike_columns.empty());
+  fp16["spec"]["data"]["seq_len"] = 32;
+  const std::vector<ResultFile> unlike{alike[0], load_result(write("fp16-seq32.json", fp16))};
+  const auto warned = build_report(unlike, "precision", "").unlike_columns;
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_NE(warned[0].find("'fp16' against 'fp32' is not only a change of precision: data.seq_len 16 -> 32"),
+            std::string::npos)
+      << warned[0];
+  testing::expect_input_error([&] { build_report({alike[0], alike[0]}, "precision", ""); }, {"fp32.json is given twice"});
+  testing::expect_input_error([&] { build_report({alike[0], load_result(write("copy.json", fp32))}, "precision", ""); },
+                              {"copy.json holds the same run as", "fp32.json"});
+}
+
+// Columns by host keep a host's runs on different GPUs apart: the machine is the host and its GPU.
+TEST_F(Analysis, ReportByHostWarnsOfRunsOnDifferentGpus) {
+  json h200 = make_result("m", "vm", 1.0, 1, 10);
+  h200["spec"]["device"] = "cuda";
+  h200["env"]["cuda"] = {{"devices", json::array({{{"name", "NVIDIA H200"}}})}};
+  json h100 = h200, other_host = h200;
+  h100["env"]["cuda"]["devices"][0]["name"] = "NVIDIA H100 80GB HBM3";
+  h100["spec"]["train"]["seed"] = 7;
+  other_host["env"]["host"] = "node2";
+  const std::vector<ResultFile> same_gpu{load_result(write("vm.json", h200)), load_result(write("node2.json", other_host))};
+  const Report by_host = build_report(same_gpu, "host", "");
+  EXPECT_TRUE(by_host.unlike_columns.empty()) << by_host.unlike_columns.front();
+  const std::vector<ResultFile> one_host{same_gpu[0], load_result(write("vm-h100.json", h100))};
+  const Report mixed = build_report(one_host, "host", "");
+  ASSERT_EQ(mixed.mixed.size(), 1u);
+  EXPECT_NE(mixed.mixed[0].find("differ in machine"), std::string::npos) << mixed.mixed[0];
+}
+
 TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {
   const ResultFile one = load_result(write("one.json", make_result("m", "h", 1.0, 1, 10, /*warmup=*/2)));
   const ResultFile three = load_result(write("three.json", make_result("m", "h", 1.0, 3, 10, 2)));
@@ -955,6 +1001,12 @@ TEST_F(Analysis, PredictTargetCalibratesOnTheMeasuredDevice) {
   json fp16 = make_result("m", "h", 0.2, 1, 10);
   fp16["spec"]["precision"] = "fp16";
   EXPECT_THROW(predict_target(load_result(write("fp16.json", fp16)), target, nullptr), Error);
+  // A recorded peak below what the steps did (an older CPU result's own, measured too low) would
+  // calibrate above 100% and predict faster than the target's datasheet: refused.
+  json low_peak = make_result("m", "h", 0.2, 1, 10);
+  low_peak["summary"]["peak_flops_per_s"] = 10e9;  // 8 GFLOP in 0.2 s is 40 GFLOP/s
+  testing::expect_input_error([&] { predict_target(load_result(write("low.json", low_peak)), target, nullptr); },
+                              {"low.json: its steps ran at 400% of the peak it records", "too low"});
 }
 
 // Steps that recorded their FLOPs (dynamic padding, model.unpad, sparse prediction: fewer than the

@@ -11,6 +11,7 @@
 #include "support/expect_error.hpp"
 #include "tbench/models/layers.hpp"
 #include "tbench/data/data_sources.hpp"
+#include "tbench/tokenize/tokenizer.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/files.hpp"
 
@@ -129,6 +130,32 @@ TEST_F(DataFiles, TsvAndJsonlWithPairs) {
   EXPECT_EQ(j[1].line, 3);
 }
 
+// A configured pair column makes every row a pair, as HF's tokenizer(text, pair) does: an empty pair
+// still adds its [SEP] and a type-1 token (HF's own encoding, tests/data/tokenizers/wordpiece-uncased/
+// expected.json), and leaves the first text a shorter budget.
+TEST_F(DataFiles, AnEmptyPairFieldIsStillAPair) {
+  TokenizerOptions options;
+  options.kind = TokenizerKind::wordpiece;
+  options.vocab_file = std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/wordpiece-uncased/vocab.txt";
+  options.lowercase = true;
+  const auto tokenizer = load_wordpiece_tokenizer(options);
+  const auto path = write("pairs.csv", "text,pair,label\nonly the first text has words,,0\nonly the first text has words,,1\n");
+  auto rows = read_text_rows({path, TextFormat::automatic, "text", "pair", "label", 0});
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_TRUE(rows[0].pair.has_value());
+  EXPECT_EQ(*rows[0].pair, "");
+  rows[1].pair.reset();  // as read without a pair column
+  const auto samples = tokenize_rows(rows, {0, 1}, *tokenizer, 7);
+  ASSERT_EQ(samples.size(), 2);
+  const std::vector<int32_t> first(samples.ids.begin(), samples.ids.begin() + samples.offsets[1]);
+  const std::vector<int32_t> second(samples.ids.begin() + samples.offsets[1], samples.ids.end());
+  EXPECT_EQ(first, (std::vector<int32_t>{2, 293, 246, 215, 584, 3, 3}));
+  EXPECT_EQ(second, (std::vector<int32_t>{2, 293, 246, 215, 584, 59, 3}));
+  ASSERT_FALSE(samples.type_ids.empty());
+  EXPECT_EQ(samples.type_ids[6], 1);
+  EXPECT_EQ(samples.type_ids[13], 0);
+}
+
 TEST_F(DataFiles, BadTextFilesNameTheFileAndLine) {
   expect_input_error([&] { read_text_rows({write("a.csv", "text,label\n\"never closed,1\n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"a.csv:2:", "never closed"});
@@ -138,6 +165,11 @@ TEST_F(DataFiles, BadTextFilesNameTheFileAndLine) {
                      {"c.csv:1:", "data.text_column", "no column 'text'", "review"});
   expect_input_error([&] { read_text_rows({write("d.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"text\": \n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"d.jsonl:2:", "not a JSON object"});
+  // A Latin-1 export: refused where the bytes are, since each tokenizer would read them differently.
+  expect_input_error([&] { read_text_rows({write("l.csv", "text,label\nok,1\ncaf\xe9,1\n"), TextFormat::automatic, "text", "", "label", 0}); },
+                     {"l.csv:3:", "column 'text' is not UTF-8 (byte 0xE9)"});
+  expect_input_error([&] { read_text_rows({write("l.jsonl", "{\"text\": \"caf\xe9\", \"label\": 1}\n"), TextFormat::automatic, "text", "", "label", 0}); },
+                     {"l.jsonl:1:", "not UTF-8 (byte 0xE9)"});
   expect_input_error([&] { read_text_rows({write("e.jsonl", "{\"txt\": \"a\", \"label\": 1}\n"), TextFormat::automatic, "text", "", "label", 0}); },
                      {"e.jsonl:1:", "no key 'text'"});
   expect_input_error([&] { read_text_rows({write("f.csv", "text,label\n"), TextFormat::automatic, "text", "", "label", 0}); }, {"f.csv", "empty"});
@@ -209,7 +241,14 @@ TEST(Labels, NamesIndicesAndSortedDiscovery) {
   names.clear();
   expect_input_error([&] { resolve_labels({"0", "5"}, {2, 3}, names, 2, "f.csv"); }, {"f.csv:3:", "label '5'"});
   names.clear();
-  expect_input_error([&] { resolve_labels({"a", "b", "c"}, {2, 3, 4}, names, 2, "f.csv"); }, {"3 distinct labels", "num_labels"});
+  expect_input_error([&] { resolve_labels({"a", "b", "c"}, {2, 3, 4}, names, 2, "f.csv"); },
+                     {"f.csv:4:", "label 'c' makes 3 distinct labels", "num_labels"});
+  // Integers beside names (an empty label, a stray word) would renumber every class: refused.
+  names.clear();
+  expect_input_error([&] { resolve_labels({"0", "1", "", "1"}, {2, 3, 4, 5}, names, 3, "f.csv"); },
+                     {"f.csv:4:", "label '' is not a class index", "line 2 is ('0')"});
+  names.clear();
+  expect_input_error([&] { resolve_labels({"a", "1"}, {2, 3}, names, 3, "f.csv"); }, {"f.csv:2:", "label 'a'", "line 3"});
 }
 
 TEST_F(DataFiles, TokenizedJsonlIsCheckedAgainstTheVocabulary) {
@@ -506,6 +545,23 @@ RunSpec text_spec(const std::string& model, const std::string& path, const std::
       {"data", {{"source", "text"}, {"path", path}, {"text_pair_column", "pair"}, {"seq_len", seq_len}, {"cache", false},
                 {"tokenizer", {{"path", std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/" + tokenizer}}}}}};
   return resolve_spec(parse_spec_text(spec.dump(), "test.json", false));
+}
+
+// tokenizer_config.json's switches are HF's: tokenize_chinese_chars false keeps a run of CJK
+// characters one word, as BertTokenizerFast does (found by review: it was read as true always).
+TEST_F(DataFiles, TokenizerConfigSetsTheChineseCharactersSwitch) {
+  fs::create_directories(dir_ / "tok");
+  fs::copy_file(std::string(TBENCH_SOURCE_DIR) + "/tests/data/tokenizers/wordpiece-uncased/vocab.txt", dir_ / "tok" / "vocab.txt");
+  const auto spec_for = [&] {
+    const nlohmann::json spec = {{"model", "tiny-bert"},
+                                 {"data", {{"source", "text"}, {"path", write("t.csv", "text,label\nhi,0\n")}, {"cache", false},
+                                           {"tokenizer", {{"path", (dir_ / "tok").string()}}}}}};
+    return resolve_spec(parse_spec_text(spec.dump(), "test.json", false));
+  };
+  const ModelConfig model = shipped_model_config("tiny-bert");
+  EXPECT_TRUE(resolve_tokenizer_options(spec_for(), model).tokenize_chinese_chars);
+  write("tok/tokenizer_config.json", "{\"tokenize_chinese_chars\": false}");
+  EXPECT_FALSE(resolve_tokenizer_options(spec_for(), model).tokenize_chinese_chars);
 }
 
 // Found by review: a seq_len below the special-token template ([CLS] a [SEP] b [SEP] is 3) gave

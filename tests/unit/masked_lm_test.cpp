@@ -11,6 +11,7 @@
 #include <set>
 
 #include "support/cli.hpp"
+#include "support/expect_error.hpp"
 #include "tbench/data/data.hpp"
 #include "tbench/data/data_sources.hpp"
 #include "tbench/models/masked_lm.hpp"
@@ -23,6 +24,7 @@
 namespace tbench {
 namespace {
 
+using testing::expect_input_error;
 using testing::ScratchDir;
 
 std::unique_ptr<Tokenizer> fixture_wordpiece() {
@@ -294,6 +296,13 @@ TEST(Corpus, LineByLineMakesEachNonBlankLineASample) {
   // Blank as Python's str.isspace sees it (HF's run_mlm asks it): NBSP, U+3000, U+001C too.
   dir.write("blank/only.txt", "\n  \n\t\n\xC2\xA0\xE3\x80\x80\x1C\v\n");
   EXPECT_EQ(corpus_lines(corpus_files(dir.file("blank")), *tokenizer, seq_len, 0).size(), 0);
+  // A lone \r ends a line too (old Mac files), as Python's universal newlines read it.
+  dir.write("mac/old.txt", "the ship\rat dawn\r\rthe island\n");
+  EXPECT_EQ(corpus_lines(corpus_files(dir.file("mac")), *tokenizer, seq_len, 0).size(), 3);
+  // A Latin-1 file is refused at its line, not read each tokenizer's own way.
+  dir.write("latin1/caf.txt", "the ship\nat the caf\xe9\n");
+  expect_input_error([&] { corpus_lines(corpus_files(dir.file("latin1")), *tokenizer, seq_len, 0); },
+                     {"caf.txt:2:", "not UTF-8 (byte 0xE9)"});
 }
 
 // ---- losses --------------------------------------------------------------------------------------

@@ -167,6 +167,9 @@ struct Report {
   // Speedups of a measured epoch (warm-up steps and the gaps between steps in it) against one
   // projected from steady steps alone (~), or of a cell that holds both: one line each, to warn of.
   std::vector<std::string> unlike_epochs;
+  // Columns whose runs differ from the baseline column's in more than the column key and the
+  // seeds (a speedup of two workloads, not of one setting): one line each, naming the fields.
+  std::vector<std::string> unlike_columns;
 };
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);

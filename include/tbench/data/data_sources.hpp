@@ -5,6 +5,7 @@
 //   synthetic -> seeded ids at a fixed or drawn length
 // Tokenized text is cached on disk, keyed by the file and the tokenizer, and reused next run.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,7 @@ namespace tbench {
 // One row of a text dataset, before tokenization. The label is kept as written.
 struct TextRow {
   std::string text;
-  std::string pair;   // empty when there is no pair column
+  std::optional<std::string> pair;  // set wherever a pair column is configured, even empty (HF encodes "" as a pair)
   std::string label;
   int64_t line = 0;   // where the row starts in the file (1-based), for error messages
 };
