@@ -221,9 +221,11 @@ TEST_F(DataFiles, BytesAbove127InPathsAndLabelsAreReadAsText) {
   EXPECT_EQ(text_file_format({"donn\xC3\xA9" "es.CSV", TextFormat::automatic, "text", "", "label", 0}), TextFormat::csv);
   EXPECT_EQ(text_file_format({"\xFF\xFE.TsV", TextFormat::automatic, "text", "", "label", 0}), TextFormat::tsv);
   std::vector<std::string> names;
-  // "1\xB2" (a Latin-1 superscript two) is no integer: the labels are names.
-  EXPECT_EQ(resolve_labels({"1\xB2", "0"}, {2, 3}, names, 2, "f.csv"), (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(names, (std::vector<std::string>{"0", "1\xB2"}));
+  // "1\xB2" (a Latin-1 superscript two) is no integer: beside names, it is a name.
+  EXPECT_EQ(resolve_labels({"1\xB2", "a"}, {2, 3}, names, 2, "f.csv"), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(names, (std::vector<std::string>{"1\xB2", "a"}));
+  names.clear();  // beside an integer, the two kinds are mixed
+  expect_input_error([&] { resolve_labels({"1\xB2", "0"}, {2, 3}, names, 2, "f.csv"); }, {"f.csv:2:", "is not a class index"});
 }
 
 TEST(Labels, NamesIndicesAndSortedDiscovery) {
