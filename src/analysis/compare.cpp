@@ -1,4 +1,5 @@
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -46,6 +47,19 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   add("machine", a.machine, b.machine);
   add("world_size", a.world_size, b.world_size);
   return out;
+}
+
+void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const std::string& command) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (std::size_t j = i + 1; j < runs.size(); ++j) {
+      if (runs[i]->json != runs[j]->json) continue;
+      std::error_code ec;
+      const bool same_file = std::filesystem::equivalent(runs[i]->path, runs[j]->path, ec) && !ec;
+      throw input_error(command + ": " + runs[j]->path +
+                        (same_file ? " is given twice" : " holds the same run as " + runs[i]->path) +
+                        "; repeats are separate runs of one setting");
+    }
+  }
 }
 
 PerSampleStepTimes per_sample_step_times(const ResultFile& r) {

@@ -1,7 +1,6 @@
 // `tbench report`: results grouped into a model x label table, rendered as text, markdown, CSV
 // or JSON (HTML lives in report_html.cpp).
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -200,20 +199,6 @@ std::vector<std::string> column_differences(const ResultFile& baseline, const Re
   return fields;
 }
 
-// The same run given twice (or a copy of it) is no repeat: it would narrow the interval for nothing.
-void refuse_copies(const std::vector<ResultFile>& results) {
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    for (std::size_t j = i + 1; j < results.size(); ++j) {
-      if (results[i].json != results[j].json) continue;
-      std::error_code ec;
-      const bool same_file = std::filesystem::equivalent(results[i].path, results[j].path, ec) && !ec;
-      throw input_error("report: " + results[j].path +
-                        (same_file ? " is given twice" : " holds the same run as " + results[i].path) +
-                        "; repeats are separate runs of one setting");
-    }
-  }
-}
-
 }  // namespace
 
 std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by) {
@@ -228,7 +213,9 @@ std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& ru
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline) {
   if (results.empty()) throw input_error("report: give at least one result file");
-  refuse_copies(results);
+  std::vector<const ResultFile*> all;
+  for (const auto& r : results) all.push_back(&r);
+  refuse_copies_of_one_run(all, "report");
   Report report;
   report.by = by;
   std::map<std::string, std::map<std::string, std::vector<const ResultFile*>>> groups;

@@ -1,7 +1,6 @@
 // report, compare, predict: questions answered from result files alone.
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -152,22 +151,6 @@ void warn_of_mixed_runs(const char* name, const std::vector<const ResultFile*>& 
 
 // A file given twice, or a copy of it under another name, is one run counted twice: a side of
 // copies has no spread, and would make any difference "significant".
-void refuse_copies_of_one_run(const std::vector<ResultFile>& a, const std::vector<ResultFile>& b) {
-  std::vector<const ResultFile*> all;
-  for (const auto* side : {&a, &b}) {
-    for (const auto& r : *side) all.push_back(&r);
-  }
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    for (std::size_t j = i + 1; j < all.size(); ++j) {
-      if (all[i]->json != all[j]->json) continue;
-      std::error_code ec;
-      const bool same_file = std::filesystem::equivalent(all[i]->path, all[j]->path, ec) && !ec;
-      throw input_error("compare: " + all[j]->path + (same_file ? " is given twice" : " holds the same run as " + all[i]->path) +
-                        "; repeats are separate runs of one setting");
-    }
-  }
-}
-
 int compare_command() {
   // `compare A B`, or each side's repeats: `compare A1 A2 ... --vs B1 B2 ...`.
   std::vector<std::string> a_files = g_analysis.results, b_files = g_analysis.vs;
@@ -180,10 +163,14 @@ int compare_command() {
     a_files.pop_back();
   }
   const std::vector<ResultFile> a = load_results_for("compare", a_files), b = load_results_for("compare", b_files);
-  if (a.size() > 1 || b.size() > 1) refuse_copies_of_one_run(a, b);
   std::vector<const ResultFile*> pa, pb;
   for (const auto& r : a) pa.push_back(&r);
   for (const auto& r : b) pb.push_back(&r);
+  if (a.size() > 1 || b.size() > 1) {
+    std::vector<const ResultFile*> all = pa;
+    all.insert(all.end(), pb.begin(), pb.end());
+    refuse_copies_of_one_run(all, "compare");
+  }
   warn_of_mixed_runs("A", pa);
   warn_of_mixed_runs("B", pb);
   const Comparison c = compare_results(pa, pb);

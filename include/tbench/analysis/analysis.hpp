@@ -265,6 +265,9 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b);  // one ru
 // (host and device) and the data-parallel world size (the launcher's, in no spec field): what a
 // ratio measures, and what else moved with it.
 std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b);
+// Repeats are separate runs: a file given twice, or a copy of one, would narrow an interval for
+// nothing. Throws a bad-input Error naming both, prefixed by `command`.
+void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const std::string& command);
 
 // ---- predict --------------------------------------------------------------------------------------
 struct EpochPrediction {
