@@ -53,8 +53,9 @@
 #   rows      tbench alone on the perf rows (for bench/score_cross_gpu.py on a second GPU;
 #             TBENCH_SET="train.cuda_graph=false" for the eager rows the host holds)
 # Every stage writes under $OUT/<stage>/ and goes on after a failure (its exit code is in
-# $OUT/<stage>/rc; 124: stopped at the call's time budget, BUDGET_S); at the end everything is
-# packed into $OUT/<stages>.tar.gz (one file back).
+# $OUT/<stage>/rc: 1 where a run ended otherwise than expected, listed in <stage>/failed.txt; 124:
+# stopped at the call's time budget, BUDGET_S); at the end everything is packed into
+# $OUT/<stages>.tar.gz (one file back).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
