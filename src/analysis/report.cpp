@@ -163,25 +163,24 @@ std::string render_html(const Report& r);  // report_html.cpp
 
 namespace {
 
-// The fields of setting_differences that columns by `by` differ in by design. Columns by host
-// leave out the machine (its host and processor) only where the processors are alike: a host's
-// H100 and H200 runs are different machines.
+// The field a report's label is made of, which its cells' runs share and its columns differ in.
+// Columns by host leave out the machine (its host and processor) only where the processors are
+// alike: a host's H100 and H200 runs are different machines.
+bool label_field(const SettingDifference& d, const std::string& by, const ResultFile& a, const ResultFile& b) {
+  return d.field == by || (by == "host" && d.field == "machine" && processor_of(a) == processor_of(b));
+}
+
+// Besides their label's field, what columns by `by` differ in by design: another machine runs
+// its own tbench, torch and BLAS; another device is another machine; each key's spec field.
 bool column_field(const SettingDifference& d, const std::string& by, const ResultFile& a, const ResultFile& b) {
   static const std::map<std::string, std::set<std::string>> kFieldsOf = {
       {"machine", {"machine", "tbench.git", "env.torch", "env.cpu.blas"}},
+      {"host", {"tbench.git", "env.torch", "env.cpu.blas"}},
       {"device", {"device", "machine"}},
-      {"threads", {"threads"}},
       {"batch_size", {"train.batch_size"}},
       {"seq_len", {"data.seq_len"}},
-      {"world_size", {"world_size"}},
-      {"precision", {"precision"}},
-      {"task", {"task"}},
   };
-  if (d.field == by) return true;
-  if (by == "host") {
-    return (d.field == "machine" && processor_of(a) == processor_of(b)) || d.field == "tbench.git" ||
-           d.field == "env.torch" || d.field == "env.cpu.blas";
-  }
+  if (label_field(d, by, a, b)) return true;
   const auto it = kFieldsOf.find(by);
   return it != kFieldsOf.end() && it->second.count(d.field) > 0;
 }
@@ -205,7 +204,7 @@ std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& ru
   std::set<std::string> fields;
   for (std::size_t i = 1; i < runs.size(); ++i) {
     for (const auto& d : setting_differences(*runs.front(), *runs[i])) {
-      if (!repeats_vary(d.field) && !column_field(d, by, *runs.front(), *runs[i])) fields.insert(d.field);
+      if (!repeats_vary(d.field) && !label_field(d, by, *runs.front(), *runs[i])) fields.insert(d.field);
     }
   }
   return {fields.begin(), fields.end()};

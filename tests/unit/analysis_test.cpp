@@ -657,6 +657,18 @@ TEST_F(Analysis, ReportFlagsCellsThatAverageUnlikeRuns) {
   ASSERT_EQ(mixed.size(), 1u);
   EXPECT_NE(mixed[0].find("its 2 runs differ in model.sparse_last_layer"), std::string::npos) << mixed[0];
   EXPECT_TRUE(build_report(unlike, "model.sparse_last_layer", "").mixed.empty());
+  // What columns may differ in by design is no excuse inside one cell: a cell by machine that
+  // averages two torch versions, or one by device that averages two machines, is flagged.
+  json other_torch = repeat;
+  other_torch["env"]["torch"] = "2.6.0";
+  const auto torch_cell = build_report({repeats[0], load_result(write("torch.json", other_torch))}, "machine", "").mixed;
+  ASSERT_EQ(torch_cell.size(), 1u);
+  EXPECT_NE(torch_cell[0].find("differ in env.torch"), std::string::npos) << torch_cell[0];
+  json other_host = repeat;
+  other_host["env"]["host"] = "h2";
+  const auto device_cell = build_report({repeats[0], load_result(write("h2.json", other_host))}, "device", "").mixed;
+  ASSERT_EQ(device_cell.size(), 1u);
+  EXPECT_NE(device_cell[0].find("differ in machine"), std::string::npos) << device_cell[0];
 }
 
 // Speedups between columns are of one change, the column key: a column whose runs differ from the

@@ -174,7 +174,8 @@ struct Report {
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
 // What the runs averaged into one report cell differ in, besides what repeats vary (the seeds)
-// and the report's own column key (columns by host leave the machine out too): the fields of
+// and the report's own column key (columns by host leave the machine out too, where the processors
+// are alike): the fields of
 // setting_differences. Empty when they are repeats of one setting.
 std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by);
 
