@@ -177,12 +177,12 @@ std::optional<CachedSamples> cached_samples(const RunSpec& spec, const ModelConf
   return cached;
 }
 
-// A plain-text corpus packed into seq_len blocks, or read a line a sample (masked-LM tasks).
 // Part of every token cache key, and raised whenever tbench encodes the same inputs differently
 // (a fix that brings it closer to HF): a cache written before holds other tokens. 2: an empty pair
 // field is a pair; PLM spans drawn as HF draws them in short rows.
 constexpr const char* kEncodingVersion = "encoding 2|";
 
+// A plain-text corpus packed into seq_len blocks, or read a line a sample (masked-LM tasks).
 Loaded load_corpus(const RunSpec& spec, const ModelConfig& model) {
   const DataSpec& d = spec.data;
   Loaded loaded;

@@ -53,8 +53,7 @@ std::string read_corpus_file(const std::string& file) {
   const std::size_t bad = tokenize::invalid_utf8_at(text);
   if (bad != std::string::npos) {
     const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(bad), '\n');
-    throw input_error(file + ":" + std::to_string(line) + ": not UTF-8 (" + tokenize::describe_byte(text, bad) +
-                      "); save the file as UTF-8");
+    throw input_error(file + ":" + std::to_string(line) + ": " + tokenize::not_utf8_error(text, bad));
   }
   return text;
 }

@@ -134,8 +134,7 @@ std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
       if (column->empty()) continue;  // no pair column
       const std::size_t bad = tokenize::invalid_utf8_at(fields[index]);
       if (bad != std::string::npos) {
-        fail_at(o.path, line, "column '" + *column + "' is not UTF-8 (" + tokenize::describe_byte(fields[index], bad) +
-                                  "); save the file as UTF-8");
+        fail_at(o.path, line, "column '" + *column + "' is " + tokenize::not_utf8_error(fields[index], bad));
       }
     }
     rows.push_back({fields[text], has_pair ? std::optional<std::string>(fields[pair]) : std::nullopt, fields[label], line});
@@ -187,7 +186,7 @@ std::vector<TextRow> read_jsonl(const TextFileOptions& o) {
   for (int64_t line = 1; (o.max_rows == 0 || static_cast<int64_t>(rows.size()) < o.max_rows) && std::getline(in, text); ++line) {
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (const std::size_t bad = tokenize::invalid_utf8_at(text); bad != std::string::npos) {
-      fail_at(o.path, line, "not UTF-8 (" + tokenize::describe_byte(text, bad) + "); save the file as UTF-8");
+      fail_at(o.path, line, tokenize::not_utf8_error(text, bad));
     }
     json object;
     try {

@@ -2,7 +2,6 @@
 // Shared inside src/dist/ only.
 #include <cstdint>
 
-#include "tbench/dist/failure_watch.hpp"
 #include "tbench/train/trainer.hpp"
 
 namespace tbench {

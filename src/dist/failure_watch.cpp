@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "dist_internal.hpp"
+#include "tbench/dist/failure_watch.hpp"
 
 namespace tbench {
 namespace {

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -32,8 +31,8 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "dist_internal.hpp"
 #include "tbench/dist/dist.hpp"
+#include "tbench/dist/failure_watch.hpp"
 #include "tbench/dist/tcp_store.hpp"
 #include "tbench/env/torch_features.hpp"
 

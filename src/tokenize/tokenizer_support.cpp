@@ -51,10 +51,10 @@ std::size_t invalid_utf8_at(std::string_view text) {
   return std::string_view::npos;
 }
 
-std::string describe_byte(std::string_view text, std::size_t pos) {
+std::string not_utf8_error(std::string_view text, std::size_t pos) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned>(static_cast<unsigned char>(text[pos])));
-  return std::string("byte ") + hex;
+  return std::string("not UTF-8 (byte ") + hex + "); save the file as UTF-8";
 }
 
 void append_utf8(std::string& out, char32_t code_point) {

@@ -24,8 +24,8 @@ struct CodePoint {
 CodePoint decode_utf8(std::string_view text, std::size_t pos);
 // Where `text` stops being UTF-8 (the offset of the first byte of a malformed sequence), or npos.
 std::size_t invalid_utf8_at(std::string_view text);
-// "byte 0xE9": the byte at `pos`, for an error message.
-std::string describe_byte(std::string_view text, std::size_t pos);
+// "not UTF-8 (byte 0xE9); save the file as UTF-8": the error for the byte at `pos`.
+std::string not_utf8_error(std::string_view text, std::size_t pos);
 void append_utf8(std::string& out, char32_t code_point);
 void append_utf8(std::string& out, std::u32string_view code_points);
 // Every code point of `text`, a malformed sequence as U+FFFD.
