@@ -274,8 +274,10 @@ Loaded load_samples(const RunSpec& spec, const ModelConfig& model) {
   loaded.padding = padding_convention(family_tokenizer(model.arch));
   if (d.source == DataSource::tokenized) {
     loaded.label_names = d.labels;
-    loaded.samples = read_tokenized_jsonl(d.path, d.label_column, d.seq_len, model.vocab_size, token_type_limit(model),
-                                          spec.num_labels, loaded.label_names, d.num_samples);
+    const TokenizedJsonlLimits limits{d.seq_len,         closing_special_tokens(family_tokenizer(model.arch)),
+                                      model.vocab_size, token_type_limit(model),
+                                      spec.num_labels,  d.num_samples};
+    loaded.samples = read_tokenized_jsonl(d.path, d.label_column, limits, loaded.label_names);
     return loaded;
   }
   SyntheticOptions o{d.num_samples, d.seq_len, model.vocab_size, model.pad_token_id, spec.num_labels, d.seed, {}};

@@ -289,9 +289,22 @@ TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vect
   return samples;
 }
 
-TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column, int64_t seq_len,
-                                      int64_t vocab_size, int64_t token_types, int64_t num_labels,
-                                      std::vector<std::string>& names, int64_t max_rows) {
+namespace {
+
+// Cuts `values` to `length` (>= 1), keeping its last `closing` values: the ones before them go, as HF's
+// truncation drops text, never the special tokens after it. The first value always stays (BERT's
+// [CLS], RoBERTa's <s>), so a length of 1 keeps only it.
+void cut_before_closing_tokens(std::vector<int64_t>& values, int64_t length, int64_t closing) {
+  const auto kept_tail = static_cast<std::ptrdiff_t>(std::clamp<int64_t>(closing, 0, length - 1));
+  const auto head = static_cast<std::ptrdiff_t>(length) - kept_tail;
+  values.erase(values.begin() + head, values.end() - kept_tail);
+}
+
+}  // namespace
+
+TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column,
+                                      const TokenizedJsonlLimits& limits, std::vector<std::string>& names) {
+  const int64_t vocab_size = limits.vocab_size, token_types = limits.token_types, max_rows = limits.max_rows;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot read the data file");
   std::vector<std::vector<int64_t>> ids, types;
@@ -339,13 +352,13 @@ TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string
     lines.push_back(line);
   }
   if (ids.empty()) throw input_error(path + ": the dataset is empty (no data lines)");
-  const auto indices = resolve_labels(labels, lines, names, num_labels, path);
+  const auto indices = resolve_labels(labels, lines, names, limits.num_labels, path);
   TokenizedSamples samples;
   for (std::size_t i = 0; i < ids.size(); ++i) {
-    if (static_cast<int64_t>(ids[i].size()) > seq_len) {
+    if (static_cast<int64_t>(ids[i].size()) > limits.seq_len) {
       ++samples.truncated;
-      ids[i].resize(static_cast<std::size_t>(seq_len));
-      if (!types[i].empty()) types[i].resize(static_cast<std::size_t>(seq_len));
+      cut_before_closing_tokens(ids[i], limits.seq_len, limits.closing_tokens);
+      if (!types[i].empty()) cut_before_closing_tokens(types[i], limits.seq_len, limits.closing_tokens);
     }
     samples.add(ids[i], types[i], indices[i]);
   }

@@ -35,6 +35,8 @@ PaddingConvention padding_convention(TokenizerKind kind) {
   return {};
 }
 
+int64_t closing_special_tokens(TokenizerKind kind) { return kind == TokenizerKind::sentencepiece ? 2 : 1; }
+
 std::unique_ptr<Tokenizer> load_tokenizer(const TokenizerOptions& options) {
   switch (options.kind) {
     case TokenizerKind::wordpiece: return load_wordpiece_tokenizer(options);

@@ -42,7 +42,7 @@ TBENCH_FUZZ_TARGET(tokenized_jsonl) {
   const std::string path = tbench::fuzz::write_scratch_file("tokens.jsonl", bytes);
   expect_success_or_input_error([&] {
     std::vector<std::string> names;
-    const auto samples = tbench::read_tokenized_jsonl(path, "label", kSeqLen, kVocabSize, kTypeVocabSize, kNumLabels, names, 0);
+    const auto samples = tbench::read_tokenized_jsonl(path, "label", {kSeqLen, 1, kVocabSize, kTypeVocabSize, kNumLabels, 0}, names);
     // What the reader returns indexes the embedding tables and the loss: it must be in range.
     for (const int32_t id : samples.ids) {
       if (id < 0 || id >= kVocabSize) std::abort();

@@ -37,6 +37,18 @@ class DataFiles : public ::testing::Test {
   fs::path dir_;
 };
 
+// A BERT's limits on pre-tokenized samples: one closing [SEP], every line read.
+TokenizedJsonlLimits limits(int64_t seq_len, int64_t vocab_size, int64_t token_types, int64_t num_labels) {
+  return {seq_len, /*closing_tokens=*/1, vocab_size, token_types, num_labels, /*max_rows=*/0};
+}
+
+// Sample i's ids (or types) out of the samples' concatenated layout.
+template <typename T>
+std::vector<int64_t> sample_of(const std::vector<T>& values, const TokenizedSamples& s, int64_t i) {
+  const auto at = static_cast<std::size_t>(i);
+  return {values.begin() + s.offsets[at], values.begin() + s.offsets[at + 1]};
+}
+
 TokenizedSamples samples_of_lengths(const std::vector<int64_t>& lengths) {
   TokenizedSamples s;
   int64_t next = 10;
@@ -211,7 +223,7 @@ TEST_F(DataFiles, JsonlIntegerLabelsBeyondAnyClassIndexAreAnError) {
   EXPECT_EQ(read("one.jsonl", "1")[1].label, "1");  // nlohmann holds it unsigned too
   EXPECT_EQ(read("neg.jsonl", "-1")[1].label, "-1");  // resolve_labels refuses it, naming the line
   std::vector<std::string> names;
-  expect_input_error([&] { read_tokenized_jsonl(write("t.jsonl", "{\"input_ids\": [1], \"label\": 18446744073709551615}\n"), "label", 8, 200, 2, 2, names, 0); },
+  expect_input_error([&] { read_tokenized_jsonl(write("t.jsonl", "{\"input_ids\": [1], \"label\": 18446744073709551615}\n"), "label", limits(8, 200, 2, 2), names); },
                      {"t.jsonl:1:", "label 18446744073709551615"});
 }
 
@@ -258,18 +270,37 @@ TEST_F(DataFiles, TokenizedJsonlIsCheckedAgainstTheVocabulary) {
   const auto path = write("t.jsonl",
                           "{\"input_ids\": [101, 7, 8, 102], \"label\": 1}\n"
                           "{\"input_ids\": [101, 9, 9, 9, 9, 9, 102], \"token_type_ids\": [0,0,0,0,1,1,1], \"label\": 0}\n");
-  const auto s = read_tokenized_jsonl(path, "label", 5, 200, 2, 2, names, 0);
+  const auto s = read_tokenized_jsonl(path, "label", limits(5, 200, 2, 2), names);
   ASSERT_EQ(s.size(), 2);
   EXPECT_EQ(s.length(0), 4);
   EXPECT_EQ(s.length(1), 5);  // cut to seq_len
   EXPECT_EQ(s.truncated, 1);
   EXPECT_EQ(s.type_ids.size(), s.ids.size());
   EXPECT_EQ(s.labels, (std::vector<int64_t>{1, 0}));
-  expect_input_error([&] { read_tokenized_jsonl(write("u.jsonl", "{\"input_ids\": [1, 2], \"label\": 0}\n{\"input_ids\": [1, 999], \"label\": 0}\n"), "label", 8, 200, 2, 2, names, 0); },
+  // The text before [SEP] is cut, not [SEP] (and its type).
+  EXPECT_EQ(sample_of(s.ids, s, 1), (std::vector<int64_t>{101, 9, 9, 9, 102}));
+  EXPECT_EQ(sample_of(s.type_ids, s, 1), (std::vector<int64_t>{0, 0, 0, 0, 1}));
+  expect_input_error([&] { read_tokenized_jsonl(write("u.jsonl", "{\"input_ids\": [1, 2], \"label\": 0}\n{\"input_ids\": [1, 999], \"label\": 0}\n"), "label", limits(8, 200, 2, 2), names); },
                      {"u.jsonl:2:", "999", "vocabulary"});
-  expect_input_error([&] { read_tokenized_jsonl(write("v.jsonl", "{\"input_ids\": [], \"label\": 0}\n"), "label", 8, 200, 2, 2, names, 0); },
+  expect_input_error([&] { read_tokenized_jsonl(write("v.jsonl", "{\"input_ids\": [], \"label\": 0}\n"), "label", limits(8, 200, 2, 2), names); },
                      {"v.jsonl:1:", "empty"});
-  expect_input_error([&] { read_tokenized_jsonl(write("w.jsonl", "\n\n"), "label", 8, 200, 2, 2, names, 0); }, {"w.jsonl", "empty"});
+  expect_input_error([&] { read_tokenized_jsonl(write("w.jsonl", "\n\n"), "label", limits(8, 200, 2, 2), names); }, {"w.jsonl", "empty"});
+}
+
+TEST_F(DataFiles, TokenizedXlnetSamplesKeepTheirClosingSepAndClsWhenCut) {
+  // XLNet's template is `a <sep> <cls>` (ids 4, 3 in its vocabulary) and its classifier reads the
+  // last token: a cut that kept the head would hand it a word piece instead of <cls>.
+  std::vector<std::string> names;
+  const auto path = write("x.jsonl", "{\"input_ids\": [20, 21, 22, 23, 24, 4, 3], \"token_type_ids\": [0,0,0,0,0,0,2], \"label\": 1}\n");
+  TokenizedJsonlLimits xlnet{6, closing_special_tokens(TokenizerKind::sentencepiece), 200, 4, 2, 0};
+  const auto s = read_tokenized_jsonl(path, "label", xlnet, names);
+  EXPECT_EQ(s.truncated, 1);
+  EXPECT_EQ(sample_of(s.ids, s, 0), (std::vector<int64_t>{20, 21, 22, 23, 4, 3}));
+  EXPECT_EQ(sample_of(s.type_ids, s, 0), (std::vector<int64_t>{0, 0, 0, 0, 0, 2}));
+  // At the shortest seq_len the first id stays beside the last one (BERT's [CLS] and [SEP]).
+  xlnet.seq_len = 2;
+  const auto shortest = read_tokenized_jsonl(path, "label", xlnet, names);
+  EXPECT_EQ(sample_of(shortest.ids, shortest, 0), (std::vector<int64_t>{20, 3}));
 }
 
 // --- batches ------------------------------------------------------------------------------------
@@ -516,9 +547,9 @@ TEST_F(DataFiles, TokenTypesBeyondTheModelsTableAreAnErrorNamingTheLine) {
   const auto path = write("t.jsonl", "{\"input_ids\": [1, 2], \"label\": 0, \"token_type_ids\": [0, 0]}\n"
                                      "{\"input_ids\": [1, 2], \"label\": 0, \"token_type_ids\": [0, 1]}\n");
   // RoBERTa's table has one type: line 2's type 1 would fail inside LibTorch at step 1.
-  expect_input_error([&] { read_tokenized_jsonl(path, "label", 8, 200, 1, 2, names, 0); },
+  expect_input_error([&] { read_tokenized_jsonl(path, "label", limits(8, 200, 1, 2), names); },
                      {"t.jsonl:2", "token_type_ids holds 1", "[0, 1)"});
-  EXPECT_EQ(read_tokenized_jsonl(path, "label", 8, 200, 2, 2, names, 0).size(), 2);  // BERT has two
+  EXPECT_EQ(read_tokenized_jsonl(path, "label", limits(8, 200, 2, 2), names).size(), 2);  // BERT has two
   ModelConfig roberta, xlnet;
   roberta.type_vocab_size = 1;
   EXPECT_EQ(token_type_limit(roberta), 1);

@@ -312,6 +312,28 @@ TEST(SmallTokenizers, PadAsTheirKindsConventionSays) {
   }
 }
 
+TEST(SmallTokenizers, TheirTemplatesCloseWithTheCountClosingSpecialTokensSays) {
+  // Pre-tokenized data is cut before this many ids: they must be exactly the template's tail.
+  const testing::ScratchDir dir;
+  const std::vector<int64_t> text{5, 6, 5};
+  for (const small_tokenizers::Case& c : small_tokenizers::all(dir)) {
+    const Tokenizer& tokenizer = *c.tokenizer;
+    for (const bool pair : {false, true}) {
+      const Encoding encoding = tokenizer.add_special_tokens(text, pair ? &text : nullptr);
+      const auto closing = static_cast<std::size_t>(closing_special_tokens(tokenizer.kind()));
+      ASSERT_GT(encoding.input_ids.size(), closing);
+      const std::vector<int64_t> tail(encoding.input_ids.end() - static_cast<std::ptrdiff_t>(closing), encoding.input_ids.end());
+      const std::vector<int64_t> before(encoding.input_ids.end() - static_cast<std::ptrdiff_t>(closing) - 3,
+                                        encoding.input_ids.end() - static_cast<std::ptrdiff_t>(closing));
+      EXPECT_EQ(before, text) << to_string(tokenizer.kind()) << (pair ? " pair" : "");
+      const SpecialTokenIds special = tokenizer.special_tokens();
+      for (const int64_t id : tail) {
+        EXPECT_TRUE(id == special.sep || id == special.cls) << to_string(tokenizer.kind()) << ": " << id;
+      }
+    }
+  }
+}
+
 // ---- load_tokenizer ----
 
 TEST(LoadTokenizer, DispatchesOnKind) {

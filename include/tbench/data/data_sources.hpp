@@ -54,12 +54,20 @@ std::vector<int64_t> resolve_labels(const std::vector<std::string>& labels, cons
 TokenizedSamples tokenize_rows(const std::vector<TextRow>& rows, const std::vector<int64_t>& labels,
                                const Tokenizer& tokenizer, int64_t seq_len);
 
+// What a model and a spec allow of pre-tokenized samples.
+struct TokenizedJsonlLimits {
+  int64_t seq_len = 0;         // longer samples are cut to this length...
+  int64_t closing_tokens = 0;  // ...keeping their last closing_tokens ids (closing_special_tokens)
+  int64_t vocab_size = 0;      // ids are in [0, vocab_size)
+  int64_t token_types = 0;     // token types in [0, token_types) (token_type_limit)
+  int64_t num_labels = 0;
+  int64_t max_rows = 0;  // 0: every line
+};
+
 // Reads pre-tokenized JSONL: {"input_ids": [...], "<label_column>": ..., "token_type_ids": [...]}.
-// Ids must be in [0, vocab_size), token types in [0, token_types) (token_type_limit); longer
-// samples are cut to seq_len.
-TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column, int64_t seq_len,
-                                      int64_t vocab_size, int64_t token_types, int64_t num_labels,
-                                      std::vector<std::string>& names, int64_t max_rows);
+// A sample longer than seq_len loses the ids before its closing special tokens, not them.
+TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column,
+                                      const TokenizedJsonlLimits& limits, std::vector<std::string>& names);
 
 // How many token types a model takes: its type_vocab_size (BERT 2, RoBERTa 1); without a
 // token-type table (DistilBERT ignores types, XLNet compares segment ids) the 4 its tokenizers use.

@@ -40,6 +40,11 @@ struct PaddingConvention {
 };
 PaddingConvention padding_convention(TokenizerKind kind);
 
+// How many special tokens a kind's template puts after the last text: BERT's [SEP], RoBERTa's
+// </s>, XLNet's <sep> <cls>. Cutting ids made by another program (pre-tokenized data) keeps these
+// at the end, as HF truncates the text before it adds them: XLNet's classifier reads <cls>.
+int64_t closing_special_tokens(TokenizerKind kind);
+
 // One encoded sample with its special tokens, not padded.
 struct Encoding {
   std::vector<int64_t> input_ids;
