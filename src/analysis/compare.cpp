@@ -34,7 +34,13 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
     for (const auto& entry : *side) fields.insert(entry.first);
   }
   for (const auto& field : fields) {
-    if (!is_bookkeeping_field(field)) add(field, value_in(fa, field), value_in(fb, field));
+    if (is_bookkeeping_field(field)) continue;
+    // spec.device's text is not the device: "cuda" is "cuda:0".
+    if (field == "device") {
+      add(field, device_used(a), device_used(b));
+    } else {
+      add(field, value_in(fa, field), value_in(fb, field));
+    }
   }
   for (const char* field : kEnvironmentFields) {
     const auto recorded = [&](const ResultFile& r) {
@@ -47,6 +53,10 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   add("machine", a.machine, b.machine);
   add("world_size", a.world_size, b.world_size);
   return out;
+}
+
+std::string setting_value_text(const nlohmann::json& value) {
+  return value.is_null() ? "(not recorded)" : json_text(value);
 }
 
 void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const std::string& command) {

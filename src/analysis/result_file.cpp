@@ -138,8 +138,8 @@ int64_t processes_on_host(const ResultReader& read, const std::string& host, int
   return std::max<int64_t>(same, 1);
 }
 
-// The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for spec.device "cuda:N"
-// ("cuda" is device 0); empty for CPU runs and results without it.
+// The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for device_used "cuda:N";
+// empty for CPU runs and results without it.
 std::string gpu_name(const ResultReader& read, const std::string& device) {
   if (device.rfind("cuda", 0) != 0) return "";
   const auto colon = device.find(':');
@@ -382,7 +382,7 @@ ResultFile load_result(const std::string& path) {
   r.gpu_energy_j_per_sample = read.optional_number("/summary/gpu_energy_j_per_sample");
   r.tf32 = read.optional_flag("/spec/cuda/tf32");
   r.cuda_graph = read.optional_flag("/spec/train/cuda_graph");  // absent before the field: eager
-  r.gpu = gpu_name(read, r.device);
+  r.gpu = gpu_name(read, device_used(r));
   r.machine = r.host + " (" + processor_of(r) + ")";
   r.peak_source = read.string_or("/summary/peak_source", r.machine);
   read_iterations(read, read.require("/iterations"), r);
@@ -427,6 +427,12 @@ std::string processor_of(const ResultFile& r) {
   return r.gpu.empty() ? "cuda" : r.gpu;
 }
 
+std::string device_used(const ResultFile& r) {
+  if (r.device.rfind("cuda", 0) != 0) return r.device;
+  const auto colon = r.device.find(':');
+  return r.world_size > 1 || colon == std::string::npos ? "cuda:0" : r.device;
+}
+
 std::string model_row(const ResultFile& r, const std::string& by) {
   return r.task == "classification" || by == "task" ? r.model : r.model + " [" + r.task + "]";
 }
@@ -463,7 +469,7 @@ std::string label_of(const ResultFile& r, const std::string& by) {
   if (by.find('.') != std::string::npos) return spec_field_label(r, by);
   if (by == "machine") return r.machine;
   if (by == "host") return r.host;
-  if (by == "device") return r.device;
+  if (by == "device") return device_used(r);
   if (by == "precision") return r.precision;
   if (by == "threads") return std::to_string(r.threads) + (r.threads == 1 ? " thread" : " threads");
   if (by == "batch_size") return "batch " + std::to_string(r.batch_size);

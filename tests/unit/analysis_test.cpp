@@ -612,6 +612,8 @@ TEST_F(Analysis, CompareListsTheSettingsThatDiffer) {
   for (const auto& d : differences) described.push_back(d.field + ": " + d.a.dump() + " -> " + d.b.dump());
   EXPECT_EQ(described, (std::vector<std::string>{"cuda.tf32: null -> true", "model.sparse_last_layer: false -> true",
                                                  "threads: 2 -> 1", "env.torch: \"1.13.1\" -> \"2.6.0\""}));
+  EXPECT_EQ(setting_value_text(differences[0].a), "(not recorded)");  // a's tbench had no cuda.tf32
+  EXPECT_EQ(setting_value_text(differences[0].b), "true");
   EXPECT_TRUE(compare_results(ra, ra).differences.empty());
   // What no spec field records: the machine, and the world size the launcher set.
   json wide = a;
@@ -708,6 +710,33 @@ TEST_F(Analysis, ReportByHostWarnsOfRunsOnDifferentGpus) {
   const Report mixed = build_report(one_host, "host", "");
   ASSERT_EQ(mixed.mixed.size(), 1u);
   EXPECT_NE(mixed.mixed[0].find("differ in machine"), std::string::npos) << mixed.mixed[0];
+}
+
+// spec.device "cuda" is cuda:0, and a data-parallel rank 0 took cuda:0 whatever the spec's index:
+// columns by device do not split one GPU in two, and compare does not call it a difference.
+TEST_F(Analysis, ReportByDeviceTakesCudaAsCudaZero) {
+  json bare = make_result("m", "vm", 1.0, 1, 10);
+  bare["spec"]["device"] = "cuda";
+  bare["env"]["cuda"] = {{"devices", json::array({{{"name", "NVIDIA H100 80GB HBM3"}}, {{"name", "NVIDIA H200"}}})}};
+  json zero = bare, one = bare, ranks = bare;
+  zero["spec"]["device"] = "cuda:0";
+  zero["spec"]["train"]["seed"] = 7;
+  one["spec"]["device"] = "cuda:1";
+  ranks["spec"]["device"] = "cuda:1";
+  ranks["dist"] = {{"world_size", 2}};
+  const ResultFile rb = load_result(write("bare.json", bare)), r0 = load_result(write("zero.json", zero)),
+                   r1 = load_result(write("one.json", one)), rr = load_result(write("ranks.json", ranks));
+  EXPECT_EQ(label_of(rb, "device"), "cuda:0");
+  EXPECT_EQ(label_of(r1, "device"), "cuda:1");
+  EXPECT_EQ(r1.gpu, "NVIDIA H200");
+  EXPECT_EQ(label_of(rr, "device"), "cuda:0");  // rank 0 used its local rank's GPU
+  EXPECT_EQ(rr.gpu, "NVIDIA H100 80GB HBM3");
+  const Report report = build_report({rb, r0}, "device", "");
+  EXPECT_EQ(report.labels, (std::vector<std::string>{"cuda:0"}));
+  EXPECT_TRUE(report.mixed.empty()) << report.mixed.front();
+  for (const auto& d : compare_results(rb, r0).differences) EXPECT_NE(d.field, "device") << d.a << " -> " << d.b;
+  ASSERT_FALSE(compare_results(rb, r1).differences.empty());
+  EXPECT_EQ(compare_results(rb, r1).differences.front().field, "device");
 }
 
 TEST_F(Analysis, PredictEpochsSeparatesWarmupFromSteadyState) {

@@ -104,6 +104,11 @@ std::string model_row(const ResultFile& r, const std::string& by = "");
 // cuda:LOCAL_RANK whatever the spec's index says. The machine label is the host and this.
 std::string processor_of(const ResultFile& r);
 
+// The device a run's steps ran on, "cpu" or "cuda:N": spec.device "cuda" is cuda:0, and rank 0 of
+// a data-parallel run took cuda:0 (its local rank) whatever the spec's index says. Columns by
+// device and setting differences read this, so "cuda" and "cuda:0" are one column.
+std::string device_used(const ResultFile& r);
+
 // The value at a dotted path ("spec.train.optimizer_impl") of a result's JSON, or nullptr where
 // it has none.
 const nlohmann::json* find_dotted(const nlohmann::json& root, const std::string& dotted);
@@ -266,6 +271,9 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b);  // one ru
 // (host and device) and the data-parallel world size (the launcher's, in no spec field): what a
 // ratio measures, and what else moved with it.
 std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b);
+// A side's value as compare and report print it: JSON, or "(not recorded)" for a field an older
+// result lacks (not a null it chose: its tbench had no such field).
+std::string setting_value_text(const nlohmann::json& value);
 // Repeats are separate runs: a file given twice, or a copy of one, would narrow an interval for
 // nothing. Throws a bad-input Error naming both, prefixed by `command`.
 void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const std::string& command);
