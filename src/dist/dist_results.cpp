@@ -2,6 +2,9 @@
 // steps, the others hand their report to rank 0 through the rendezvous store (no collective, so
 // it works after a peer failed), and rank 0 gathers them into the result's `dist` section.
 #include <algorithm>
+#include <chrono>
+#include <map>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -57,6 +60,61 @@ ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const
   return ExitCode::internal;
 }
 
+namespace {
+
+// A peer that has not reported and whose heartbeat has not moved for this long is gone (killed,
+// its host lost or cut off): fifteen beats missed, where a live one beats every second even while
+// it prepares a long report.
+constexpr std::chrono::milliseconds kSilentPeerLimit{15000};
+
+// The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank
+// whose heartbeat stops is given up on at once, not at the deadline (dist.timeout_s for a
+// completed rank 0): its report will never come. Missing ranks are listed in `missing`, and those
+// given up on for their silence also in `silent`.
+std::vector<RankReport> await_peer_reports(Communicator& comm, std::chrono::steady_clock::time_point deadline,
+                                           std::vector<int64_t>& missing, std::vector<int>& silent) {
+  using Clock = std::chrono::steady_clock;
+  struct Waiting {
+    std::optional<int64_t> beats;
+    Clock::time_point since;  // when `beats` last changed
+  };
+  std::map<int, Waiting> waiting;
+  for (int r = 1; r < comm.world_size(); ++r) waiting[r] = {comm.heartbeats_of(r), Clock::now()};
+  std::map<int, std::optional<RankReport>> arrived;
+  for (;;) {
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      const int rank = it->first;
+      if (const auto text = comm.fetch(key_for(rank), std::chrono::milliseconds(0))) {
+        arrived[rank] = parse_rank_report(*text);
+        it = waiting.erase(it);
+        continue;
+      }
+      const auto beats = comm.heartbeats_of(rank);
+      if (beats && beats != it->second.beats) it->second = {beats, Clock::now()};
+      if (Clock::now() - it->second.since > kSilentPeerLimit) {
+        silent.push_back(rank);
+        it = waiting.erase(it);
+        continue;
+      }
+      ++it;
+    }
+    if (waiting.empty() || Clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::vector<RankReport> reports;
+  for (int r = 1; r < comm.world_size(); ++r) {
+    const auto found = arrived.find(r);
+    if (found != arrived.end() && found->second) {
+      reports.push_back(*found->second);
+    } else {
+      missing.push_back(r);
+    }
+  }
+  return reports;
+}
+
+}  // namespace
+
 DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync) {
   using std::chrono::milliseconds;
   const int world = comm.world_size();
@@ -66,18 +124,18 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
   const auto slow_step = milliseconds(static_cast<int64_t>(3 * std::max(own.step_ms.p90, 0.0)));
   const milliseconds patience =
       own.status == RunStatus::failed ? std::min(comm.timeout(), milliseconds(5000) + slow_step) : comm.timeout();
-  const auto deadline = std::chrono::steady_clock::now() + patience;
   DistSection dist;
   dist.ranks.push_back(std::move(own));
-  for (int r = 1; r < world; ++r) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-    const auto text = comm.fetch(key_for(r), std::max(left, milliseconds(1)));
-    const auto report = text ? parse_rank_report(*text) : std::nullopt;
-    if (report) {
-      dist.ranks.push_back(*report);
-    } else {
-      dist.missing_ranks.push_back(r);
-    }
+  std::vector<int> silent;
+  for (auto& report : await_peer_reports(comm, std::chrono::steady_clock::now() + patience, dist.missing_ranks, silent)) {
+    dist.ranks.push_back(std::move(report));
+  }
+  if (!silent.empty()) {
+    std::vector<std::string> ranks;
+    for (auto r : silent) ranks.push_back(std::to_string(r));
+    spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, or "
+                 "their host was lost",
+                 join(ranks), kSilentPeerLimit.count() / 1000);
   }
   if (!dist.missing_ranks.empty()) {
     std::vector<std::string> ranks;

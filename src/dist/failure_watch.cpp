@@ -3,6 +3,8 @@
 // slices of its wait, through a FailureWatch: a thread of its own with a store connection of its
 // own, since the store's client has no receive timeout and a store that stops answering (the link
 // to rank 0 cut) must hold up that thread, never the wait, which the backend's timeout ends.
+// That thread also beats the rank's heartbeat, which rank 0 reads while it gathers the reports.
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -20,6 +22,8 @@ std::string failure_key(int64_t number) { return "tbench/failure/" + std::to_str
 constexpr auto kInterestSpan = 3 * Communicator::kFailureCheckInterval;
 
 }  // namespace
+
+std::string heartbeat_key(int rank) { return "tbench/heartbeat/" + std::to_string(rank); }
 
 void write_failure(c10d::Store& store, int rank, const std::string& error) {
   const int64_t number = store.add(kFailureCountKey, 1);
@@ -59,8 +63,8 @@ struct FailureWatch::State {
   bool asked_now() const { return stop || looks_asked > looks_done || release_pending(); }
 };
 
-FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store) : state_(std::make_shared<State>()) {
-  thread_ = std::thread([state = state_, store = std::move(store)] { watch(*state, *store); });
+FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank) : state_(std::make_shared<State>()) {
+  thread_ = std::thread([state = state_, store = std::move(store), rank] { watch(*state, *store, rank); });
 }
 
 FailureWatch::~FailureWatch() {
@@ -81,24 +85,28 @@ FailureWatch::~FailureWatch() {
   }
 }
 
-void FailureWatch::watch(State& state, c10d::Store& store) {
+void FailureWatch::watch(State& state, c10d::Store& store, int rank) {
+  using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(state.mutex);
+  Clock::time_point next_beat = Clock::now();  // the first beat at once
   for (;;) {
-    if (state.interested()) {
-      state.changed.wait_for(lock, Communicator::kFailureCheckInterval, [&] { return state.asked_now(); });
-    } else {
-      state.changed.wait(lock, [&] { return state.asked_now() || state.interested(); });
-      if (!state.asked_now()) continue;  // a wait began: look after one interval
-    }
+    const bool interested = state.interested();
+    const Clock::time_point until =
+        interested ? std::min(Clock::now() + Communicator::kFailureCheckInterval, next_beat) : next_beat;
+    state.changed.wait_until(lock, until, [&] { return state.asked_now() || (!interested && state.interested()); });
     if (state.stop) return;
-    const bool look = !state.failure && (state.interested() || state.looks_asked > state.looks_done);
+    // A wait began: look after one interval (unless a beat is due).
+    const bool beat = Clock::now() >= next_beat;
+    if (!interested && state.interested() && !state.asked_now() && !beat) continue;
+    const bool look = !state.failure && (interested || state.looks_asked > state.looks_done);
     const bool release = state.release_pending();
     const int64_t looks = state.looks_asked;
-    if (!look && !release) {
+    if (!look && !release && !beat) {
       state.looks_done = looks;
       state.changed.notify_all();
       continue;
     }
+    if (beat) next_beat = Clock::now() + kHeartbeatInterval;
     state.in_store = true;
     lock.unlock();
     std::optional<RankFailure> found;
@@ -108,6 +116,7 @@ void FailureWatch::watch(State& state, c10d::Store& store) {
         if (!failures.empty()) found = failures.front();
       }
       if (release) store.add(kReleasedKey, 1);
+      if (beat) store.add(heartbeat_key(rank), 1);
     } catch (const std::exception&) {
       // the store's host is gone: the backend says so in the wait
     }

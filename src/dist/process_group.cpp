@@ -275,7 +275,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       joined = impl->store->add("tbench/joined", 0);
     }
-    impl->watch = std::make_unique<FailureWatch>(open_store(false));
+    impl->watch = std::make_unique<FailureWatch>(open_store(false), env.rank);
   } catch (const CommFailure&) {
     throw;
   } catch (const std::exception& e) {
@@ -383,6 +383,8 @@ void Communicator::announce_failure(const std::string& error) {
   }
 }
 
+void Communicator::announce_failure(const std::exception& e) { announce_failure(describe(e)); }
+
 std::optional<RankFailure> Communicator::announced_failure() {
   return impl_->watch->look_now(std::chrono::seconds(1));
 }
@@ -411,11 +413,24 @@ void Communicator::publish(const std::string& key, const std::string& value) {
 
 std::optional<std::string> Communicator::fetch(const std::string& key, std::chrono::milliseconds wait) {
   try {
-    impl_->store->wait({"tbench/" + key}, wait);
+    if (wait.count() <= 0) {
+      if (!impl_->store->check({"tbench/" + key})) return std::nullopt;
+    } else {
+      impl_->store->wait({"tbench/" + key}, wait);
+    }
     const auto bytes = impl_->store->get("tbench/" + key);
     return std::string(bytes.begin(), bytes.end());
   } catch (const std::exception& e) {
     spdlog::debug("rank {}: store key {}: {}", rank(), key, describe(e));
+    return std::nullopt;
+  }
+}
+
+std::optional<int64_t> Communicator::heartbeats_of(int rank) {
+  try {
+    return impl_->store->add(heartbeat_key(rank), 0);
+  } catch (const std::exception& e) {
+    spdlog::debug("{}heartbeat of rank {}: {}", impl_->prefix(), rank, describe(e));
     return std::nullopt;
   }
 }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
 #include <optional>
 #include <regex>
 #include <set>
@@ -739,6 +740,7 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
   const TrainRun run = train(plan, *models.objective, device, sync.get(), options);
   trained = true;
+  if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement
   // The others may be waiting for this rank in a collective it will not join: they stop at once.
   // A rank that lost its peers has no cause of its own to tell.
   if (comm && run.outcome.status == RunStatus::failed && !run.outcome.lost_peers) {
@@ -766,11 +768,6 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   return report_outcome(result, plan.trainer.cuda_graph);
 }
 
-std::string message_of(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
-  return e.what();
-}
-
 }  // namespace
 
 ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
@@ -789,10 +786,13 @@ ExitCode execute_run(const RunPlan& plan, const RunOptions& options) {
   } catch (const std::exception& e) {
     // A rank stopping before training (rank 0's existing result without --force, a model too big
     // for this rank's device, ...) leaves the others waiting in the weights' broadcast: tell them.
-    // After training they wait for nothing from it.
+    // After training only rank 0 waits, for the peers' reports: a peer's failure then is the run's
+    // error in rank 0's result (which gives up on its report once its heartbeat stops).
     if (!trained) {
-      comm->announce_failure(message_of(e));
+      comm->announce_failure(e);
       linger();
+    } else if (comm->rank() != 0) {
+      comm->announce_failure(e);
     }
     throw;
   }

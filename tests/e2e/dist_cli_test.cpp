@@ -481,6 +481,52 @@ TEST(DistFailure, RankZeroStoppingBeforeTrainingTellsThePeerWhy) {
   EXPECT_EQ(testing::read_text(dir.file("f.json")), "{}");
 }
 
+// A peer killed after its last step never reports. Rank 0, which completed, gives up on it once
+// its heartbeat stops (about 15 s), not at dist.timeout_s.
+TEST(DistFailure, APeerKilledAfterTrainingIsGivenUpOnWhenItsHeartbeatStops) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("k.json"), 4);
+  spec["dist"]["timeout_s"] = 300;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const auto start = std::chrono::steady_clock::now();
+  const auto runs = run_two_ranks_apart(dir, path, {{}, {"--die-after-training"}}, 120);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(runs[1].exit_code, 128 + SIGKILL) << runs[1].err;
+  ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
+  EXPECT_LT(took, 60) << "rank 0 waited for the dead peer's report";
+  EXPECT_NE(runs[0].err.find("rank(s) 1 stopped answering before reporting (no heartbeat"), std::string::npos)
+      << runs[0].err;
+  const auto result = testing::read_json(dir.file("k.json"));
+  EXPECT_EQ(result["summary"]["status"], "completed");
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+  EXPECT_EQ(result["dist"]["ranks"].size(), 1u);
+}
+
+// A peer that fails after training (here its parameters cannot be written) tells rank 0 why: the
+// run's error, in the result rank 0 writes once the peer's heartbeat stops.
+TEST(DistFailure, APeerFailingAfterTrainingIsTheErrorOfRankZerosResult) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("f.json"), 4);
+  spec["dist"]["timeout_s"] = 300;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const std::string not_a_folder = dir.write("file", "x");
+  const auto runs = run_two_ranks_apart(dir, path, {{}, {"--dump-params", not_a_folder + "/params"}}, 120);
+  EXPECT_NE(runs[1].exit_code, 0) << runs[1].err;
+  EXPECT_EQ(runs[0].exit_code, 4) << runs[0].err;
+  const auto result = testing::read_json(dir.file("f.json"));
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
+  EXPECT_NE(result["summary"]["error"].get<std::string>().find("rank 1 failed: "), std::string::npos)
+      << result["summary"]["error"];
+  EXPECT_NE(result["summary"]["error"].get<std::string>().find("params"), std::string::npos)
+      << result["summary"]["error"];
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+}
+
 TEST(DistFailure, InterruptingOneRankStopsAllAfterTheSameStep) {
   REQUIRE_GLOO();
   ScratchDir dir;

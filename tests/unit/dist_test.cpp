@@ -451,7 +451,7 @@ class SilentStore : public c10d::Store {
 // nor the rank's exit.
 TEST(FailureWatch, AStoreThatStopsAnsweringHoldsUpNoWait) {
   auto store = c10::make_intrusive<SilentStore>();
-  auto watch = std::make_unique<FailureWatch>(store);
+  auto watch = std::make_unique<FailureWatch>(store, 1);
   const auto start = std::chrono::steady_clock::now();
   watch->note_interest();
   for (int i = 0; i < 100 && !store->entered(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -475,12 +475,29 @@ TEST(FailureWatch, SeesTheFirstAnnouncedFailureAndSkipsAGap) {
   ASSERT_EQ(failures.size(), 2u);
   EXPECT_EQ(failures[0].rank, 2);
   EXPECT_EQ(failures[1].error, "stopped too");
-  FailureWatch watch(store);
+  FailureWatch watch(store, 1);
   EXPECT_FALSE(watch.seen().has_value()) << "it looks only when a wait asks";
   watch.note_interest();
   for (int i = 0; i < 100 && !watch.seen(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(watch.seen().has_value());
   EXPECT_EQ(watch.seen()->describe(), "rank 2 failed: its disk is full");
+}
+
+// A rank's watch beats its heartbeat at once and every kHeartbeatInterval, with no wait asking,
+// and stops when the rank ends: rank 0 tells a live peer from a dead one by it.
+TEST(FailureWatch, BeatsTheRanksHeartbeatWhileItLives) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  auto beats = [&] { return store->add(heartbeat_key(3), 0); };
+  auto watch = std::make_unique<FailureWatch>(store, 3);
+  for (int i = 0; i < 100 && beats() < 1; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_GE(beats(), 1) << "no first beat within a second";
+  std::this_thread::sleep_for(kHeartbeatInterval + std::chrono::milliseconds(500));
+  EXPECT_GE(beats(), 2);
+  EXPECT_EQ(store->add(heartbeat_key(1), 0), 0) << "another rank's count moved";
+  watch.reset();
+  const int64_t at_end = beats();
+  std::this_thread::sleep_for(kHeartbeatInterval + std::chrono::milliseconds(200));
+  EXPECT_EQ(beats(), at_end);
 }
 
 // Two parameters; `b` takes part in the loss only when asked, as a parameter some steps leave out.

@@ -127,6 +127,8 @@ class Communicator {
   // dist.timeout_s in a collective the failed rank will never join. The first announcement is the
   // cause the others report. Never throws: a store that is gone already tells the peers.
   void announce_failure(const std::string& error);
+  // The same with an exception's message (LibTorch's without its backtrace).
+  void announce_failure(const std::exception& e);
   // The first failure any rank announced; nullopt while there is none, or when the store did not
   // answer within a second.
   std::optional<RankFailure> announced_failure();
@@ -142,8 +144,11 @@ class Communicator {
 
   // The rendezvous store, for small messages: every rank's timings at the end.
   void publish(const std::string& key, const std::string& value);
-  // The value of `key`, waiting up to `wait` for it; nullopt if it did not appear.
+  // The value of `key`, waiting up to `wait` for it (0: not at all); nullopt if it did not appear.
   std::optional<std::string> fetch(const std::string& key, std::chrono::milliseconds wait);
+  // How often `rank` has beaten its heartbeat (every kHeartbeatInterval while it lives, from its
+  // failure watch); nullopt when the store did not answer.
+  std::optional<int64_t> heartbeats_of(int rank);
 
  private:
   struct Impl;
