@@ -281,6 +281,31 @@ void check_launch(const RunSpec& spec, const LaunchEnv& env) {
   }
 }
 
+bool is_loopback_address(const std::string& address) {
+  return address == "localhost" || address == "::1" || address.rfind("127.", 0) == 0;
+}
+
+GlooBinding choose_gloo_binding(const LaunchEnv& env, const std::string& route_to_master,
+                                const std::vector<std::string>& host_addresses) {
+  if (is_loopback_address(env.master_addr)) return {"127.0.0.1", ""};
+  if (!is_loopback_address(route_to_master)) return {route_to_master, ""};
+  const std::string resolves = "MASTER_ADDR " + env.master_addr + " resolves to " + route_to_master +
+                               " on this host (its /etc/hosts names it so)";
+  const bool spans_hosts = env.local_world_size > 0 && env.local_world_size < env.world_size;
+  if (!spans_hosts) {
+    if (env.local_world_size > 0) return {route_to_master, ""};  // every rank is here
+    return {route_to_master, resolves + ": Gloo binds it, which ranks on other hosts cannot reach; if there are any, "
+                                        "set GLOO_SOCKET_IFNAME, or MASTER_ADDR to an address they reach"};
+  }
+  if (host_addresses.empty()) {
+    return {route_to_master, resolves + ", which ranks on other hosts cannot reach, and this host has no other "
+                                        "address: set GLOO_SOCKET_IFNAME"};
+  }
+  return {host_addresses.front(), resolves + ", which ranks on other hosts cannot reach: Gloo binds " +
+                                      host_addresses.front() +
+                                      ", this host's first other address (set GLOO_SOCKET_IFNAME to choose)"};
+}
+
 torch::Device rank_device(const RunSpec& spec, const LaunchEnv& env) {
   if (env.distributed() && spec.device.is_cuda()) {
     const int index = rank_device_index(env, static_cast<int64_t>(torch::cuda::device_count()));

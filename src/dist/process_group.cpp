@@ -1,6 +1,8 @@
 // The process group on c10d: a TCPStore for the rendezvous (rank 0 hosts it), and Gloo (CPU) or
 // NCCL (CUDA) for the collectives. Each backend compiles only where CMake found its headers
 // (TBENCH_WITH_GLOO, TBENCH_WITH_NCCL); the rest of tbench never sees a c10d type.
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -69,10 +71,6 @@ std::string describe(const std::exception& e) {
 }
 
 #if TBENCH_WITH_GLOO
-bool is_loopback(const std::string& addr) {
-  return addr == "localhost" || addr == "::1" || addr.rfind("127.", 0) == 0;
-}
-
 // This host's address on the route to `host`: the source address the kernel picks for a UDP
 // "connection" to it (nothing is sent). Empty when `host` does not resolve or has no route.
 std::string local_address_towards(const std::string& host, int port) {
@@ -98,10 +96,36 @@ std::string local_address_towards(const std::string& host, int port) {
   return address;
 }
 
-// Which local interface Gloo binds: GLOO_SOCKET_IFNAME as in PyTorch; loopback when rank 0 is
-// reached through it (all ranks on this machine); otherwise this host's address on the route to
-// rank 0. (The address the host's name resolves to, PyTorch's default, is often not one the
-// other ranks can reach: a container's or a network namespace's hostname is the host's.)
+// This host's addresses other than loopback, on interfaces that are up: IPv4 first, then IPv6
+// other than link-local (which needs a scope to be reached).
+std::vector<std::string> host_addresses() {
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return {};
+  std::vector<std::string> v4, v6;
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    const int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    const socklen_t length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    char text[INET6_ADDRSTRLEN] = {};
+    if (::getnameinfo(i->ifa_addr, length, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    const std::string address = text;
+    if (family == AF_INET) {
+      v4.push_back(address);
+    } else if (address.rfind("fe80", 0) != 0) {
+      v6.push_back(address);
+    }
+  }
+  ::freeifaddrs(list);
+  v4.insert(v4.end(), v6.begin(), v6.end());
+  return v4;
+}
+
+// Which local interface Gloo binds: GLOO_SOCKET_IFNAME as in PyTorch; otherwise
+// choose_gloo_binding's address: loopback when rank 0 is reached through it (all ranks on this
+// machine), else this host's address on the route to rank 0. (The address the host's name
+// resolves to, PyTorch's default, is often not one the other ranks can reach: a container's or a
+// network namespace's hostname is the host's.)
 std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const LaunchEnv& env) {
   std::vector<std::shared_ptr<::gloo::transport::Device>> devices;
   if (const char* names = std::getenv("GLOO_SOCKET_IFNAME"); names && *names) {
@@ -112,14 +136,12 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const Launc
       start = comma + 1;
     }
   }
-  if (devices.empty() && is_loopback(env.master_addr)) {
-    devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-  }
-  if (devices.empty()) {
-    const std::string local = local_address_towards(env.master_addr, env.master_port);
-    devices.push_back(local.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                    : c10d::ProcessGroupGloo::createDeviceForHostname(local));
-  }
+  if (!devices.empty()) return devices;
+  const std::string route = is_loopback_address(env.master_addr) ? "" : local_address_towards(env.master_addr, env.master_port);
+  const GlooBinding binding = choose_gloo_binding(env, route, is_loopback_address(route) ? host_addresses() : std::vector<std::string>{});
+  if (!binding.warning.empty()) spdlog::warn("rank {}: {}", env.rank, binding.warning);
+  devices.push_back(binding.address.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                            : c10d::ProcessGroupGloo::createDeviceForHostname(binding.address));
   return devices;
 }
 #endif

@@ -243,6 +243,38 @@ void expect_cpu_launch_accepted_where_gloo_is_built(const RunSpec& spec, const L
   testing::expect_input_error([&] { check_launch(spec, env); }, {"needs the gloo backend"});
 }
 
+// Debian's /etc/hosts maps a host's own name to 127.0.1.1: rank 0's route to MASTER_ADDR=its
+// name is loopback, where ranks on other hosts cannot reach its Gloo device.
+TEST(Launch, GlooBindsAnAddressTheOtherHostsReach) {
+  LaunchEnv env;
+  env.world_size = 4;
+  env.local_world_size = 2;  // two hosts
+  env.master_addr = "node1";
+  const std::vector<std::string> addresses{"10.0.0.7", "fd00::7"};
+  EXPECT_EQ(choose_gloo_binding(env, "10.0.0.7", addresses).address, "10.0.0.7");
+  EXPECT_TRUE(choose_gloo_binding(env, "10.0.0.7", addresses).warning.empty());
+  const GlooBinding own_name = choose_gloo_binding(env, "127.0.1.1", addresses);
+  EXPECT_EQ(own_name.address, "10.0.0.7");
+  EXPECT_NE(own_name.warning.find("MASTER_ADDR node1 resolves to 127.0.1.1"), std::string::npos) << own_name.warning;
+  EXPECT_NE(own_name.warning.find("Gloo binds 10.0.0.7"), std::string::npos) << own_name.warning;
+  const GlooBinding nothing_else = choose_gloo_binding(env, "127.0.1.1", {});
+  EXPECT_EQ(nothing_else.address, "127.0.1.1");
+  EXPECT_NE(nothing_else.warning.find("set GLOO_SOCKET_IFNAME"), std::string::npos) << nothing_else.warning;
+  // Every rank on this host: its loopback route is the right one.
+  env.local_world_size = 4;
+  EXPECT_EQ(choose_gloo_binding(env, "127.0.1.1", addresses).address, "127.0.1.1");
+  EXPECT_TRUE(choose_gloo_binding(env, "127.0.1.1", addresses).warning.empty());
+  // A launcher that does not say: kept, with a warning.
+  env.local_world_size = 0;
+  EXPECT_EQ(choose_gloo_binding(env, "127.0.1.1", addresses).address, "127.0.1.1");
+  EXPECT_FALSE(choose_gloo_binding(env, "127.0.1.1", addresses).warning.empty());
+  // A loopback MASTER_ADDR binds loopback; no route found: Gloo's default device.
+  env.master_addr = "127.0.0.1";
+  EXPECT_EQ(choose_gloo_binding(env, "", addresses).address, "127.0.0.1");
+  env.master_addr = "node1";
+  EXPECT_EQ(choose_gloo_binding(env, "", addresses).address, "");
+}
+
 TEST(Launch, ChecksAgainstTheSpec) {
   SpecDocument doc = parse_spec_text(R"({"model": "tiny-bert", "data": {"num_samples": 24},
                                          "train": {"batch_size": 8}})",

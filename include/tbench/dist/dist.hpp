@@ -89,6 +89,22 @@ LaunchEnv group_as_the_spec_asks(LaunchEnv env, const RunSpec& spec);
 // cuda:LOCAL_RANK (one GPU per process).
 torch::Device rank_device(const RunSpec& spec, const LaunchEnv& env);
 
+// The local address Gloo binds where GLOO_SOCKET_IFNAME does not choose one, and why, when that
+// needs saying.
+struct GlooBinding {
+  std::string address;  // empty: Gloo's default device (the address this host's name resolves to)
+  std::string warning;  // empty: nothing to say
+};
+// Loopback when MASTER_ADDR is a loopback address; else this host's address on its route to rank
+// 0 (`route_to_master`, empty where none was found). That route is loopback on rank 0's own host
+// when MASTER_ADDR is that host's name and /etc/hosts maps it to 127.0.1.1, as Debian's does:
+// where the launcher says ranks run on other hosts, which cannot reach it there, Gloo binds the
+// first of this host's other addresses (`host_addresses`: its interfaces' non-loopback ones)
+// instead, and says so.
+GlooBinding choose_gloo_binding(const LaunchEnv& env, const std::string& route_to_master,
+                                const std::vector<std::string>& host_addresses);
+bool is_loopback_address(const std::string& address);  // "localhost", "::1", 127.0.0.0/8
+
 // Which collective backends this build has: {"gloo", "nccl"} where their headers were found.
 std::vector<std::string> available_backends();
 
