@@ -22,12 +22,14 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   const auto fa = flatten_fields(a.json.value("spec", nlohmann::json::object()));
   const auto fb = flatten_fields(b.json.value("spec", nlohmann::json::object()));
   std::vector<SettingDifference> out;
-  const auto add = [&](const std::string& field, const nlohmann::json& va, const nlohmann::json& vb) {
-    if (va != vb) out.push_back({field, va, vb});
+  // Absent and null are alike (a field added later, null where unset) but print apart.
+  const auto add = [&](const std::string& field, const nlohmann::json& va, const nlohmann::json& vb,
+                       bool a_recorded = true, bool b_recorded = true) {
+    if (va != vb) out.push_back({field, va, vb, a_recorded, b_recorded});
   };
   const auto value_in = [](const std::map<std::string, nlohmann::json>& fields, const std::string& field) {
     const auto it = fields.find(field);
-    return it == fields.end() ? nlohmann::json() : it->second;  // null: not recorded
+    return it == fields.end() ? nlohmann::json() : it->second;
   };
   std::set<std::string> fields;
   for (const auto* side : {&fa, &fb}) {
@@ -39,15 +41,12 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
     if (field == "device") {
       add(field, device_used(a), device_used(b));
     } else {
-      add(field, value_in(fa, field), value_in(fb, field));
+      add(field, value_in(fa, field), value_in(fb, field), fa.count(field) > 0, fb.count(field) > 0);
     }
   }
   for (const char* field : kEnvironmentFields) {
-    const auto recorded = [&](const ResultFile& r) {
-      const nlohmann::json* value = find_dotted(r.json, field);
-      return value ? *value : nlohmann::json();
-    };
-    add(field, recorded(a), recorded(b));
+    const nlohmann::json *in_a = find_dotted(a.json, field), *in_b = find_dotted(b.json, field);
+    add(field, in_a ? *in_a : nlohmann::json(), in_b ? *in_b : nlohmann::json(), in_a != nullptr, in_b != nullptr);
   }
   // Where and how wide it ran, which no spec field records: the launcher sets the world size.
   add("machine", a.machine, b.machine);
@@ -55,8 +54,8 @@ std::vector<SettingDifference> setting_differences(const ResultFile& a, const Re
   return out;
 }
 
-std::string setting_value_text(const nlohmann::json& value) {
-  return value.is_null() ? "(not recorded)" : json_text(value);
+std::string setting_value_text(const nlohmann::json& value, bool recorded) {
+  return recorded ? json_text(value) : "(not recorded)";
 }
 
 void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const std::string& command) {

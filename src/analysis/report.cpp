@@ -192,7 +192,7 @@ std::vector<std::string> column_differences(const ResultFile& baseline, const Re
   std::vector<std::string> fields;
   for (const auto& d : setting_differences(baseline, other)) {
     if (!repeats_vary(d.field) && !column_field(d, by, baseline, other)) {
-      fields.push_back(d.field + " " + setting_value_text(d.a) + " -> " + setting_value_text(d.b));
+      fields.push_back(d.field + " " + setting_value_text(d.a, d.a_recorded) + " -> " + setting_value_text(d.b, d.b_recorded));
     }
   }
   return fields;

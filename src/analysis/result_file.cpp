@@ -369,6 +369,7 @@ ResultFile load_result(const std::string& path) {
   r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0, kMaxParams), 0, kMaxParams);
   // Data-parallel results hold rank 0's iterations (per-device samples) and a global summary.
   r.world_size = read.integer_or("/dist/world_size", 1, 1, kMaxWorld);
+  r.rank0_device = read.string_or("/dist/ranks/0/device", "");
   r.processes_on_host = processes_on_host(read, r.host, r.world_size);
   r.comm_share = read.optional_number("/summary/comm_share");
   r.status = read.string("/summary/status");
@@ -428,6 +429,7 @@ std::string processor_of(const ResultFile& r) {
 }
 
 std::string device_used(const ResultFile& r) {
+  if (!r.rank0_device.empty()) return r.rank0_device == "cuda" ? "cuda:0" : r.rank0_device;
   if (r.device.rfind("cuda", 0) != 0) return r.device;
   const auto colon = r.device.find(':');
   return r.world_size > 1 || colon == std::string::npos ? "cuda:0" : r.device;

@@ -205,7 +205,8 @@ int compare_command() {
   } else {
     std::printf("Settings that differ (A -> B):\n");
     for (const auto& d : c.differences) {
-      std::printf("  %s: %s -> %s\n", d.field.c_str(), setting_value_text(d.a).c_str(), setting_value_text(d.b).c_str());
+      std::printf("  %s: %s -> %s\n", d.field.c_str(), setting_value_text(d.a, d.a_recorded).c_str(),
+                  setting_value_text(d.b, d.b_recorded).c_str());
     }
   }
   return 0;

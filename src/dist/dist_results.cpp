@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -62,55 +63,105 @@ ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // A peer that has not reported and whose heartbeat has not moved for this long is gone (killed,
 // its host lost or cut off): fifteen beats missed, where a live one beats every second even while
 // it prepares a long report.
 constexpr std::chrono::milliseconds kSilentPeerLimit{15000};
+// A peer that announced a failure reports at once if it still can (a failure in training): this
+// long after the announcement is seen, its report is not coming.
+constexpr std::chrono::milliseconds kFailedPeerGrace{2000};
+// Reports are looked for this often; heartbeats and announcements once a second, so a large
+// world does not flood the store.
+constexpr std::chrono::milliseconds kReportPoll{100};
+constexpr std::chrono::milliseconds kLivenessPoll{1000};
 
-// The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank
-// whose heartbeat stops is given up on at once, not at the deadline (dist.timeout_s for a
-// completed rank 0): its report will never come. Missing ranks are listed in `missing`, and those
-// given up on for their silence also in `silent`.
-std::vector<RankReport> await_peer_reports(Communicator& comm, std::chrono::steady_clock::time_point deadline,
-                                           std::vector<int64_t>& missing, std::vector<int>& silent) {
-  using Clock = std::chrono::steady_clock;
-  struct Waiting {
-    std::optional<int64_t> beats;
-    Clock::time_point since;  // when `beats` last changed
-  };
-  std::map<int, Waiting> waiting;
-  for (int r = 1; r < comm.world_size(); ++r) waiting[r] = {comm.heartbeats_of(r), Clock::now()};
+// The peers' reports and what became of the ranks that sent none.
+struct GatheredReports {
+  std::vector<RankReport> reports;  // ranks 1..world-1 that reported, in rank order
+  std::vector<int64_t> missing;     // the others
+  std::vector<std::string> silent, failed;  // of those: given up on for a stopped heartbeat, or an announced failure
+  bool store_gone = false;                  // the store stopped answering: nothing more could come
+};
+
+// One peer rank not yet heard from.
+struct AwaitedRank {
+  std::optional<int64_t> beats;
+  Clock::time_point beats_since;  // when `beats` last changed
+  std::optional<Clock::time_point> failure_seen;
+};
+
+// The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank is
+// given up on before the deadline (dist.timeout_s for a completed rank 0) once its report can no
+// longer come: its heartbeat stopped, or it announced a failure and sent nothing since.
+GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
+  GatheredReports gathered;
+  std::map<int, AwaitedRank> waiting;
+  for (int r = 1; r < comm.world_size(); ++r) waiting[r] = {comm.heartbeats_of(r), Clock::now(), std::nullopt};
   std::map<int, std::optional<RankReport>> arrived;
+  Clock::time_point next_liveness_look = Clock::now() + kLivenessPoll;
   for (;;) {
-    for (auto it = waiting.begin(); it != waiting.end();) {
+    const bool look_at_liveness = Clock::now() >= next_liveness_look;
+    std::set<int64_t> failed_ranks;
+    if (look_at_liveness) {
+      next_liveness_look = Clock::now() + kLivenessPoll;
+      const auto failures = comm.announced_failures();
+      gathered.store_gone = !failures.has_value();
+      for (const auto& f : failures.value_or(std::vector<RankFailure>{})) failed_ranks.insert(f.rank);
+    }
+    for (auto it = waiting.begin(); it != waiting.end() && !gathered.store_gone;) {
       const int rank = it->first;
+      AwaitedRank& awaited = it->second;
       if (const auto text = comm.fetch(key_for(rank), std::chrono::milliseconds(0))) {
         arrived[rank] = parse_rank_report(*text);
         it = waiting.erase(it);
         continue;
       }
-      const auto beats = comm.heartbeats_of(rank);
-      if (beats && beats != it->second.beats) it->second = {beats, Clock::now()};
-      if (Clock::now() - it->second.since > kSilentPeerLimit) {
-        silent.push_back(rank);
-        it = waiting.erase(it);
+      const auto now = Clock::now();
+      if (look_at_liveness) {
+        const auto beats = comm.heartbeats_of(rank);
+        gathered.store_gone = !beats.has_value();
+        if (beats && beats != awaited.beats) awaited = {beats, now, awaited.failure_seen};
+        if (failed_ranks.count(rank) > 0 && !awaited.failure_seen) awaited.failure_seen = now;
+      }
+      if (awaited.failure_seen && now - *awaited.failure_seen > kFailedPeerGrace) {
+        gathered.failed.push_back(std::to_string(rank));
+      } else if (now - awaited.beats_since > kSilentPeerLimit) {
+        gathered.silent.push_back(std::to_string(rank));
+      } else {
+        ++it;
         continue;
       }
-      ++it;
+      it = waiting.erase(it);
     }
-    if (waiting.empty() || Clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (waiting.empty() || gathered.store_gone || Clock::now() > deadline) break;
+    std::this_thread::sleep_for(kReportPoll);
   }
-  std::vector<RankReport> reports;
   for (int r = 1; r < comm.world_size(); ++r) {
     const auto found = arrived.find(r);
     if (found != arrived.end() && found->second) {
-      reports.push_back(*found->second);
+      gathered.reports.push_back(*found->second);
     } else {
-      missing.push_back(r);
+      gathered.missing.push_back(r);
     }
   }
-  return reports;
+  return gathered;
+}
+
+// Why ranks sent no report, as far as rank 0 can tell.
+void warn_of_missing_reports(const GatheredReports& g) {
+  if (g.missing.empty()) return;
+  std::vector<std::string> ranks;
+  for (auto r : g.missing) ranks.push_back(std::to_string(r));
+  spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", join(ranks));
+  if (g.store_gone) spdlog::warn("the rendezvous store stopped answering while rank 0 waited for the reports");
+  if (!g.failed.empty()) spdlog::warn("rank(s) {} failed before reporting (the result's error says why)", join(g.failed));
+  if (!g.silent.empty()) {
+    spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, or "
+                 "their host was lost",
+                 join(g.silent), kSilentPeerLimit.count() / 1000);
+  }
 }
 
 }  // namespace
@@ -126,22 +177,10 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
       own.status == RunStatus::failed ? std::min(comm.timeout(), milliseconds(5000) + slow_step) : comm.timeout();
   DistSection dist;
   dist.ranks.push_back(std::move(own));
-  std::vector<int> silent;
-  for (auto& report : await_peer_reports(comm, std::chrono::steady_clock::now() + patience, dist.missing_ranks, silent)) {
-    dist.ranks.push_back(std::move(report));
-  }
-  if (!silent.empty()) {
-    std::vector<std::string> ranks;
-    for (auto r : silent) ranks.push_back(std::to_string(r));
-    spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, or "
-                 "their host was lost",
-                 join(ranks), kSilentPeerLimit.count() / 1000);
-  }
-  if (!dist.missing_ranks.empty()) {
-    std::vector<std::string> ranks;
-    for (auto r : dist.missing_ranks) ranks.push_back(std::to_string(r));
-    spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", join(ranks));
-  }
+  GatheredReports gathered = await_peer_reports(comm, Clock::now() + patience);
+  for (auto& report : gathered.reports) dist.ranks.push_back(std::move(report));
+  dist.missing_ranks = gathered.missing;
+  warn_of_missing_reports(gathered);
   dist.first_failure = comm.announced_failure();
   const SyncStats stats = sync_stats(sync);
   const LaunchEnv& launch = comm.launch();

@@ -74,6 +74,8 @@ FailureWatch::~FailureWatch() {
     // A release asked just before this rank ends still reaches rank 0, which lingers for it.
     state_->changed.wait_for(lock, std::chrono::seconds(1), [&] { return !state_->release_pending(); });
     state_->stop = true;
+    // A heartbeat or a look in progress ends within a store round trip; one that does not is stuck.
+    state_->changed.wait_for(lock, std::chrono::milliseconds(200), [&] { return !state_->in_store; });
     stuck = state_->in_store;
   }
   state_->changed.notify_all();

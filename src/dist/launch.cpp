@@ -289,8 +289,9 @@ GlooBinding choose_gloo_binding(const LaunchEnv& env, const std::string& route_t
                                 const std::vector<std::string>& host_addresses) {
   if (is_loopback_address(env.master_addr)) return {"127.0.0.1", ""};
   if (!is_loopback_address(route_to_master)) return {route_to_master, ""};
-  const std::string resolves = "MASTER_ADDR " + env.master_addr + " resolves to " + route_to_master +
-                               " on this host (its /etc/hosts names it so)";
+  const std::string resolves = "this host reaches MASTER_ADDR " + env.master_addr + " over loopback (from " +
+                               route_to_master + "; its /etc/hosts maps the name to a loopback address, as Debian's "
+                               "127.0.1.1 line does)";
   const bool spans_hosts = env.local_world_size > 0 && env.local_world_size < env.world_size;
   if (!spans_hosts) {
     if (env.local_world_size > 0) return {route_to_master, ""};  // every rank is here

@@ -96,14 +96,15 @@ std::string local_address_towards(const std::string& host, int port) {
   return address;
 }
 
-// This host's addresses other than loopback, on interfaces that are up: IPv4 first, then IPv6
+// This host's addresses other than loopback, on interfaces up and running: IPv4 first, then IPv6
 // other than link-local (which needs a scope to be reached).
 std::vector<std::string> host_addresses() {
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) != 0) return {};
   std::vector<std::string> v4, v6;
   for (const ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    // Up and running (a bridge with nothing plugged in is up, not running).
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP) || !(i->ifa_flags & IFF_RUNNING) || (i->ifa_flags & IFF_LOOPBACK)) continue;
     const int family = i->ifa_addr->sa_family;
     if (family != AF_INET && family != AF_INET6) continue;
     const socklen_t length = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
@@ -406,6 +407,15 @@ void Communicator::announce_failure(const std::string& error) {
 }
 
 void Communicator::announce_failure(const std::exception& e) { announce_failure(describe(e)); }
+
+std::optional<std::vector<RankFailure>> Communicator::announced_failures() {
+  try {
+    return read_failures(*impl_->store);
+  } catch (const std::exception& e) {
+    spdlog::debug("{}announced failures: {}", impl_->prefix(), describe(e));
+    return std::nullopt;
+  }
+}
 
 std::optional<RankFailure> Communicator::announced_failure() {
   return impl_->watch->look_now(std::chrono::seconds(1));

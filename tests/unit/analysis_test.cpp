@@ -612,8 +612,16 @@ TEST_F(Analysis, CompareListsTheSettingsThatDiffer) {
   for (const auto& d : differences) described.push_back(d.field + ": " + d.a.dump() + " -> " + d.b.dump());
   EXPECT_EQ(described, (std::vector<std::string>{"cuda.tf32: null -> true", "model.sparse_last_layer: false -> true",
                                                  "threads: 2 -> 1", "env.torch: \"1.13.1\" -> \"2.6.0\""}));
-  EXPECT_EQ(setting_value_text(differences[0].a), "(not recorded)");  // a's tbench had no cuda.tf32
-  EXPECT_EQ(setting_value_text(differences[0].b), "true");
+  EXPECT_FALSE(differences[0].a_recorded);  // a's tbench had no cuda.tf32
+  EXPECT_EQ(setting_value_text(differences[0].a, differences[0].a_recorded), "(not recorded)");
+  EXPECT_EQ(setting_value_text(differences[0].b, differences[0].b_recorded), "true");
+  // A null the spec records is a value: weights loaded against none.
+  json weighted = a, unweighted = a;
+  unweighted["spec"]["model"]["weights"] = nullptr;
+  weighted["spec"]["model"]["weights"] = "w.pt";
+  const auto weights = compare_results(load_result(write("u.json", unweighted)), load_result(write("w.json", weighted))).differences;
+  ASSERT_EQ(weights.size(), 1u);
+  EXPECT_EQ(setting_value_text(weights[0].a, weights[0].a_recorded), "null");
   EXPECT_TRUE(compare_results(ra, ra).differences.empty());
   // What no spec field records: the machine, and the world size the launcher set.
   json wide = a;
@@ -731,6 +739,13 @@ TEST_F(Analysis, ReportByDeviceTakesCudaAsCudaZero) {
   EXPECT_EQ(r1.gpu, "NVIDIA H200");
   EXPECT_EQ(label_of(rr, "device"), "cuda:0");  // rank 0 used its local rank's GPU
   EXPECT_EQ(rr.gpu, "NVIDIA H100 80GB HBM3");
+  // Rank 0's own record says which it used (a group of one at LOCAL_RANK 1, say).
+  json alone = one;
+  alone["dist"] = {{"world_size", 1}, {"ranks", json::array({{{"rank", 0}, {"device", "cuda:1"}}})}};
+  alone["spec"]["device"] = "cuda:0";
+  const ResultFile ra = load_result(write("alone.json", alone));
+  EXPECT_EQ(label_of(ra, "device"), "cuda:1");
+  EXPECT_EQ(ra.gpu, "NVIDIA H200");
   const Report report = build_report({rb, r0}, "device", "");
   EXPECT_EQ(report.labels, (std::vector<std::string>{"cuda:0"}));
   EXPECT_TRUE(report.mixed.empty()) << report.mixed.front();

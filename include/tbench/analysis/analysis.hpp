@@ -32,6 +32,7 @@ struct ResultFile {
   std::string path;
   nlohmann::json json;
   std::string model, task, name, host, device, gpu, precision, machine, status, peak_source;
+  std::string rank0_device;  // a data-parallel result's dist.ranks[0].device: what rank 0 trained on
   double hidden_size = 768, num_layers = 12, num_heads = 12;  // for the memory estimate of predict
   bool stores_attention_scores = true;  // eager attention keeps [S, S] scores for backward; SDPA's kernels do not
   bool unpadded = false;                // model.unpad: the layers' per-token work ran at the real tokens alone
@@ -104,9 +105,10 @@ std::string model_row(const ResultFile& r, const std::string& by = "");
 // cuda:LOCAL_RANK whatever the spec's index says. The machine label is the host and this.
 std::string processor_of(const ResultFile& r);
 
-// The device a run's steps ran on, "cpu" or "cuda:N": spec.device "cuda" is cuda:0, and rank 0 of
-// a data-parallel run took cuda:0 (its local rank) whatever the spec's index says. Columns by
-// device and setting differences read this, so "cuda" and "cuda:0" are one column.
+// The device a run's steps ran on, "cpu" or "cuda:N": rank 0's own record where a data-parallel
+// result has one (it took cuda:LOCAL_RANK whatever the spec's index says); else spec.device, with
+// "cuda" as cuda:0, and cuda:0 for a data-parallel rank 0 (local rank 0). Columns by device and
+// setting differences read this, so "cuda" and "cuda:0" are one column.
 std::string device_used(const ResultFile& r);
 
 // The value at a dotted path ("spec.train.optimizer_impl") of a result's JSON, or nullptr where
@@ -228,10 +230,11 @@ std::string render_profile_report(const std::vector<ProfileColumn>& columns, con
 
 // ---- compare --------------------------------------------------------------------------------------
 // A setting two results record differently: a dotted field and each side's value (null where a
-// result does not record it).
+// result does not record it, and where it records null).
 struct SettingDifference {
   std::string field;
   nlohmann::json a, b;
+  bool a_recorded = true, b_recorded = true;  // false: that result has no such field (an older tbench)
 };
 
 // One side of a comparison: its runs (one, or repeats of one setting), their throughput, and what
@@ -271,9 +274,9 @@ Comparison compare_results(const ResultFile& a, const ResultFile& b);  // one ru
 // (host and device) and the data-parallel world size (the launcher's, in no spec field): what a
 // ratio measures, and what else moved with it.
 std::vector<SettingDifference> setting_differences(const ResultFile& a, const ResultFile& b);
-// A side's value as compare and report print it: JSON, or "(not recorded)" for a field an older
-// result lacks (not a null it chose: its tbench had no such field).
-std::string setting_value_text(const nlohmann::json& value);
+// A side's value as compare and report print it: JSON (a recorded null too), or "(not recorded)"
+// for a field the result lacks (its tbench had no such field).
+std::string setting_value_text(const nlohmann::json& value, bool recorded);
 // Repeats are separate runs: a file given twice, or a copy of one, would narrow an interval for
 // nothing. Throws a bad-input Error naming both, prefixed by `command`.
 void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const std::string& command);

@@ -98,9 +98,9 @@ struct GlooBinding {
 // Loopback when MASTER_ADDR is a loopback address; else this host's address on its route to rank
 // 0 (`route_to_master`, empty where none was found). That route is loopback on rank 0's own host
 // when MASTER_ADDR is that host's name and /etc/hosts maps it to 127.0.1.1, as Debian's does:
-// where the launcher says ranks run on other hosts, which cannot reach it there, Gloo binds the
-// first of this host's other addresses (`host_addresses`: its interfaces' non-loopback ones)
-// instead, and says so.
+// where the launcher says ranks run on other hosts, which cannot reach it there, the ranks on that
+// host bind the first of its other addresses (`host_addresses`: non-loopback addresses of
+// interfaces up and running) instead, and say so.
 GlooBinding choose_gloo_binding(const LaunchEnv& env, const std::string& route_to_master,
                                 const std::vector<std::string>& host_addresses);
 bool is_loopback_address(const std::string& address);  // "localhost", "::1", 127.0.0.0/8
@@ -148,6 +148,8 @@ class Communicator {
   // The first failure any rank announced; nullopt while there is none, or when the store did not
   // answer within a second.
   std::optional<RankFailure> announced_failure();
+  // Every failure announced so far, first first; nullopt when the store did not answer.
+  std::optional<std::vector<RankFailure>> announced_failures();
   // Throws PeerFailed, naming `during` and the first announced failure another rank made, if the
   // failure watch (src/dist/failure_watch.cpp) has seen one. Never waits on the store.
   void throw_if_a_peer_failed(const std::string& during);
