@@ -504,7 +504,7 @@ TEST(DistFailure, APeerKilledAfterTrainingIsGivenUpOnWhenItsHeartbeatStops) {
 }
 
 // A peer that fails after training (here its parameters cannot be written) tells rank 0 why: the
-// run's error, in the result rank 0 writes once the peer's heartbeat stops.
+// run's error, in the result rank 0 writes without waiting for the peer's heartbeat to stop.
 TEST(DistFailure, APeerFailingAfterTrainingIsTheErrorOfRankZerosResult) {
   REQUIRE_GLOO();
   ScratchDir dir;
@@ -512,9 +512,14 @@ TEST(DistFailure, APeerFailingAfterTrainingIsTheErrorOfRankZerosResult) {
   spec["dist"]["timeout_s"] = 300;
   const std::string path = dir.write("spec.json", spec.dump());
   const std::string not_a_folder = dir.write("file", "x");
+  const auto start = std::chrono::steady_clock::now();
   const auto runs = run_two_ranks_apart(dir, path, {{}, {"--dump-params", not_a_folder + "/params"}}, 120);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_NE(runs[1].exit_code, 0) << runs[1].err;
   EXPECT_EQ(runs[0].exit_code, 4) << runs[0].err;
+  // Its announcement ends the wait 2 s after rank 0 reads it, before its heartbeat's 15 s.
+  EXPECT_LT(took, 14) << runs[0].err;
+  EXPECT_NE(runs[0].err.find("rank(s) 1 failed before reporting"), std::string::npos) << runs[0].err;
   const auto result = testing::read_json(dir.file("f.json"));
   const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
   EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
