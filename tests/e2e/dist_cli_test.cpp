@@ -481,17 +481,26 @@ TEST(DistFailure, RankZeroStoppingBeforeTrainingTellsThePeerWhy) {
   EXPECT_EQ(testing::read_text(dir.file("f.json")), "{}");
 }
 
+// Two ranks of a short run writing `result` (dist.timeout_s far beyond the test's patience), rank 1
+// with `peer_args`; `seconds` is how long both took.
+std::vector<RankRun> run_short_two_ranks(const ScratchDir& dir, const std::string& result,
+                                         const std::vector<std::string>& peer_args, double& seconds) {
+  auto spec = dp_spec(dir.file(result), 4);
+  spec["dist"]["timeout_s"] = 300;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const auto start = std::chrono::steady_clock::now();
+  auto runs = run_two_ranks_apart(dir, path, {{}, peer_args}, 120);
+  seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return runs;
+}
+
 // A peer killed after its last step never reports. Rank 0, which completed, gives up on it once
 // its heartbeat stops (about 15 s), not at dist.timeout_s.
 TEST(DistFailure, APeerKilledAfterTrainingIsGivenUpOnWhenItsHeartbeatStops) {
   REQUIRE_GLOO();
   ScratchDir dir;
-  auto spec = dp_spec(dir.file("k.json"), 4);
-  spec["dist"]["timeout_s"] = 300;
-  const std::string path = dir.write("spec.json", spec.dump());
-  const auto start = std::chrono::steady_clock::now();
-  const auto runs = run_two_ranks_apart(dir, path, {{}, {"--die-after-training"}}, 120);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double took = 0;
+  const auto runs = run_short_two_ranks(dir, "k.json", {"--die-after-training"}, took);
   EXPECT_EQ(runs[1].exit_code, 128 + SIGKILL) << runs[1].err;
   ASSERT_EQ(runs[0].exit_code, 0) << runs[0].err;
   EXPECT_LT(took, 60) << "rank 0 waited for the dead peer's report";
@@ -508,13 +517,9 @@ TEST(DistFailure, APeerKilledAfterTrainingIsGivenUpOnWhenItsHeartbeatStops) {
 TEST(DistFailure, APeerFailingAfterTrainingIsTheErrorOfRankZerosResult) {
   REQUIRE_GLOO();
   ScratchDir dir;
-  auto spec = dp_spec(dir.file("f.json"), 4);
-  spec["dist"]["timeout_s"] = 300;
-  const std::string path = dir.write("spec.json", spec.dump());
   const std::string not_a_folder = dir.write("file", "x");
-  const auto start = std::chrono::steady_clock::now();
-  const auto runs = run_two_ranks_apart(dir, path, {{}, {"--dump-params", not_a_folder + "/params"}}, 120);
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double took = 0;
+  const auto runs = run_short_two_ranks(dir, "f.json", {"--dump-params", not_a_folder + "/params"}, took);
   EXPECT_NE(runs[1].exit_code, 0) << runs[1].err;
   EXPECT_EQ(runs[0].exit_code, 4) << runs[0].err;
   // Its announcement ends the wait 2 s after rank 0 reads it, before its heartbeat's 15 s.
