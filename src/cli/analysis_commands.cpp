@@ -176,7 +176,13 @@ int compare_command() {
   const Comparison c = compare_results(pa, pb);
   if (g_analysis.as_json) {
     json differences = json::array();
-    for (const auto& d : c.differences) differences.push_back({{"field", d.field}, {"a", d.a}, {"b", d.b}});
+    for (const auto& d : c.differences) {
+      json difference = {{"field", d.field}, {"a", d.a}, {"b", d.b}};
+      // Only where a side lacks the field (an older result), so the usual shape stays as it was.
+      if (!d.a_recorded) difference["a_recorded"] = false;
+      if (!d.b_recorded) difference["b_recorded"] = false;
+      differences.push_back(std::move(difference));
+    }
     json out = compared_side_json("a", a, c.a);
     out.update(compared_side_json("b", b, c.b));
     out.update({{"ratio", c.ratio},

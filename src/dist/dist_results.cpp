@@ -69,9 +69,10 @@ using Clock = std::chrono::steady_clock;
 // its host lost or cut off): fifteen beats missed, where a live one beats every second even while
 // it prepares a long report.
 constexpr std::chrono::milliseconds kSilentPeerLimit{15000};
-// A peer that announced a failure reports at once if it still can (a failure in training): this
-// long after the announcement is seen, its report is not coming.
-constexpr std::chrono::milliseconds kFailedPeerGrace{2000};
+// A peer that announced a failure and whose heartbeat has not moved for this long has ended
+// without a report (a peer failing in training reports after its announcement, and may take its
+// time: it beats meanwhile). Three beats, so one read that lands between two beats is no sign.
+constexpr std::chrono::milliseconds kFailedPeerGrace{3000};
 // Reports are looked for this often; heartbeats and announcements once a second, so a large
 // world does not flood the store.
 constexpr std::chrono::milliseconds kReportPoll{100};
@@ -81,8 +82,8 @@ constexpr std::chrono::milliseconds kLivenessPoll{1000};
 struct GatheredReports {
   std::vector<RankReport> reports;  // ranks 1..world-1 that reported, in rank order
   std::vector<int64_t> missing;     // the others
-  std::vector<std::string> silent, failed;  // of those: given up on for a stopped heartbeat, or an announced failure
-  bool store_gone = false;                  // the store stopped answering: nothing more could come
+  std::vector<int64_t> silent, failed;  // of those: given up on for a stopped heartbeat, or an announced failure
+  bool store_gone = false;                  // a store call failed (its host gone): nothing more could come
 };
 
 // One peer rank not yet heard from.
@@ -94,13 +95,15 @@ struct AwaitedRank {
 
 // The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank is
 // given up on before the deadline (dist.timeout_s for a completed rank 0) once its report can no
-// longer come: its heartbeat stopped, or it announced a failure and sent nothing since.
+// longer come: its heartbeat stopped, for long if it announced nothing, briefly if it announced a
+// failure. (Store calls that fail end the wait; rank 0 hosts the store, so none can hang, unless
+// torchrun's agent hosts it.)
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   std::map<int, AwaitedRank> waiting;
   for (int r = 1; r < comm.world_size(); ++r) waiting[r] = {comm.heartbeats_of(r), Clock::now(), std::nullopt};
   std::map<int, std::optional<RankReport>> arrived;
-  Clock::time_point next_liveness_look = Clock::now() + kLivenessPoll;
+  Clock::time_point next_liveness_look = Clock::now();  // a failure announced already counts at once
   for (;;) {
     const bool look_at_liveness = Clock::now() >= next_liveness_look;
     std::set<int64_t> failed_ranks;
@@ -125,10 +128,10 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
         if (beats && beats != awaited.beats) awaited = {beats, now, awaited.failure_seen};
         if (failed_ranks.count(rank) > 0 && !awaited.failure_seen) awaited.failure_seen = now;
       }
-      if (awaited.failure_seen && now - *awaited.failure_seen > kFailedPeerGrace) {
-        gathered.failed.push_back(std::to_string(rank));
+      if (awaited.failure_seen && now - awaited.beats_since > kFailedPeerGrace) {
+        gathered.failed.push_back(rank);
       } else if (now - awaited.beats_since > kSilentPeerLimit) {
-        gathered.silent.push_back(std::to_string(rank));
+        gathered.silent.push_back(rank);
       } else {
         ++it;
         continue;
@@ -139,6 +142,10 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
     std::this_thread::sleep_for(kReportPoll);
   }
   for (int r = 1; r < comm.world_size(); ++r) {
+    // A report published as its rank was given up on still counts.
+    if (arrived.count(r) == 0 && !gathered.store_gone) {
+      if (const auto text = comm.fetch(key_for(r), std::chrono::milliseconds(0))) arrived[r] = parse_rank_report(*text);
+    }
     const auto found = arrived.find(r);
     if (found != arrived.end() && found->second) {
       gathered.reports.push_back(*found->second);
@@ -146,21 +153,28 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
       gathered.missing.push_back(r);
     }
   }
+  const auto reported = [&](int64_t r) { return std::find(gathered.missing.begin(), gathered.missing.end(), r) == gathered.missing.end(); };
+  for (auto* given_up : {&gathered.silent, &gathered.failed}) {
+    given_up->erase(std::remove_if(given_up->begin(), given_up->end(), reported), given_up->end());
+  }
   return gathered;
 }
 
 // Why ranks sent no report, as far as rank 0 can tell.
 void warn_of_missing_reports(const GatheredReports& g) {
   if (g.missing.empty()) return;
-  std::vector<std::string> ranks;
-  for (auto r : g.missing) ranks.push_back(std::to_string(r));
-  spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", join(ranks));
+  const auto listed = [](const std::vector<int64_t>& ranks) {
+    std::vector<std::string> text;
+    for (auto r : ranks) text.push_back(std::to_string(r));
+    return join(text);
+  };
+  spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", listed(g.missing));
   if (g.store_gone) spdlog::warn("the rendezvous store stopped answering while rank 0 waited for the reports");
-  if (!g.failed.empty()) spdlog::warn("rank(s) {} failed before reporting (the result's error says why)", join(g.failed));
+  if (!g.failed.empty()) spdlog::warn("rank(s) {} failed before reporting (see their logs)", listed(g.failed));
   if (!g.silent.empty()) {
     spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, or "
                  "their host was lost",
-                 join(g.silent), kSilentPeerLimit.count() / 1000);
+                 listed(g.silent), kSilentPeerLimit.count() / 1000);
   }
 }
 

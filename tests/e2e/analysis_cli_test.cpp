@@ -42,6 +42,15 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
   EXPECT_NE(run_tbench("compare " + result(1) + " " + result(1)).out.find("Settings: the same spec"), std::string::npos);
   const auto j = nlohmann::json::parse(run_tbench("compare --json " + result(1) + " " + result(2)).out);
   EXPECT_EQ(j["differences"], nlohmann::json::parse(R"([{"field": "threads", "a": 1, "b": 2}])"));
+  // A field an older result lacks is "(not recorded)", not a null it chose.
+  auto older = testing::read_json(result(1));
+  older["spec"]["train"].erase("cuda_graph");
+  const std::string older_path = dir_->write("older.json", older.dump());
+  const auto lacking = run_tbench("compare " + older_path + " " + result(1));
+  EXPECT_NE(lacking.out.find("  train.cuda_graph: (not recorded) -> false\n"), std::string::npos) << lacking.out << lacking.err;
+  const auto lacking_json = nlohmann::json::parse(run_tbench("compare --json " + older_path + " " + result(1)).out);
+  EXPECT_EQ(lacking_json["differences"],
+            nlohmann::json::parse(R"([{"field": "train.cuda_graph", "a": null, "b": false, "a_recorded": false}])"));
   EXPECT_GT(j["ratio"].get<double>(), 0);
   EXPECT_LE(j["ci95"][0].get<double>(), j["ratio"].get<double>());
   EXPECT_GE(j["ci95"][1].get<double>(), j["ratio"].get<double>());
