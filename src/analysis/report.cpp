@@ -272,15 +272,13 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
                                        "from steady steps (~); run both to a whole epoch, or both with train.max_steps");
       }
       cell.speedup = base / cell.epoch_mean;
-      const auto differ = label == report.baseline
-                              ? std::vector<std::string>()
-                              : column_differences(*groups[model][report.baseline].front(), *groups[model][label].front(), report.by);
+      if (label == report.baseline) continue;
+      add_speedup_interval(cell, epoch_knowledge[model][report.baseline], epoch_knowledge[model][label]);
+      const auto differ =
+          column_differences(*groups[model][report.baseline].front(), *groups[model][label].front(), report.by);
       if (!differ.empty()) {
         report.unlike_columns.push_back(model + ": '" + label + "' against '" + report.baseline + "' is not only a change of " +
                                         report.by + ": " + join(differ));
-      }
-      if (label != report.baseline) {
-        add_speedup_interval(cell, epoch_knowledge[model][report.baseline], epoch_knowledge[model][label]);
       }
     }
   }

@@ -141,9 +141,8 @@ int64_t processes_on_host(const ResultReader& read, const std::string& host, int
 // The GPU a CUDA run used, as `env` records it: env.cuda.devices[N].name for device_used "cuda:N";
 // empty for CPU runs and results without it.
 std::string gpu_name(const ResultReader& read, const std::string& device) {
-  if (device.rfind("cuda", 0) != 0) return "";
-  const auto colon = device.find(':');
-  const std::string index = colon == std::string::npos ? "0" : device.substr(colon + 1);
+  if (device.rfind("cuda:", 0) != 0) return "";
+  const std::string index = device.substr(5);
   if (index.empty() || index.size() > 4 || index.find_first_not_of("0123456789") != std::string::npos) return "";
   return read.string_or(("/env/cuda/devices/" + std::to_string(std::stoi(index)) + "/name").c_str(), "");
 }
@@ -429,10 +428,10 @@ std::string processor_of(const ResultFile& r) {
 }
 
 std::string device_used(const ResultFile& r) {
-  if (!r.rank0_device.empty()) return r.rank0_device == "cuda" ? "cuda:0" : r.rank0_device;
-  if (r.device.rfind("cuda", 0) != 0) return r.device;
-  const auto colon = r.device.find(':');
-  return r.world_size > 1 || colon == std::string::npos ? "cuda:0" : r.device;
+  const bool cuda = r.device.rfind("cuda", 0) == 0;
+  // Rank 0's own record, else the spec's device, which a data-parallel rank 0 did not use by index.
+  const std::string device = !r.rank0_device.empty() ? r.rank0_device : cuda && r.world_size > 1 ? "cuda" : r.device;
+  return device == "cuda" ? "cuda:0" : device;
 }
 
 std::string model_row(const ResultFile& r, const std::string& by) {
