@@ -11,6 +11,7 @@
 
 #include "dist_internal.hpp"
 #include "tbench/dist/dist.hpp"
+#include "tbench/dist/failure_watch.hpp"
 #include "tbench/env/env.hpp"
 #include "tbench/files.hpp"
 #include "tbench/timing/stats.hpp"
@@ -65,10 +66,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A peer that has not reported and whose heartbeat has not moved for this long is gone (killed,
-// its host lost or cut off): fifteen beats missed, where a live one beats every second even while
-// it prepares a long report.
-constexpr std::chrono::milliseconds kSilentPeerLimit{15000};
 // A peer that announced a failure and whose heartbeat has not moved for this long has ended
 // without a report (a peer failing in training reports after its announcement, and may take its
 // time: it beats meanwhile). Three beats, so one read that lands between two beats is no sign.
@@ -86,10 +83,10 @@ struct GatheredReports {
   bool store_gone = false;                  // a store call failed (its host gone): nothing more could come
 };
 
-// One peer rank not yet heard from.
+// One peer rank not yet heard from. A peer that has not reported and whose heartbeat has stopped
+// for kSilentPeerLimit is gone: a live one beats even while it prepares a long report.
 struct AwaitedRank {
-  std::optional<int64_t> beats;
-  Clock::time_point beats_since;  // when `beats` last changed
+  HeartbeatSilence heartbeat;
   std::optional<Clock::time_point> failure_seen;
 };
 
@@ -101,7 +98,11 @@ struct AwaitedRank {
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   std::map<int, AwaitedRank> waiting;
-  for (int r = 1; r < comm.world_size(); ++r) waiting[r] = {comm.heartbeats_of(r), Clock::now(), std::nullopt};
+  for (int r = 1; r < comm.world_size(); ++r) {
+    AwaitedRank awaited{HeartbeatSilence(Clock::now()), std::nullopt};
+    if (const auto beats = comm.heartbeats_of(r)) awaited.heartbeat.saw(*beats, Clock::now());
+    waiting.emplace(r, awaited);
+  }
   std::map<int, std::optional<RankReport>> arrived;
   Clock::time_point next_liveness_look = Clock::now();  // a failure announced already counts at once
   for (;;) {
@@ -125,12 +126,12 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
       if (look_at_liveness) {
         const auto beats = comm.heartbeats_of(rank);
         gathered.store_gone = !beats.has_value();
-        if (beats && beats != awaited.beats) awaited = {beats, now, awaited.failure_seen};
+        if (beats) awaited.heartbeat.saw(*beats, now);
         if (failed_ranks.count(rank) > 0 && !awaited.failure_seen) awaited.failure_seen = now;
       }
-      if (awaited.failure_seen && now - awaited.beats_since > kFailedPeerGrace) {
+      if (awaited.failure_seen && awaited.heartbeat.lasted(now) > kFailedPeerGrace) {
         gathered.failed.push_back(rank);
-      } else if (now - awaited.beats_since > kSilentPeerLimit) {
+      } else if (awaited.heartbeat.lasted(now) > kSilentPeerLimit) {
         gathered.silent.push_back(rank);
       } else {
         ++it;

@@ -3,7 +3,11 @@
 // slices of its wait, through a FailureWatch: a thread of its own with a store connection of its
 // own, since the store's client has no receive timeout and a store that stops answering (the link
 // to rank 0 cut) must hold up that thread, never the wait, which the backend's timeout ends.
-// That thread also beats the rank's heartbeat, which rank 0 reads while it gathers the reports.
+// That thread also beats the rank's heartbeat, which rank 0 reads while it gathers the reports,
+// and, while this rank waits, reads its neighbour's: a peer that stopped without a word (a frozen
+// host, a cut link, a process stopped or hung in the kernel, or under NCCL one killed) is then
+// announced by the rank that watches it, and every wait ends with that instead of the backend's
+// timeout.
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
@@ -24,6 +28,17 @@ constexpr auto kInterestSpan = 3 * Communicator::kFailureCheckInterval;
 }  // namespace
 
 std::string heartbeat_key(int rank) { return "tbench/heartbeat/" + std::to_string(rank); }
+
+std::optional<int> watched_neighbour(int rank, int world_size) {
+  if (world_size < 2) return std::nullopt;
+  return (rank + 1) % world_size;
+}
+
+std::string silent_rank_error(int watcher, std::chrono::milliseconds limit) {
+  return "stopped answering: its heartbeat in the rendezvous store did not move for " +
+         std::to_string(limit.count() / 1000) + " s while rank " + std::to_string(watcher) +
+         " waited in a collective (the process stopped or hung, or its host was lost or cut off)";
+}
 
 void write_failure(c10d::Store& store, int rank, const std::string& error) {
   const int64_t number = store.add(kFailureCountKey, 1);
@@ -63,8 +78,12 @@ struct FailureWatch::State {
   bool asked_now() const { return stop || looks_asked > looks_done || release_pending(); }
 };
 
-FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank) : state_(std::make_shared<State>()) {
-  thread_ = std::thread([state = state_, store = std::move(store), rank] { watch(*state, *store, rank); });
+FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std::optional<int> watched,
+                           std::chrono::milliseconds silence_limit)
+    : state_(std::make_shared<State>()) {
+  thread_ = std::thread([state = state_, store = std::move(store), rank, watched, silence_limit] {
+    watch(*state, *store, rank, watched, silence_limit);
+  });
 }
 
 FailureWatch::~FailureWatch() {
@@ -87,10 +106,15 @@ FailureWatch::~FailureWatch() {
   }
 }
 
-void FailureWatch::watch(State& state, c10d::Store& store, int rank) {
+void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::optional<int> watched,
+                         std::chrono::milliseconds silence_limit) {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(state.mutex);
   Clock::time_point next_beat = Clock::now();  // the first beat at once
+  // Read only while this rank waits: a peer that finished may stop beating, but not while a
+  // collective this rank is in still needs it.
+  HeartbeatSilence neighbour(Clock::now());
+  bool neighbour_announced = false;
   for (;;) {
     const bool interested = state.interested();
     const Clock::time_point until =
@@ -103,6 +127,7 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank) {
     const bool look = !state.failure && (interested || state.looks_asked > state.looks_done);
     const bool release = state.release_pending();
     const int64_t looks = state.looks_asked;
+    const bool watch_neighbour = beat && interested && watched && !state.failure && !neighbour_announced;
     if (!look && !release && !beat) {
       state.looks_done = looks;
       state.changed.notify_all();
@@ -119,6 +144,15 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank) {
       }
       if (release) store.add(kReleasedKey, 1);
       if (beat) store.add(heartbeat_key(rank), 1);
+      if (watch_neighbour && !found) {
+        neighbour.saw(store.add(heartbeat_key(*watched), 0), Clock::now());
+        if (neighbour.lasted(Clock::now()) > silence_limit) {
+          write_failure(store, *watched, silent_rank_error(rank, silence_limit));
+          neighbour_announced = true;
+          const auto failures = read_failures(store);  // the first one may be another's
+          if (!failures.empty()) found = failures.front();
+        }
+      }
     } catch (const std::exception&) {
       // the store's host is gone: the backend says so in the wait
     }

@@ -161,10 +161,7 @@ class BucketedGradientSync final : public GradientSync {
         next_check += Communicator::kFailureCheckInterval;
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        throw CommFailure("rank " + std::to_string(comm_.rank()) +
-                          ": lost contact with the other ranks during a gradient all-reduce: it did not finish within "
-                          "dist.timeout_s = " + std::to_string(comm_.timeout().count() / 1000) +
-                          " s (a peer failed, was killed or hangs; see its log)");
+        comm_.abandon_collective("a gradient all-reduce", "it did not finish within dist.timeout_s");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }

@@ -160,6 +160,19 @@ struct Communicator::Impl {
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
 
   std::unique_ptr<FailureWatch> watch;  // over a store connection of its own
+  // A wait gave up on a collective: the backend's threads may sit in it until its own timeout
+  // (dist.timeout_s), and destroying the group joins them (Gloo) or waits for it (NCCL).
+  bool collective_abandoned = false;
+
+  // A group with a collective abandoned is left to the process's end, which is near: the run's
+  // result is written, and the rank exits with its error at once instead of dist.timeout_s later.
+  ~Impl() {
+    if (collective_abandoned && group) {
+      spdlog::debug("{}leaving the {} process group to the process's end (a collective was abandoned)", prefix(),
+                    backend);
+      (void)group.release();
+    }
+  }
 
   std::string prefix() const { return "rank " + std::to_string(env.rank) + ": "; }
   bool hosts_store() const { return env.rank == 0 && !env.agent_store; }
@@ -171,6 +184,7 @@ struct Communicator::Impl {
 
   void throw_for(const std::optional<RankFailure>& failure, const std::string& during) {
     if (!failure || failure->rank == env.rank) return;
+    collective_abandoned = true;
     if (!hosts_store()) watch->release();  // it ends this rank before training, or its report follows at once
     throw PeerFailed(prefix() + "stopped during " + during + " because " + failure->describe());
   }
@@ -179,6 +193,7 @@ struct Communicator::Impl {
   // backend's own words: a failed rank announces before it exits, and its exit closes the
   // connections, so the watch looks once more (for a second at most: the store may be cut off too).
   [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) {
+    collective_abandoned = true;
     throw_for(watch->look_now(std::chrono::seconds(1)), during);
     throw CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
                       " (a peer failed, was killed or did not answer within dist.timeout_s = " +
@@ -298,7 +313,8 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       joined = impl->store->add("tbench/joined", 0);
     }
-    impl->watch = std::make_unique<FailureWatch>(open_store(false), env.rank);
+    impl->watch =
+        std::make_unique<FailureWatch>(open_store(false), env.rank, watched_neighbour(env.rank, env.world_size));
   } catch (const CommFailure&) {
     throw;
   } catch (const std::exception& e) {
@@ -422,6 +438,10 @@ std::optional<RankFailure> Communicator::announced_failure() {
 }
 
 void Communicator::throw_if_a_peer_failed(const std::string& during) { impl_->throw_if_a_peer_failed(during); }
+
+void Communicator::abandon_collective(const std::string& during, const std::string& why) {
+  impl_->lost_contact(during, why);
+}
 
 void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
   if (!impl_->hosts_store() || world_size() < 2) return;

@@ -390,6 +390,52 @@ TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {
   EXPECT_NE(err.find("lost contact"), std::string::npos) << err;
 }
 
+// A peer that stops without a word (SIGSTOP: as a frozen host, or a process hung in the kernel)
+// keeps its connections open, so Gloo's all-reduce would wait out dist.timeout_s. Rank 0, which
+// watches rank 1's heartbeat while it waits, announces it once the heartbeat has stood still for
+// 15 s, and the run ends with that as its error.
+TEST(DistFailure, AStoppedPeerIsAnnouncedByTheRankWatchingItsHeartbeat) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = dp_spec(dir.file("s.json"), 4);
+  spec["data"]["num_samples"] = 800000;  // hours of steps
+  spec["dist"]["timeout_s"] = 300;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const int port = testing::free_tcp_port();
+  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
+  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
+  const std::string stream = dir.file("s.iterations.jsonl");
+  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(fs::exists(stream)) << testing::read_text(dir.file("0.err"));
+  kill(rank1, SIGSTOP);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const int code = testing::wait_for_exit(rank0, 90);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  kill(rank1, SIGKILL);
+  testing::wait_for_exit(rank1, 10);
+  const std::string err = testing::read_text(dir.file("0.err"));
+  ASSERT_EQ(code, 4) << "rank 0 did not end with run_failed (-1: still running after 90 s)\n" << err;
+  EXPECT_GT(took, 14) << "rank 1 was announced before its heartbeat had stood still for 15 s";
+  EXPECT_LT(took, 60) << "rank 0 ended long after rank 1's heartbeat stopped (dist.timeout_s is 300 s)";
+  const std::string cause = "rank 1 failed: stopped answering: its heartbeat in the rendezvous store did not move for 15 s "
+                            "while rank 0 waited in a collective";
+  EXPECT_NE(err.find("run failed: " + cause), std::string::npos) << err;
+  const auto result = testing::read_json(dir.file("s.json"));
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_EQ(result["summary"]["error"].get<std::string>().rfind(cause, 0), 0u) << result["summary"]["error"];
+  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+  EXPECT_NE(result["dist"]["ranks"][0]["error"].get<std::string>().find(
+                "stopped during a gradient all-reduce because " + cause),
+            std::string::npos)
+      << result["dist"]["ranks"][0];
+  EXPECT_GT(result["iterations"].size(), 0u);
+}
+
 // Two ranks of an hours-long run, each with its own extra arguments; waits for both.
 std::vector<RankRun> run_two_ranks_apart(const ScratchDir& dir, const std::string& spec_path,
                                          const std::vector<std::vector<std::string>>& extra, double timeout_s) {

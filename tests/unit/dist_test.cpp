@@ -537,6 +537,72 @@ TEST(FailureWatch, BeatsTheRanksHeartbeatWhileItLives) {
   EXPECT_EQ(beats(), at_end);
 }
 
+// A rank waiting in a collective reads its neighbour's heartbeat once a beat. One that stands still
+// for the silence limit is announced as failed on its behalf, naming the watcher, and the watch
+// sees the announcement at once: every rank's wait then ends with it.
+TEST(FailureWatch, AnnouncesTheWatchedRankWhenItsHeartbeatStandsStillDuringAWait) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  store->add(heartbeat_key(1), 5);  // rank 1 beat, then stopped
+  const auto limit = std::chrono::milliseconds(1500);
+  FailureWatch watch(store, 0, watched_neighbour(0, 2), limit);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 80 && !watch.seen(); ++i) {  // a wait, looking every 100 ms
+    watch.note_interest();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(watch.seen().has_value()) << "rank 1's silence went unannounced for 8 s";
+  EXPECT_GT(took, 1.5) << "announced before the limit";
+  EXPECT_EQ(watch.seen()->rank, 1);
+  EXPECT_EQ(watch.seen()->error, silent_rank_error(0, limit));
+  EXPECT_NE(watch.seen()->describe().find("rank 1 failed: stopped answering"), std::string::npos);
+  EXPECT_NE(watch.seen()->error.find("while rank 0 waited"), std::string::npos);
+  EXPECT_EQ(read_failures(*store).size(), 1u) << "announced more than once";
+}
+
+// A neighbour that beats is never announced, however long the wait; nor is a silent one while no
+// wait asks (a peer that finished stops beating, but no collective needs it then).
+TEST(FailureWatch, LeavesABeatingNeighbourAndOneNoWaitNeedsAlone) {
+  const auto limit = std::chrono::milliseconds(1200);
+  auto beating = c10::make_intrusive<c10d::HashStore>();
+  {
+    FailureWatch watch(beating, 2, watched_neighbour(2, 3), limit);
+    for (int i = 0; i < 30; ++i) {  // 3 s, more than twice the limit
+      if (i % 5 == 0) beating->add(heartbeat_key(0), 1);
+      watch.note_interest();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_FALSE(watch.seen().has_value()) << watch.seen()->describe();
+  }
+  EXPECT_TRUE(read_failures(*beating).empty());
+  auto idle = c10::make_intrusive<c10d::HashStore>();
+  {
+    FailureWatch watch(idle, 0, watched_neighbour(0, 2), limit);
+    std::this_thread::sleep_for(limit * 2);
+  }
+  EXPECT_TRUE(read_failures(*idle).empty()) << "a silent rank was announced with no wait in progress";
+}
+
+TEST(HeartbeatSilence, LastsFromTheReadThatFirstSawTheCountItStillHas) {
+  using std::chrono::seconds;
+  const auto t0 = std::chrono::steady_clock::now();
+  HeartbeatSilence silence(t0);
+  EXPECT_EQ(silence.lasted(t0 + seconds(2)), seconds(2)) << "before any read: from the start";
+  silence.saw(3, t0 + seconds(1));
+  silence.saw(3, t0 + seconds(5));  // unchanged: no beat since the first read
+  EXPECT_EQ(silence.lasted(t0 + seconds(6)), seconds(5));
+  silence.saw(4, t0 + seconds(6));
+  EXPECT_EQ(silence.lasted(t0 + seconds(7)), seconds(1));
+}
+
+TEST(FailureWatch, EachRankWatchesTheNextAroundTheRing) {
+  EXPECT_EQ(watched_neighbour(0, 1), std::nullopt);
+  EXPECT_EQ(watched_neighbour(0, 2), 1);
+  EXPECT_EQ(watched_neighbour(1, 2), 0);
+  EXPECT_EQ(watched_neighbour(6, 8), 7);
+  EXPECT_EQ(watched_neighbour(7, 8), 0);
+}
+
 // Two parameters; `b` takes part in the loss only when asked, as a parameter some steps leave out.
 struct TwoParameters : torch::nn::Module {
   TwoParameters() {

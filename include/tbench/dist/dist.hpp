@@ -157,6 +157,10 @@ class Communicator {
   // ends with this process, so it waits up to `wait` until every other rank has read the
   // announcement (or made one of its own). At once elsewhere.
   void linger_until_peers_know(std::chrono::milliseconds wait);
+  // A wait outside this class gave up on a collective (`why`: past its deadline): throws
+  // PeerFailed where a peer announced a failure, CommFailure otherwise, and leaves the process
+  // group to the process's end, since destroying it would wait for that collective.
+  [[noreturn]] void abandon_collective(const std::string& during, const std::string& why);
   // How often a rank waiting on a collective looks for an announced failure.
   static constexpr std::chrono::milliseconds kFailureCheckInterval{100};
 

@@ -22,6 +22,36 @@ inline constexpr const char* kReleasedKey = "tbench/released";  // ranks that ne
 // rank lives, so rank 0 can tell a peer that is still preparing its report from one that is gone.
 std::string heartbeat_key(int rank);
 inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
+// A rank whose heartbeat has not moved for this long is gone: stopped, hung in the kernel, killed
+// without a reset of its connections, or its host lost or cut off. Fifteen beats missed, where a
+// live rank beats every second whatever its main thread is doing.
+inline constexpr std::chrono::milliseconds kSilentPeerLimit{15000};
+
+// How long a rank's heartbeat has stood still, as one reader saw it: from the read that first saw
+// the count it still has. The count only grows, so an unchanged count means no beat in between,
+// however long between the reads.
+class HeartbeatSilence {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit HeartbeatSilence(Clock::time_point start) : since_(start) {}
+  void saw(int64_t beats, Clock::time_point now) {
+    if (beats_ == beats) return;
+    beats_ = beats;
+    since_ = now;
+  }
+  Clock::duration lasted(Clock::time_point now) const { return now - since_; }
+
+ private:
+  int64_t beats_ = -1;  // no read yet: counts start at 0
+  Clock::time_point since_;
+};
+
+// The rank whose heartbeat `rank` watches while it waits in a collective: the next one around the
+// ring, so every rank is watched by one other and the store reads grow with the world, not its
+// square. None in a world of one.
+std::optional<int> watched_neighbour(int rank, int world_size);
+// The failure a watching rank announces for a silent neighbour.
+std::string silent_rank_error(int watcher, std::chrono::milliseconds limit);
 
 // Writes a rank's failure under the next number. Throws what the store throws.
 void write_failure(c10d::Store& store, int rank, const std::string& error);
@@ -31,10 +61,13 @@ std::vector<RankFailure> read_failures(c10d::Store& store);
 // Looks for announced failures on a thread of its own, over a store connection of its own, every
 // Communicator::kFailureCheckInterval while a wait has asked lately (note_interest), so that a
 // store that stops answering holds up that thread and never a wait. The same thread beats the
-// rank's heartbeat.
+// rank's heartbeat, and, while a wait asks, reads the watched rank's once a beat: silent for
+// `silence_limit`, that rank is announced as failed on its behalf, which ends every rank's wait
+// (a hung peer holds a collective until the backend's timeout, and under NCCL so may a dead one).
 class FailureWatch {
  public:
-  FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank);
+  FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std::optional<int> watched = std::nullopt,
+               std::chrono::milliseconds silence_limit = kSilentPeerLimit);
   ~FailureWatch();  // a thread stuck in the store is left behind (it shares nothing)
   FailureWatch(const FailureWatch&) = delete;
   FailureWatch& operator=(const FailureWatch&) = delete;
@@ -50,7 +83,8 @@ class FailureWatch {
 
  private:
   struct State;
-  static void watch(State& state, c10d::Store& store, int rank);
+  static void watch(State& state, c10d::Store& store, int rank, std::optional<int> watched,
+                    std::chrono::milliseconds silence_limit);
   std::shared_ptr<State> state_;
   std::thread thread_;
 };
