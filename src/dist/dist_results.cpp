@@ -83,8 +83,8 @@ struct GatheredReports {
   bool store_gone = false;                  // a store call failed (its host gone): nothing more could come
 };
 
-// One peer rank not yet heard from. A peer that has not reported and whose heartbeat has stopped
-// for kSilentPeerLimit is gone: a live one beats even while it prepares a long report.
+// One peer rank not yet heard from. A peer that has not reported and whose heartbeat has stood
+// still for dist.heartbeat_timeout_s is gone: a live one beats even while it prepares a long report.
 struct AwaitedRank {
   HeartbeatSilence heartbeat;
   std::optional<Clock::time_point> failure_seen;
@@ -97,10 +97,12 @@ struct AwaitedRank {
 // torchrun's agent hosts it.)
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
+  const auto silence_limit = comm.heartbeat_timeout();
   std::map<int, AwaitedRank> waiting;
   for (int r = 1; r < comm.world_size(); ++r) {
-    AwaitedRank awaited{HeartbeatSilence(Clock::now()), std::nullopt};
-    if (const auto beats = comm.heartbeats_of(r)) awaited.heartbeat.saw(*beats, Clock::now());
+    AwaitedRank awaited{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt};
+    const auto asked = Clock::now();
+    if (const auto beats = comm.heartbeats_of(r)) awaited.heartbeat.saw(*beats, asked, Clock::now());
     waiting.emplace(r, awaited);
   }
   std::map<int, std::optional<RankReport>> arrived;
@@ -126,12 +128,12 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
       if (look_at_liveness) {
         const auto beats = comm.heartbeats_of(rank);
         gathered.store_gone = !beats.has_value();
-        if (beats) awaited.heartbeat.saw(*beats, now);
+        if (beats) awaited.heartbeat.saw(*beats, now, Clock::now());
         if (failed_ranks.count(rank) > 0 && !awaited.failure_seen) awaited.failure_seen = now;
       }
       if (awaited.failure_seen && awaited.heartbeat.lasted(now) > kFailedPeerGrace) {
         gathered.failed.push_back(rank);
-      } else if (awaited.heartbeat.lasted(now) > kSilentPeerLimit) {
+      } else if (silence_limit.count() > 0 && awaited.heartbeat.lasted(now) > silence_limit) {
         gathered.silent.push_back(rank);
       } else {
         ++it;
@@ -162,7 +164,7 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
 }
 
 // Why ranks sent no report, as far as rank 0 can tell.
-void warn_of_missing_reports(const GatheredReports& g) {
+void warn_of_missing_reports(const GatheredReports& g, std::chrono::milliseconds silence_limit) {
   if (g.missing.empty()) return;
   const auto listed = [](const std::vector<int64_t>& ranks) {
     std::vector<std::string> text;
@@ -175,7 +177,7 @@ void warn_of_missing_reports(const GatheredReports& g) {
   if (!g.silent.empty()) {
     spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, or "
                  "their host was lost",
-                 listed(g.silent), kSilentPeerLimit.count() / 1000);
+                 listed(g.silent), seconds_text(silence_limit));
   }
 }
 
@@ -195,7 +197,7 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
   GatheredReports gathered = await_peer_reports(comm, Clock::now() + patience);
   for (auto& report : gathered.reports) dist.ranks.push_back(std::move(report));
   dist.missing_ranks = gathered.missing;
-  warn_of_missing_reports(gathered);
+  warn_of_missing_reports(gathered, comm.heartbeat_timeout());
   dist.first_failure = comm.announced_failure();
   const SyncStats stats = sync_stats(sync);
   const LaunchEnv& launch = comm.launch();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -34,9 +35,15 @@ std::optional<int> watched_neighbour(int rank, int world_size) {
   return (rank + 1) % world_size;
 }
 
+std::string seconds_text(std::chrono::milliseconds limit) {
+  std::ostringstream text;
+  text << static_cast<double>(limit.count()) / 1000.0;
+  return text.str();
+}
+
 std::string silent_rank_error(int watcher, std::chrono::milliseconds limit) {
-  return "stopped answering: its heartbeat in the rendezvous store did not move for " +
-         std::to_string(limit.count() / 1000) + " s while rank " + std::to_string(watcher) +
+  return "stopped answering: its heartbeat in the rendezvous store did not move for " + seconds_text(limit) +
+         " s while rank " + std::to_string(watcher) +
          " waited in a collective (the process stopped or hung, or its host was lost or cut off)";
 }
 
@@ -113,7 +120,7 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
   Clock::time_point next_beat = Clock::now();  // the first beat at once
   // Read only while this rank waits: a peer that finished may stop beating, but not while a
   // collective this rank is in still needs it.
-  HeartbeatSilence neighbour(Clock::now());
+  HeartbeatSilence neighbour(Clock::now(), kHeartbeatReadGap);
   bool neighbour_announced = false;
   for (;;) {
     const bool interested = state.interested();
@@ -127,7 +134,8 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
     const bool look = !state.failure && (interested || state.looks_asked > state.looks_done);
     const bool release = state.release_pending();
     const int64_t looks = state.looks_asked;
-    const bool watch_neighbour = beat && interested && watched && !state.failure && !neighbour_announced;
+    // Interest as it is now: the wait above may have outlasted it (or this process was paused).
+    const bool watch_neighbour = beat && state.interested() && watched && !state.failure && !neighbour_announced;
     if (!look && !release && !beat) {
       state.looks_done = looks;
       state.changed.notify_all();
@@ -138,14 +146,20 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
     lock.unlock();
     std::optional<RankFailure> found;
     try {
+      if (beat) store.add(heartbeat_key(rank), 1);  // first: a read that fails must not cost a beat
+    } catch (const std::exception&) {
+      // the store's host is gone: the backend says so in the wait
+    }
+    try {
       if (look) {
         const auto failures = read_failures(store);
         if (!failures.empty()) found = failures.front();
       }
       if (release) store.add(kReleasedKey, 1);
-      if (beat) store.add(heartbeat_key(rank), 1);
       if (watch_neighbour && !found) {
-        neighbour.saw(store.add(heartbeat_key(*watched), 0), Clock::now());
+        const auto asked = Clock::now();
+        const int64_t beats = store.add(heartbeat_key(*watched), 0);
+        neighbour.saw(beats, asked, Clock::now());
         if (neighbour.lasted(Clock::now()) > silence_limit) {
           write_failure(store, *watched, silent_rank_error(rank, silence_limit));
           neighbour_announced = true;

@@ -77,6 +77,11 @@ class BucketedGradientSync final : public GradientSync {
   int world_size() const override { return comm_.world_size(); }
   bool stop_agreed() override { return stop_requests_.agreed(); }
   void finish_reductions() override { stop_requests_.read_all(); }
+  void await_reductions() override {
+#if TBENCH_WITH_CUDA
+    if (last_reduced_) await_reduction(*last_reduced_);
+#endif
+  }
 
   // Gradients that live in the buckets are zeroed there, one fill a bucket, and stay views. Any
   // other is dropped, as model.zero_grad(set_to_none) does.
@@ -137,6 +142,7 @@ class BucketedGradientSync final : public GradientSync {
     std::shared_ptr<cuda::StreamEvent> backward_done = cuda::record_stream_event(device);
     comm_.wait_all();
     std::shared_ptr<cuda::StreamEvent> reduced = cuda::record_stream_event(device);
+    last_reduced_ = reduced;
     take_mean_gradients();
     if (last_micro_step_) {
       const auto request = stop_request_sum();
@@ -310,6 +316,9 @@ class BucketedGradientSync final : public GradientSync {
   const bool grads_in_buckets_;  // dist.gradient_as_bucket_view
   const bool on_cuda_;
   StopRequests stop_requests_;  // read one reduction late on a GPU
+#if TBENCH_WITH_CUDA
+  std::shared_ptr<cuda::StreamEvent> last_reduced_;  // the stream passed the latest all-reduces
+#endif
   std::vector<std::size_t> bucket_of_;  // by parameter: its bucket
   std::vector<torch::Tensor> slot_of_;  // by parameter: its place in its bucket, flat
   std::vector<char> got_gradient_;      // by parameter: backward reached it in this step

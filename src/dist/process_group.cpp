@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -160,18 +162,40 @@ struct Communicator::Impl {
   std::vector<c10::intrusive_ptr<c10d::Work>> pending;
 
   std::unique_ptr<FailureWatch> watch;  // over a store connection of its own
+#if TBENCH_WITH_NCCL
+  c10d::ProcessGroupNCCL* nccl = nullptr;  // `group`, where it is NCCL's
+#endif
   // A wait gave up on a collective: the backend's threads may sit in it until its own timeout
-  // (dist.timeout_s), and destroying the group joins them (Gloo) or waits for it (NCCL).
-  bool collective_abandoned = false;
+  // (dist.timeout_s), and destroying the group joins them (Gloo) or waits for it (NCCL). Set from
+  // the main thread and autograd's.
+  std::atomic<bool> collective_abandoned{false};
+  // This rank announced a failure of its own: one announced in its name is then its own doing.
+  std::atomic<bool> announced_own_failure{false};
+  std::chrono::milliseconds heartbeat_timeout{0};
 
-  // A group with a collective abandoned is left to the process's end, which is near: the run's
-  // result is written, and the rank exits with its error at once instead of dist.timeout_s later.
+  // A group with a collective still in flight (abandoned, or left running by a failure of this
+  // rank's own) must not wait for it: NCCL's is aborted (ncclCommAbort ends its kernels, which the
+  // compute stream may wait on), Gloo's is left to the process's end, which is near: the result
+  // is written, and the rank exits with its error at once instead of dist.timeout_s later.
   ~Impl() {
-    if (collective_abandoned && group) {
-      spdlog::debug("{}leaving the {} process group to the process's end (a collective was abandoned)", prefix(),
-                    backend);
-      (void)group.release();
+    if (!group || !(collective_abandoned || work_in_flight())) return;
+#if TBENCH_WITH_NCCL
+    if (nccl) {
+      try {
+        nccl->abort();
+      } catch (const std::exception& e) {
+        spdlog::debug("{}aborting NCCL: {}", prefix(), describe(e));
+      }
+      return;
     }
+#endif
+    spdlog::debug("{}leaving the {} process group to the process's end (a collective is in flight)", prefix(), backend);
+    (void)group.release();
+  }
+
+  bool work_in_flight() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::any_of(pending.begin(), pending.end(), [](const auto& work) { return work && !work->isCompleted(); });
   }
 
   std::string prefix() const { return "rank " + std::to_string(env.rank) + ": "; }
@@ -183,10 +207,15 @@ struct Communicator::Impl {
   }
 
   void throw_for(const std::optional<RankFailure>& failure, const std::string& during) {
-    if (!failure || failure->rank == env.rank) return;
+    if (!failure) return;
+    // A failure in this rank's name that it did not announce: its watcher gave up on it (it was
+    // stopped or cut off for the heartbeat's limit), and the others have stopped.
+    const bool given_up_on = failure->rank == env.rank;
+    if (given_up_on && announced_own_failure) return;  // its own error, which it is reporting already
     collective_abandoned = true;
     if (!hosts_store()) watch->release();  // it ends this rank before training, or its report follows at once
-    throw PeerFailed(prefix() + "stopped during " + during + " because " + failure->describe());
+    throw PeerFailed(prefix() + "stopped during " + during + " because " +
+                     (given_up_on ? "the other ranks gave up on it: " : "") + failure->describe());
   }
 
   // A peer's announced failure, where there is one, explains a lost contact better than the
@@ -264,12 +293,15 @@ int Communicator::rank() const { return impl_->env.rank; }
 int Communicator::world_size() const { return impl_->env.world_size; }
 const std::string& Communicator::backend() const { return impl_->backend; }
 std::chrono::milliseconds Communicator::timeout() const { return impl_->timeout; }
+std::chrono::milliseconds Communicator::heartbeat_timeout() const { return impl_->heartbeat_timeout; }
 
 std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const torch::Device& device,
-                                                    std::chrono::milliseconds timeout) {
+                                                    std::chrono::milliseconds timeout,
+                                                    std::chrono::milliseconds heartbeat_timeout) {
   auto impl = std::make_unique<Impl>();
   impl->env = env;
   impl->timeout = timeout;
+  impl->heartbeat_timeout = heartbeat_timeout;
   impl->cuda = device.is_cuda();
   impl->backend = impl->cuda ? "nccl" : "gloo";
   const std::string address = env.master_addr + ":" + std::to_string(env.master_port);
@@ -313,8 +345,8 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       joined = impl->store->add("tbench/joined", 0);
     }
-    impl->watch =
-        std::make_unique<FailureWatch>(open_store(false), env.rank, watched_neighbour(env.rank, env.world_size));
+    const auto watched = heartbeat_timeout.count() > 0 ? watched_neighbour(env.rank, env.world_size) : std::nullopt;
+    impl->watch = std::make_unique<FailureWatch>(open_store(false), env.rank, watched, heartbeat_timeout);
   } catch (const CommFailure&) {
     throw;
   } catch (const std::exception& e) {
@@ -338,8 +370,10 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       // lost run with CommFailure and a failed result; the watchdog, which may kill the process,
       // is only the backstop.
       options->timeout = timeout + std::chrono::minutes(1);
-      impl->group = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+      auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
           c10::make_intrusive<c10d::PrefixStore>("nccl", impl->store), env.rank, env.world_size, options);
+      impl->nccl = nccl.get();
+      impl->group = std::move(nccl);
 #endif
     }
   } catch (const std::exception& e) {
@@ -414,6 +448,7 @@ void Communicator::wait_all() {
 }
 
 void Communicator::announce_failure(const std::string& error) {
+  impl_->announced_own_failure = true;
   try {
     write_failure(*impl_->store, rank(), error);
   } catch (const std::exception& e) {

@@ -504,7 +504,8 @@ namespace {
 std::unique_ptr<Communicator> join_ranks(const RunPlan& plan) {
   if (!plan.launch.distributed()) return nullptr;
   return Communicator::connect(plan.launch, rank_device(plan.spec, plan.launch),
-                               std::chrono::seconds(plan.spec.dist.timeout_s));
+                               std::chrono::seconds(plan.spec.dist.timeout_s),
+                               std::chrono::seconds(plan.spec.dist.heartbeat_timeout_s));
 }
 
 // The CPU allocator the spec asks for (cpu.allocator); env.cpu.allocator records which was used.

@@ -323,6 +323,11 @@ const std::vector<Field>& fields() {
       {"dist.timeout_s", Kind::integer, 300, 1, {},
        "data-parallel only: seconds to wait for a peer (rendezvous, collectives) before failing",
        set(&RunSpec::dist, &DistSpec::timeout_s)},
+      {"dist.heartbeat_timeout_s", Kind::integer, 15, 0, {},
+       "data-parallel only: a rank whose heartbeat (beaten every second in the rendezvous store) stands still "
+       "this long is given up on: by the rank that watches it during a collective, and by rank 0 while it "
+       "gathers the reports (0: off, and only dist.timeout_s ends such a wait; at least 3 otherwise)",
+       set(&RunSpec::dist, &DistSpec::heartbeat_timeout_s)},
       {"dist.group_at_world_size_1", Kind::boolean, false, -1e300, {},
        "a launcher's single process (WORLD_SIZE=1) still joins a process group of one and all-reduces its "
        "gradients through the backend, as DDP does: the backend's overhead against the same spec without a "
@@ -753,6 +758,10 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   // Checks that involve more than one field.
   check_data_spec(v, spec.data);
   check_task(v, spec, doc.root);
+  if (spec.dist.heartbeat_timeout_s > 0 && spec.dist.heartbeat_timeout_s < 3) {
+    v.fail("dist.heartbeat_timeout_s", "must be 0 (off) or at least 3 (a read that lands between two beats of a "
+                                       "second is no sign of silence), got " + std::to_string(spec.dist.heartbeat_timeout_s));
+  }
   if (spec.precision == Precision::fp16 && !spec.device.is_cuda()) {
     v.fail("precision", "fp16 needs a CUDA device, but device is 'cpu' (use fp32 or bf16 on CPU)");
   }

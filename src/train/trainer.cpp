@@ -218,7 +218,10 @@ StepOutputs Trainer::finish_step(const LossTerms& loss, IterationRecord& record)
     found_inf = scaler_->unscale(trainable_);
     outputs.found_inf = found_inf;
     // Unless the optimizer can skip on the device, the host must know now whether to step.
-    if (!optimizer_->skips_on_device()) record.skipped = found_inf.item<float>() != 0.0f;
+    if (!optimizer_->skips_on_device()) {
+      if (sync_) sync_->await_reductions();
+      record.skipped = found_inf.item<float>() != 0.0f;
+    }
   }
   if (config_.max_grad_norm > 0 && !record.skipped) clip_gradients(trainable_, config_.max_grad_norm);
   if (found_inf.defined() && optimizer_->skips_on_device()) {
@@ -333,13 +336,17 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   EpochTotals totals;
   totals.record.epoch = epoch;
   for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
-    // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed).
-    if (sync_ ? sync_->stop_agreed() : stop_requested_->load()) {
+    const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
+    // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed). On a
+    // GPU that reads a request behind an earlier step's all-reduce, which may fail or time out.
+    bool stop = false;
+    fail_on_exception(run.outcome, where, [&] { stop = sync_ ? sync_->stop_agreed() : stop_requested_->load(); });
+    if (run.outcome.status != RunStatus::completed) break;
+    if (stop) {
       run.outcome.status = RunStatus::interrupted;
       break;
     }
     IterationRecord record = start_record(epoch, step, ++global_step);
-    const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
     fail_on_exception(run.outcome, where, [&] {
       if (record.profiled && !profiling_) start_profile(global_step, totals.record);
       pending.begin_step();

@@ -53,6 +53,18 @@ TEST(Spec, DefaultsAreFilledAndRecorded) {
   EXPECT_TRUE(spec.resolved["model"]["weights"].is_null());
 }
 
+// The heartbeat limit is off (0) or long enough that a read between two beats is no sign.
+TEST(Spec, HeartbeatTimeoutIsOffOrAtLeastThreeSeconds) {
+  EXPECT_EQ(resolve_json(R"({"model": "tiny-bert"})").dist.heartbeat_timeout_s, 15);
+  EXPECT_EQ(resolve_json(R"({"model": "tiny-bert", "dist": {"heartbeat_timeout_s": 0}})").dist.heartbeat_timeout_s, 0);
+  EXPECT_EQ(resolve_json(R"({"model": "tiny-bert", "dist": {"heartbeat_timeout_s": 3}})").dist.heartbeat_timeout_s, 3);
+  const std::string two = input_error_of([] { resolve_json(R"({"model": "tiny-bert", "dist": {"heartbeat_timeout_s": 2}})"); });
+  EXPECT_NE(two.find("dist.heartbeat_timeout_s: must be 0 (off) or at least 3"), std::string::npos) << two;
+  const std::string negative =
+      input_error_of([] { resolve_json(R"({"model": "tiny-bert", "dist": {"heartbeat_timeout_s": -1}})"); });
+  EXPECT_NE(negative.find("dist.heartbeat_timeout_s"), std::string::npos) << negative;
+}
+
 TEST(Spec, YamlAndJsonGiveTheSameSpec) {
   const RunSpec a = resolve_json(R"({"model": "tiny-bert", "precision": "bf16",
       "train": {"batch_size": 4, "lr": 1e-4, "dropout": false}, "data": {"seq_len": 32}})");
@@ -201,7 +213,8 @@ TEST(Spec, EveryFieldLandsInItsOwnMember) {
                         "data.num_samples=240", "timing.warmup_steps=12", "threads=13", "num_labels=14",
                         "dist.timeout_s=15", "dist.bucket_mb=1.5", "data.padding=longest", "device=cuda:2",
                         "precision=bf16", "model.attention=eager", "train.optimizer_impl=loop",
-                        "data.lengths.distribution=uniform", "data.lengths.min=3"});
+                        "data.lengths.distribution=uniform", "data.lengths.min=3",
+                        "dist.heartbeat_timeout_s=16"});
   const RunSpec s = resolve_spec(doc);
   EXPECT_EQ(s.train.epochs, 3);
   EXPECT_EQ(s.train.batch_size, 4);
@@ -220,6 +233,7 @@ TEST(Spec, EveryFieldLandsInItsOwnMember) {
   EXPECT_EQ(s.threads, 13);
   EXPECT_EQ(s.num_labels, 14);
   EXPECT_EQ(s.dist.timeout_s, 15);
+  EXPECT_EQ(s.dist.heartbeat_timeout_s, 16);
   EXPECT_DOUBLE_EQ(s.dist.bucket_mb, 1.5);
   EXPECT_EQ(s.data.padding, Padding::longest);
   EXPECT_TRUE(s.device.is_cuda());

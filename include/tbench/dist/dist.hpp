@@ -113,10 +113,16 @@ std::vector<std::string> available_backends();
 // One rank's membership of the group: the TCPStore (rank 0 hosts it) and the backend.
 class Communicator {
  public:
+  // dist.heartbeat_timeout_s's default: fifteen beats missed, where a live rank beats every second
+  // whatever its main thread is doing.
+  static constexpr std::chrono::milliseconds kDefaultHeartbeatTimeout{15000};
+
   // Rendezvous and backend start-up. Throws a run_failed Error naming the address and
-  // dist.timeout_s when the peers do not all arrive in time.
+  // dist.timeout_s when the peers do not all arrive in time. `heartbeat_timeout`: how long a
+  // rank's heartbeat may stand still before it is given up on (0: never; see FailureWatch).
   static std::unique_ptr<Communicator> connect(const LaunchEnv& env, const torch::Device& device,
-                                               std::chrono::milliseconds timeout);
+                                               std::chrono::milliseconds timeout,
+                                               std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout);
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -126,6 +132,7 @@ class Communicator {
   int world_size() const;
   const std::string& backend() const;  // "gloo" or "nccl"
   std::chrono::milliseconds timeout() const;
+  std::chrono::milliseconds heartbeat_timeout() const;  // 0: off
 
   // Overwrites `tensors` with rank 0's values on every rank (one flat broadcast per dtype).
   // Throws CommFailure.

@@ -22,34 +22,40 @@ inline constexpr const char* kReleasedKey = "tbench/released";  // ranks that ne
 // rank lives, so rank 0 can tell a peer that is still preparing its report from one that is gone.
 std::string heartbeat_key(int rank);
 inline constexpr std::chrono::milliseconds kHeartbeatInterval{1000};
-// A rank whose heartbeat has not moved for this long is gone: stopped, hung in the kernel, killed
-// without a reset of its connections, or its host lost or cut off. Fifteen beats missed, where a
-// live rank beats every second whatever its main thread is doing.
-inline constexpr std::chrono::milliseconds kSilentPeerLimit{15000};
-
-// How long a rank's heartbeat has stood still, as one reader saw it: from the read that first saw
-// the count it still has. The count only grows, so an unchanged count means no beat in between,
-// however long between the reads.
+// How long a rank's heartbeat has stood still, as far as one reader can vouch for it: from the
+// read that first saw the count it still has (the count only grows, so an unchanged count means
+// no beat in between), provided the reads came at most `max_gap` apart and each was answered
+// within it. A longer gap or a slow answer (this process or the store's host paused: a suspended
+// job, a debugger, swapping) starts the count again, since the silent rank may have been paused
+// with them and beats again once resumed.
 class HeartbeatSilence {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit HeartbeatSilence(Clock::time_point start) : since_(start) {}
-  void saw(int64_t beats, Clock::time_point now) {
-    if (beats_ == beats) return;
-    beats_ = beats;
-    since_ = now;
+  HeartbeatSilence(Clock::time_point start, Clock::duration max_gap) : since_(start), last_answer_(start), max_gap_(max_gap) {}
+  void saw(int64_t beats, Clock::time_point asked, Clock::time_point answered) {
+    const bool vouched = asked - last_answer_ <= max_gap_ && answered - asked <= max_gap_;
+    if (beats != beats_ || !vouched) {
+      beats_ = beats;
+      since_ = answered;
+    }
+    last_answer_ = answered;
   }
   Clock::duration lasted(Clock::time_point now) const { return now - since_; }
 
  private:
   int64_t beats_ = -1;  // no read yet: counts start at 0
-  Clock::time_point since_;
+  Clock::time_point since_, last_answer_;
+  Clock::duration max_gap_;
 };
+// Reads of a heartbeat further apart than this vouch for nothing in between.
+inline constexpr std::chrono::milliseconds kHeartbeatReadGap = 2 * kHeartbeatInterval;
 
 // The rank whose heartbeat `rank` watches while it waits in a collective: the next one around the
 // ring, so every rank is watched by one other and the store reads grow with the world, not its
 // square. None in a world of one.
 std::optional<int> watched_neighbour(int rank, int world_size);
+// "15", "1.5": a limit in seconds, for messages.
+std::string seconds_text(std::chrono::milliseconds limit);
 // The failure a watching rank announces for a silent neighbour.
 std::string silent_rank_error(int watcher, std::chrono::milliseconds limit);
 
@@ -67,7 +73,7 @@ std::vector<RankFailure> read_failures(c10d::Store& store);
 class FailureWatch {
  public:
   FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std::optional<int> watched = std::nullopt,
-               std::chrono::milliseconds silence_limit = kSilentPeerLimit);
+               std::chrono::milliseconds silence_limit = Communicator::kDefaultHeartbeatTimeout);
   ~FailureWatch();  // a thread stuck in the store is left behind (it shares nothing)
   FailureWatch(const FailureWatch&) = delete;
   FailureWatch& operator=(const FailureWatch&) = delete;

@@ -181,6 +181,8 @@ struct DistSpec {
   bool sync_every_micro_step = false;  // false: reduce only on the last accumulation micro-step
   bool gradient_as_bucket_view = true; // each .grad a view into its bucket (DDP's option): no copies
   int64_t timeout_s = 300;             // rendezvous, collective and store timeout
+  // A rank whose heartbeat stands still this long is given up on (0: off, dist.timeout_s only).
+  int64_t heartbeat_timeout_s = 15;
   // A launch of one process (WORLD_SIZE=1) joins a process group of one and all-reduces through
   // the backend, as DDP would: the backend's overhead against the same spec run without a launcher.
   // false: such a launch runs the single-process path.

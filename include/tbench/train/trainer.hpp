@@ -82,6 +82,11 @@ class GradientSync {
   // At the end of an epoch, before its final wait for the device: reads the requests still in
   // flight, waiting up to dist.timeout_s for their all-reduces. Throws CommFailure.
   virtual void finish_reductions() = 0;
+  // The host is about to wait for the device mid-step (the fp16 overflow flag read by an optimizer
+  // that cannot skip on the device): waits for the latest all-reduces first, with dist.timeout_s
+  // and the peers' failures in view, as a wait on the device alone would see neither. Throws
+  // CommFailure. On CPU the host waited for them already.
+  virtual void await_reductions() = 0;
   // After the optimizer step: clears the gradients for the next step, as model.zero_grad(true)
   // does, except those kept in the all-reduce buckets (dist.gradient_as_bucket_view): zeroed there.
   virtual void zero_gradients(torch::nn::Module& model) = 0;
