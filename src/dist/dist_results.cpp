@@ -98,6 +98,7 @@ struct AwaitedRank {
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   const auto silence_limit = comm.heartbeat_timeout();
+  std::set<int64_t> watcher_announced;  // announced by the rank watching them: silent, not failed
   std::map<int, AwaitedRank> waiting;
   for (int r = 1; r < comm.world_size(); ++r) {
     AwaitedRank awaited{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt};
@@ -114,7 +115,10 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
       next_liveness_look = Clock::now() + kLivenessPoll;
       const auto failures = comm.announced_failures();
       gathered.store_gone = !failures.has_value();
-      for (const auto& f : failures.value_or(std::vector<RankFailure>{})) failed_ranks.insert(f.rank);
+      for (const auto& f : failures.value_or(std::vector<RankFailure>{})) {
+        failed_ranks.insert(f.rank);
+        if (is_silent_rank_error(f.error)) watcher_announced.insert(f.rank);
+      }
     }
     for (auto it = waiting.begin(); it != waiting.end() && !gathered.store_gone;) {
       const int rank = it->first;
@@ -131,9 +135,10 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
         if (beats) awaited.heartbeat.saw(*beats, now, Clock::now());
         if (failed_ranks.count(rank) > 0 && !awaited.failure_seen) awaited.failure_seen = now;
       }
-      if (awaited.failure_seen && awaited.heartbeat.lasted(now) > kFailedPeerGrace) {
-        gathered.failed.push_back(rank);
-      } else if (silence_limit.count() > 0 && awaited.heartbeat.lasted(now) > silence_limit) {
+      const auto silence = awaited.heartbeat.vouched();
+      if (awaited.failure_seen && silence > kFailedPeerGrace) {
+        (watcher_announced.count(rank) > 0 ? gathered.silent : gathered.failed).push_back(rank);
+      } else if (silence_limit.count() > 0 && silence > silence_limit) {
         gathered.silent.push_back(rank);
       } else {
         ++it;
@@ -175,8 +180,8 @@ void warn_of_missing_reports(const GatheredReports& g, std::chrono::milliseconds
   if (g.store_gone) spdlog::warn("the rendezvous store stopped answering while rank 0 waited for the reports");
   if (!g.failed.empty()) spdlog::warn("rank(s) {} failed before reporting (see their logs)", listed(g.failed));
   if (!g.silent.empty()) {
-    spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, or "
-                 "their host was lost",
+    spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, "
+                 "stopped, or their host was lost or cut off",
                  listed(g.silent), seconds_text(silence_limit));
   }
 }

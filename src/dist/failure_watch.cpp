@@ -41,11 +41,15 @@ std::string seconds_text(std::chrono::milliseconds limit) {
   return text.str();
 }
 
+constexpr const char* kSilentRankErrorStart = "stopped answering: its heartbeat in the rendezvous store";
+
 std::string silent_rank_error(int watcher, std::chrono::milliseconds limit) {
-  return "stopped answering: its heartbeat in the rendezvous store did not move for " + seconds_text(limit) +
+  return std::string(kSilentRankErrorStart) + " did not move for " + seconds_text(limit) +
          " s while rank " + std::to_string(watcher) +
          " waited in a collective (the process stopped or hung, or its host was lost or cut off)";
 }
+
+bool is_silent_rank_error(const std::string& error) { return error.rfind(kSilentRankErrorStart, 0) == 0; }
 
 void write_failure(c10d::Store& store, int rank, const std::string& error) {
   const int64_t number = store.add(kFailureCountKey, 1);
@@ -160,7 +164,7 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
         const auto asked = Clock::now();
         const int64_t beats = store.add(heartbeat_key(*watched), 0);
         neighbour.saw(beats, asked, Clock::now());
-        if (neighbour.lasted(Clock::now()) > silence_limit) {
+        if (neighbour.vouched() > silence_limit) {
           write_failure(store, *watched, silent_rank_error(rank, silence_limit));
           neighbour_announced = true;
           const auto failures = read_failures(store);  // the first one may be another's

@@ -159,6 +159,11 @@ class BucketedGradientSync final : public GradientSync {
   // to NCCL's watchdog (whose own timeout is later: see Communicator::connect).
   // A peer's announced failure ends the wait within Communicator::kFailureCheckInterval.
   void await_reduction(cuda::StreamEvent& reduced) const {
+    // One given up on already: this one is queued behind it (the epoch's end reads the rest).
+    if (comm_.gave_up()) {
+      throw CommFailure("rank " + std::to_string(comm_.rank()) +
+                        ": a gradient all-reduce is queued behind one this rank gave up on");
+    }
     const auto deadline = std::chrono::steady_clock::now() + comm_.timeout();
     auto next_check = std::chrono::steady_clock::now() + Communicator::kFailureCheckInterval;
     while (!reduced.done()) {

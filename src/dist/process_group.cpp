@@ -174,24 +174,42 @@ struct Communicator::Impl {
   std::chrono::milliseconds heartbeat_timeout{0};
 
   // A group with a collective still in flight (abandoned, or left running by a failure of this
-  // rank's own) must not wait for it: NCCL's is aborted (ncclCommAbort ends its kernels, which the
-  // compute stream may wait on), Gloo's is left to the process's end, which is near: the result
-  // is written, and the rank exits with its error at once instead of dist.timeout_s later.
+  // rank's own) must not wait for it: NCCL's is aborted, Gloo's is left to the process's end,
+  // which is near: the result is written, and the rank exits with its error at once instead of
+  // dist.timeout_s later.
   ~Impl() {
     if (!group || !(collective_abandoned || work_in_flight())) return;
 #if TBENCH_WITH_NCCL
     if (nccl) {
-      try {
-        nccl->abort();
-      } catch (const std::exception& e) {
-        spdlog::debug("{}aborting NCCL: {}", prefix(), describe(e));
-      }
+      abort_nccl();
       return;
     }
 #endif
     spdlog::debug("{}leaving the {} process group to the process's end (a collective is in flight)", prefix(), backend);
     (void)group.release();
   }
+
+  // This rank gives up on the collectives in flight. NCCL's are aborted at once: ncclCommAbort
+  // ends their kernels, which the compute stream waits on, so the epoch's last wait for the
+  // device, and the result after it, are not held until NCCL's watchdog kills the process.
+  void abandon_collectives() {
+    collective_abandoned = true;
+#if TBENCH_WITH_NCCL
+    if (nccl) abort_nccl();
+#endif
+  }
+
+#if TBENCH_WITH_NCCL
+  std::atomic<bool> nccl_aborted{false};
+  void abort_nccl() {
+    if (nccl_aborted.exchange(true)) return;
+    try {
+      nccl->abort();
+    } catch (const std::exception& e) {
+      spdlog::debug("{}aborting NCCL: {}", prefix(), describe(e));
+    }
+  }
+#endif
 
   bool work_in_flight() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -212,7 +230,7 @@ struct Communicator::Impl {
     // stopped or cut off for the heartbeat's limit), and the others have stopped.
     const bool given_up_on = failure->rank == env.rank;
     if (given_up_on && announced_own_failure) return;  // its own error, which it is reporting already
-    collective_abandoned = true;
+    abandon_collectives();
     if (!hosts_store()) watch->release();  // it ends this rank before training, or its report follows at once
     throw PeerFailed(prefix() + "stopped during " + during + " because " +
                      (given_up_on ? "the other ranks gave up on it: " : "") + failure->describe());
@@ -222,7 +240,7 @@ struct Communicator::Impl {
   // backend's own words: a failed rank announces before it exits, and its exit closes the
   // connections, so the watch looks once more (for a second at most: the store may be cut off too).
   [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) {
-    collective_abandoned = true;
+    abandon_collectives();
     throw_for(watch->look_now(std::chrono::seconds(1)), during);
     throw CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
                       " (a peer failed, was killed or did not answer within dist.timeout_s = " +
@@ -473,6 +491,8 @@ std::optional<RankFailure> Communicator::announced_failure() {
 }
 
 void Communicator::throw_if_a_peer_failed(const std::string& during) { impl_->throw_if_a_peer_failed(during); }
+
+bool Communicator::gave_up() const { return impl_->collective_abandoned; }
 
 void Communicator::abandon_collective(const std::string& during, const std::string& why) {
   impl_->lost_contact(during, why);

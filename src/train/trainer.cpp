@@ -340,7 +340,9 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
     // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed). On a
     // GPU that reads a request behind an earlier step's all-reduce, which may fail or time out.
     bool stop = false;
-    fail_on_exception(run.outcome, where, [&] { stop = sync_ ? sync_->stop_agreed() : stop_requested_->load(); });
+    const auto before = [&] { return "epoch " + std::to_string(epoch) + " before step " + std::to_string(step) +
+                                     " (an earlier step's all-reduce)"; };
+    fail_on_exception(run.outcome, before, [&] { stop = sync_ ? sync_->stop_agreed() : stop_requested_->load(); });
     if (run.outcome.status != RunStatus::completed) break;
     if (stop) {
       run.outcome.status = RunStatus::interrupted;

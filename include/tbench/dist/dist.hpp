@@ -168,6 +168,9 @@ class Communicator {
   // PeerFailed where a peer announced a failure, CommFailure otherwise, and leaves the process
   // group to the process's end, since destroying it would wait for that collective.
   [[noreturn]] void abandon_collective(const std::string& during, const std::string& why);
+  // This rank gave up on a collective (a wait above, or abandon_collective): any later one is
+  // behind it in the backend's queue and will not finish either.
+  bool gave_up() const;
   // How often a rank waiting on a collective looks for an announced failure.
   static constexpr std::chrono::milliseconds kFailureCheckInterval{100};
 

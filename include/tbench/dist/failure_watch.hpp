@@ -40,7 +40,9 @@ class HeartbeatSilence {
     }
     last_answer_ = answered;
   }
-  Clock::duration lasted(Clock::time_point now) const { return now - since_; }
+  // The silence its reads vouch for: from the first read of the count to the latest (0 before
+  // two reads), never the time since the latest, in which this process may have been paused.
+  Clock::duration vouched() const { return last_answer_ - since_; }
 
  private:
   int64_t beats_ = -1;  // no read yet: counts start at 0
@@ -56,8 +58,10 @@ inline constexpr std::chrono::milliseconds kHeartbeatReadGap = 2 * kHeartbeatInt
 std::optional<int> watched_neighbour(int rank, int world_size);
 // "15", "1.5": a limit in seconds, for messages.
 std::string seconds_text(std::chrono::milliseconds limit);
-// The failure a watching rank announces for a silent neighbour.
+// The failure a watching rank announces for a silent neighbour, and whether an announced error is
+// one (the rank itself said nothing: its log will not say why).
 std::string silent_rank_error(int watcher, std::chrono::milliseconds limit);
+bool is_silent_rank_error(const std::string& error);
 
 // Writes a rank's failure under the next number. Throws what the store throws.
 void write_failure(c10d::Store& store, int rank, const std::string& error);
