@@ -335,21 +335,39 @@ TEST(DistLaunch, JoinsTheStoreOfTorchrunsAgent) {
   EXPECT_TRUE(agent->check({"/worker/attempt_0/tbench/joined"}));  // the ranks used the agent's store
 }
 
+// Two ranks of an hours-long run writing `result` under dist.timeout_s = `timeout_s`, started
+// and left to train until rank 0's iteration stream holds a few steps (`started`). Whatever the
+// test does or fails, neither outlives it, stopped or not.
+struct LongRunningRanks {
+  LongRunningRanks(const ScratchDir& dir, const std::string& result, int timeout_s) {
+    auto spec = dp_spec(dir.file(result), 4);
+    spec["data"]["num_samples"] = 800000;  // hours of steps
+    spec["dist"]["timeout_s"] = timeout_s;
+    const std::string path = dir.write("spec.json", spec.dump());
+    const int port = testing::free_tcp_port();
+    rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
+    rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
+    const std::string stream = fs::path(dir.file(result)).replace_extension(".iterations.jsonl").string();
+    for (int i = 0; i < 600 && !started; ++i) {
+      started = fs::exists(stream) && fs::file_size(stream) >= 600;
+      if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  ~LongRunningRanks() {
+    for (const pid_t pid : {rank0, rank1}) testing::wait_for_exit(pid, 0);
+  }
+  LongRunningRanks(const LongRunningRanks&) = delete;
+  LongRunningRanks& operator=(const LongRunningRanks&) = delete;
+  pid_t rank0 = -1, rank1 = -1;
+  bool started = false;
+};
+
 TEST(DistFailure, KilledPeerEndsRankZeroWithAnErrorNotAHang) {
   REQUIRE_GLOO();
   ScratchDir dir;
-  auto spec = dp_spec(dir.file("k.json"), 4);
-  spec["data"]["num_samples"] = 800000;  // hours of steps
-  spec["dist"]["timeout_s"] = 20;
-  const std::string path = dir.write("spec.json", spec.dump());
-  const int port = testing::free_tcp_port();
-  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
-  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
-  const std::string stream = dir.file("k.iterations.jsonl");
-  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(fs::exists(stream)) << testing::read_text(dir.file("0.err"));
+  const LongRunningRanks ranks(dir, "k.json", 20);
+  const pid_t rank0 = ranks.rank0, rank1 = ranks.rank1;
+  ASSERT_TRUE(ranks.started) << testing::read_text(dir.file("0.err"));
   kill(rank1, SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();
   EXPECT_EQ(testing::wait_for_exit(rank1, 10), 128 + SIGKILL);
@@ -371,17 +389,8 @@ TEST(DistFailure, KilledPeerEndsRankZeroWithAnErrorNotAHang) {
 TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {
   REQUIRE_GLOO();
   ScratchDir dir;
-  auto spec = dp_spec(dir.file("k.json"), 4);
-  spec["data"]["num_samples"] = 800000;
-  spec["dist"]["timeout_s"] = 20;
-  const std::string path = dir.write("spec.json", spec.dump());
-  const int port = testing::free_tcp_port();
-  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
-  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
-  const std::string stream = dir.file("k.iterations.jsonl");
-  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  const LongRunningRanks ranks(dir, "k.json", 20);
+  const pid_t rank0 = ranks.rank0, rank1 = ranks.rank1;
   kill(rank0, SIGKILL);
   EXPECT_EQ(testing::wait_for_exit(rank0, 10), 128 + SIGKILL);
   const int code = testing::wait_for_exit(rank1, 40);
@@ -397,24 +406,9 @@ TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {
 TEST(DistFailure, AStoppedPeerIsAnnouncedByTheRankWatchingItsHeartbeat) {
   REQUIRE_GLOO();
   ScratchDir dir;
-  auto spec = dp_spec(dir.file("s.json"), 4);
-  spec["data"]["num_samples"] = 800000;  // hours of steps
-  spec["dist"]["timeout_s"] = 300;
-  const std::string path = dir.write("spec.json", spec.dump());
-  const int port = testing::free_tcp_port();
-  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
-  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(1, 2, port), dir.file("1.out"), dir.file("1.err"));
-  struct Reaper {  // whatever fails below, no run of hours is left behind, nor a stopped one
-    std::vector<pid_t> pids;
-    ~Reaper() {
-      for (const pid_t pid : pids) testing::wait_for_exit(pid, 0);
-    }
-  } reaper{{rank0, rank1}};
-  const std::string stream = dir.file("s.iterations.jsonl");
-  for (int i = 0; i < 600 && (!fs::exists(stream) || fs::file_size(stream) < 600); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_TRUE(fs::exists(stream)) << testing::read_text(dir.file("0.err"));
+  const LongRunningRanks ranks(dir, "s.json", 300);
+  const pid_t rank0 = ranks.rank0, rank1 = ranks.rank1;
+  ASSERT_TRUE(ranks.started) << testing::read_text(dir.file("0.err"));
   kill(rank1, SIGSTOP);
   const auto stopped_at = std::chrono::steady_clock::now();
   const int code = testing::wait_for_exit(rank0, 90);
