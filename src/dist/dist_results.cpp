@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <set>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -88,6 +87,7 @@ struct GatheredReports {
 struct AwaitedRank {
   HeartbeatSilence heartbeat;
   std::optional<Clock::time_point> failure_seen;
+  bool announced_by_watcher = false;  // its failure is its watcher's word that it went silent
 };
 
 // The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank is
@@ -98,26 +98,21 @@ struct AwaitedRank {
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   const auto silence_limit = comm.heartbeat_timeout();
-  std::set<int64_t> watcher_announced;  // announced by the rank watching them: silent, not failed
-  std::map<int, AwaitedRank> waiting;
+  std::map<int, AwaitedRank> waiting;  // the first pass reads every heartbeat, which starts its count
   for (int r = 1; r < comm.world_size(); ++r) {
-    AwaitedRank awaited{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt};
-    const auto asked = Clock::now();
-    if (const auto beats = comm.heartbeats_of(r)) awaited.heartbeat.saw(*beats, asked, Clock::now());
-    waiting.emplace(r, awaited);
+    waiting.emplace(r, AwaitedRank{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt, false});
   }
   std::map<int, std::optional<RankReport>> arrived;
   Clock::time_point next_liveness_look = Clock::now();  // a failure announced already counts at once
   for (;;) {
     const bool look_at_liveness = Clock::now() >= next_liveness_look;
-    std::set<int64_t> failed_ranks;
+    std::map<int64_t, bool> announced;  // by rank: whether by its watcher, not itself
     if (look_at_liveness) {
       next_liveness_look = Clock::now() + kLivenessPoll;
       const auto failures = comm.announced_failures();
       gathered.store_gone = !failures.has_value();
       for (const auto& f : failures.value_or(std::vector<RankFailure>{})) {
-        failed_ranks.insert(f.rank);
-        if (is_silent_rank_error(f.error)) watcher_announced.insert(f.rank);
+        announced.emplace(f.rank, is_silent_rank_error(f.error));
       }
     }
     for (auto it = waiting.begin(); it != waiting.end() && !gathered.store_gone;) {
@@ -133,11 +128,15 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
         const auto beats = comm.heartbeats_of(rank);
         gathered.store_gone = !beats.has_value();
         if (beats) awaited.heartbeat.saw(*beats, now, Clock::now());
-        if (failed_ranks.count(rank) > 0 && !awaited.failure_seen) awaited.failure_seen = now;
+        const auto failure = announced.find(rank);
+        if (failure != announced.end() && !awaited.failure_seen) {
+          awaited.failure_seen = now;
+          awaited.announced_by_watcher = failure->second;
+        }
       }
       const auto silence = awaited.heartbeat.vouched();
       if (awaited.failure_seen && silence > kFailedPeerGrace) {
-        (watcher_announced.count(rank) > 0 ? gathered.silent : gathered.failed).push_back(rank);
+        (awaited.announced_by_watcher ? gathered.silent : gathered.failed).push_back(rank);
       } else if (silence_limit.count() > 0 && silence > silence_limit) {
         gathered.silent.push_back(rank);
       } else {

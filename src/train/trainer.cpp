@@ -336,7 +336,6 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   EpochTotals totals;
   totals.record.epoch = epoch;
   for (int64_t step = 1; step <= steps && run.outcome.status == RunStatus::completed; ++step) {
-    const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
     // Data-parallel ranks stop together, after the same step (GradientSync::stop_agreed). On a
     // GPU that reads a request behind an earlier step's all-reduce, which may fail or time out.
     bool stop = false;
@@ -349,6 +348,7 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
       break;
     }
     IterationRecord record = start_record(epoch, step, ++global_step);
+    const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
     fail_on_exception(run.outcome, where, [&] {
       if (record.profiled && !profiling_) start_profile(global_step, totals.record);
       pending.begin_step();

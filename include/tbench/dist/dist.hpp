@@ -165,8 +165,9 @@ class Communicator {
   // announcement (or made one of its own). At once elsewhere.
   void linger_until_peers_know(std::chrono::milliseconds wait);
   // A wait outside this class gave up on a collective (`why`: past its deadline): throws
-  // PeerFailed where a peer announced a failure, CommFailure otherwise, and leaves the process
-  // group to the process's end, since destroying it would wait for that collective.
+  // PeerFailed where a peer announced a failure, CommFailure otherwise. As any wait that gives up,
+  // it aborts an NCCL group at once, and leaves a Gloo one to the process's end, since destroying
+  // it would wait for that collective.
   [[noreturn]] void abandon_collective(const std::string& during, const std::string& why);
   // This rank gave up on a collective (a wait above, or abandon_collective): any later one is
   // behind it in the backend's queue and will not finish either.
