@@ -30,6 +30,7 @@ struct Options {
   std::string log_level = "info";
   std::string dump_params;
   int64_t fail_at_step = 0;
+  int64_t hang_at_step = 0;
   bool die_after_training = false;
 };
 
@@ -56,6 +57,7 @@ int run_command() {
   options.quiet = g_options.quiet;
   options.dump_params = g_options.dump_params;
   options.fail_at_step = g_options.fail_at_step;
+  options.hang_at_step = g_options.hang_at_step;
   options.die_after_training = g_options.die_after_training;
   const ExitCode code = execute_run(plan, options);
   if (plan.launch.rank == 0) std::printf("%s\n", plan.output_path.c_str());  // only rank 0 writes a result
@@ -154,6 +156,9 @@ void register_commands(CLI::App& app) {
   run->add_option("--dump-params", g_options.dump_params, "")->group("");
   // Hidden, for tests: global step N fails as a step whose record cannot be written would.
   run->add_option("--fail-at-step", g_options.fail_at_step, "")->check(CLI::PositiveNumber)->group("");
+  // Hidden, for tests: after global step N the host hangs for good, its process alive (a write that
+  // never returns).
+  run->add_option("--hang-at-step", g_options.hang_at_step, "")->check(CLI::PositiveNumber)->group("");
   // Hidden, for tests: the process ends as a killed one would, right after its last step.
   run->add_flag("--die-after-training", g_options.die_after_training, "")->group("");
   run->callback([] { g_action = run_command; });

@@ -78,41 +78,54 @@ constexpr std::chrono::milliseconds kLivenessPoll{1000};
 struct GatheredReports {
   std::vector<RankReport> reports;  // ranks 1..world-1 that reported, in rank order
   std::vector<int64_t> missing;     // the others
-  std::vector<int64_t> silent, failed;  // of those: given up on for a stopped heartbeat, or an announced failure
+  // Of those: given up on for a stopped heartbeat, for work stuck while its heartbeat beat (its
+  // watcher's word), or for a failure announced by the rank itself.
+  std::vector<int64_t> silent, stuck, failed;
   bool store_gone = false;                  // a store call failed (its host gone): nothing more could come
 };
+
+// Who announced a rank's failure: the rank itself (it reports after that, unless it died), or
+// its watcher, which saw it fall silent or get stuck (no report can follow).
+enum class Announcement { by_itself, silent, stuck };
+
+Announcement announcement_of(const RankFailure& failure) {
+  if (is_silent_rank_error(failure.error)) return Announcement::silent;
+  if (is_stuck_rank_error(failure.error)) return Announcement::stuck;
+  return Announcement::by_itself;
+}
 
 // One peer rank not yet heard from. A peer that has not reported and whose heartbeat has stood
 // still for dist.heartbeat_timeout_s is gone: a live one beats even while it prepares a long report.
 struct AwaitedRank {
   HeartbeatSilence heartbeat;
-  std::optional<Clock::time_point> failure_seen;
-  bool announced_by_watcher = false;  // its failure is its watcher's word that it went silent
+  std::optional<Announcement> announced;  // a failure in its name was seen
+  Clock::time_point announcement_seen{};
 };
 
 // The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank is
 // given up on before the deadline (dist.timeout_s for a completed rank 0) once its report can no
 // longer come: its heartbeat stopped, for long if it announced nothing, briefly if it announced a
-// failure. (Store calls that fail end the wait; rank 0 hosts the store, so none can hang, unless
+// failure; or where its watcher announced it: at once if silent, and if stuck once it has read
+// that (its watch then ends it, which needs the store rank 0 hosts), or after a few seconds. (Store calls that fail end the wait; rank 0 hosts the store, so none can hang, unless
 // torchrun's agent hosts it.)
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   const auto silence_limit = comm.heartbeat_timeout();
   std::map<int, AwaitedRank> waiting;  // the first pass reads every heartbeat, which starts its count
   for (int r = 1; r < comm.world_size(); ++r) {
-    waiting.emplace(r, AwaitedRank{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt, false});
+    waiting.emplace(r, AwaitedRank{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt});
   }
   std::map<int, std::optional<RankReport>> arrived;
   Clock::time_point next_liveness_look = Clock::now();  // a failure announced already counts at once
   for (;;) {
     const bool look_at_liveness = Clock::now() >= next_liveness_look;
-    std::map<int64_t, bool> announced;  // by rank: whether by its watcher, not itself
+    std::map<int64_t, Announcement> announced;  // the first failure in each rank's name
     if (look_at_liveness) {
       next_liveness_look = Clock::now() + kLivenessPoll;
       const auto failures = comm.announced_failures();
       gathered.store_gone = !failures.has_value();
       for (const auto& f : failures.value_or(std::vector<RankFailure>{})) {
-        announced.emplace(f.rank, is_silent_rank_error(f.error));
+        announced.emplace(f.rank, announcement_of(f));
       }
     }
     for (auto it = waiting.begin(); it != waiting.end() && !gathered.store_gone;) {
@@ -129,14 +142,21 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
         gathered.store_gone = !beats.has_value();
         if (beats) awaited.heartbeat.saw(*beats, now, Clock::now());
         const auto failure = announced.find(rank);
-        if (failure != announced.end() && !awaited.failure_seen) {
-          awaited.failure_seen = now;
-          awaited.announced_by_watcher = failure->second;
+        if (failure != announced.end() && !awaited.announced) {
+          awaited.announced = failure->second;
+          awaited.announcement_seen = now;
         }
       }
       const auto silence = awaited.heartbeat.vouched();
-      if (awaited.failure_seen && silence > kFailedPeerGrace) {
-        (awaited.announced_by_watcher ? gathered.silent : gathered.failed).push_back(rank);
+      if (awaited.announced == Announcement::silent) {
+        gathered.silent.push_back(rank);
+      } else if (awaited.announced == Announcement::stuck &&
+                 (comm.knows_it_was_given_up(rank) || now - awaited.announcement_seen > kFailedPeerGrace)) {
+        // It lives, and ends itself once it has read that it was given up on (FailureWatch):
+        // rank 0's store stays until it has, or a few seconds.
+        gathered.stuck.push_back(rank);
+      } else if (awaited.announced && silence > kFailedPeerGrace) {
+        gathered.failed.push_back(rank);
       } else if (silence_limit.count() > 0 && silence > silence_limit) {
         gathered.silent.push_back(rank);
       } else {
@@ -161,7 +181,7 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
     }
   }
   const auto reported = [&](int64_t r) { return std::find(gathered.missing.begin(), gathered.missing.end(), r) == gathered.missing.end(); };
-  for (auto* given_up : {&gathered.silent, &gathered.failed}) {
+  for (auto* given_up : {&gathered.silent, &gathered.stuck, &gathered.failed}) {
     given_up->erase(std::remove_if(given_up->begin(), given_up->end(), reported), given_up->end());
   }
   return gathered;
@@ -178,6 +198,10 @@ void warn_of_missing_reports(const GatheredReports& g, std::chrono::milliseconds
   spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", listed(g.missing));
   if (g.store_gone) spdlog::warn("the rendezvous store stopped answering while rank 0 waited for the reports");
   if (!g.failed.empty()) spdlog::warn("rank(s) {} failed before reporting (see their logs)", listed(g.failed));
+  if (!g.stuck.empty()) {
+    spdlog::warn("rank(s) {} were stuck in work of their own while the others waited for them (see the run's error)",
+                 listed(g.stuck));
+  }
   if (!g.silent.empty()) {
     spdlog::warn("rank(s) {} stopped answering before reporting (no heartbeat in the store for {} s): killed, "
                  "stopped, or their host was lost or cut off",

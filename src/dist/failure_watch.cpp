@@ -4,17 +4,21 @@
 // own, since the store's client has no receive timeout and a store that stops answering (the link
 // to rank 0 cut) must hold up that thread, never the wait, which the backend's timeout ends.
 // That thread also beats the rank's heartbeat, which rank 0 reads while it gathers the reports,
-// and, while this rank waits, reads its neighbour's: a peer that stopped without a word (a frozen
-// host, a cut link, a process stopped or hung in the kernel, or under NCCL one killed) is then
-// announced by the rank that watches it, and every wait ends with that instead of the backend's
-// timeout.
+// publishes where the rank's host is (its progress), and, while this rank waits, reads its
+// neighbour's: a peer that stopped without a word (a frozen host, a cut link, a process stopped or
+// hung in the kernel, or under NCCL one killed) is then announced by the rank that watches it, and
+// every wait ends with that instead of the backend's timeout; so is a peer whose process lives but
+// whose work stands still outside the collective (dist.stall_timeout_s, or at the wait's timeout).
 #include <algorithm>
+#include <cstdlib>
 #include <condition_variable>
 #include <mutex>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "tbench/dist/failure_watch.hpp"
 
@@ -30,6 +34,8 @@ constexpr auto kInterestSpan = 3 * Communicator::kFailureCheckInterval;
 
 std::string heartbeat_key(int rank) { return "tbench/heartbeat/" + std::to_string(rank); }
 
+std::string knows_it_was_given_up_key(int rank) { return "tbench/given_up_read/" + std::to_string(rank); }
+
 std::optional<int> watched_neighbour(int rank, int world_size) {
   if (world_size < 2) return std::nullopt;
   return (rank + 1) % world_size;
@@ -40,6 +46,41 @@ std::string seconds_text(std::chrono::milliseconds limit) {
   text << static_cast<double>(limit.count()) / 1000.0;
   return text.str();
 }
+
+std::string progress_key(int rank) { return "tbench/progress/" + std::to_string(rank); }
+
+std::string progress_text(const RankProgress& progress) {
+  return nlohmann::json{{"moves", progress.moves}, {"collectives", progress.collectives}, {"where", progress.where}}
+      .dump();
+}
+
+std::optional<RankProgress> parse_progress(const std::string& text) {
+  try {
+    const auto json = nlohmann::json::parse(text);
+    return RankProgress{json.at("moves").get<int64_t>(), json.at("collectives").get<int64_t>(),
+                        json.at("where").get<std::string>()};
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+bool stuck_in_own_work(const RankProgress& theirs, int64_t watcher_collectives,
+                       HeartbeatSilence::Clock::duration heartbeat_silence,
+                       HeartbeatSilence::Clock::duration progress_stillness, std::chrono::milliseconds limit) {
+  return theirs.collectives < watcher_collectives && heartbeat_silence < kAliveWithin && progress_stillness >= limit;
+}
+
+constexpr const char* kStuckRankErrorStart = "stuck in its own work";
+
+std::string stuck_rank_error(int watcher, const std::string& where, std::chrono::milliseconds stillness) {
+  stillness = (stillness + std::chrono::milliseconds(50)) / 100 * 100;  // reads a beat apart: tenths are plenty
+  return std::string(kStuckRankErrorStart) + " (" + where + "): it had not started the collective rank " +
+         std::to_string(watcher) + " waited in, and its progress did not move for " + seconds_text(stillness) +
+         " s while its heartbeat beat (the process lives: a file-system read or write that never returns, a "
+         "deadlock, a device wait on a kernel that never ends)";
+}
+
+bool is_stuck_rank_error(const std::string& error) { return error.rfind(kStuckRankErrorStart, 0) == 0; }
 
 constexpr const char* kSilentRankErrorStart = "stopped answering: its heartbeat in the rendezvous store";
 
@@ -82,7 +123,12 @@ struct FailureWatch::State {
   int64_t looks_asked = 0, looks_done = 0;                   // look_now's requests
   bool release_asked = false, released = false;
   bool in_store = false;  // the thread is in a store call, which may never return
+  bool timed_out_look = false;  // a look_now after a wait's dist.timeout_s, not done yet
   std::optional<RankFailure> failure;
+  RankProgress progress{0, 0, "setting up"};
+  bool announced_own = false;                  // note_own_failure
+  std::chrono::milliseconds abandoned_grace{0};  // end_process_when_abandoned (0: off)
+  std::optional<RankFailure> abandoning_failure;  // the failure in this rank's name, where the others gave up on it
 
   bool interested() const { return std::chrono::steady_clock::now() < interest_until; }
   bool release_pending() const { return release_asked && !released; }
@@ -90,10 +136,10 @@ struct FailureWatch::State {
 };
 
 FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std::optional<int> watched,
-                           std::chrono::milliseconds silence_limit)
+                           std::chrono::milliseconds silence_limit, std::chrono::milliseconds stall_limit)
     : state_(std::make_shared<State>()) {
-  thread_ = std::thread([state = state_, store = std::move(store), rank, watched, silence_limit] {
-    watch(*state, *store, rank, watched, silence_limit);
+  thread_ = std::thread([state = state_, store = std::move(store), rank, watched, silence_limit, stall_limit] {
+    watch(*state, *store, rank, watched, Limits{silence_limit, stall_limit});
   });
 }
 
@@ -117,15 +163,79 @@ FailureWatch::~FailureWatch() {
   }
 }
 
-void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::optional<int> watched,
-                         std::chrono::milliseconds silence_limit) {
+namespace {
+
+// What a waiting rank knows of the rank it watches, from its reads of that rank's heartbeat and
+// progress: how long each has stood still, and where the rank last said it was.
+class Neighbour {
+ public:
+  using Clock = HeartbeatSilence::Clock;
+  explicit Neighbour(int rank)
+      : rank_(rank), heartbeat_(Clock::now(), kHeartbeatReadGap), progress_still_(Clock::now(), kHeartbeatReadGap) {}
+  int rank() const { return rank_; }
+
+  // One read of each (a few store round trips). Throws what the store throws.
+  void read(c10d::Store& store) {
+    auto asked = Clock::now();
+    heartbeat_.saw(store.add(heartbeat_key(rank_), 0), asked, Clock::now());
+    asked = Clock::now();
+    if (store.check({progress_key(rank_)})) {
+      const auto bytes = store.get(progress_key(rank_));
+      if (auto progress = parse_progress(std::string(bytes.begin(), bytes.end()))) last_ = std::move(*progress);
+    }
+    progress_still_.saw(last_.moves, asked, Clock::now());
+  }
+
+  // The failure the watcher announces on this rank's behalf, if its reads show one: a heartbeat
+  // silent for the silence limit, or work stuck for the stall limit (kStuckAtTimeout once the
+  // watcher's wait has timed out).
+  std::optional<std::string> failure(int watcher, int64_t watcher_collectives, FailureWatch::Limits limits,
+                                     bool wait_timed_out) const {
+    using std::chrono::duration_cast;
+    using std::chrono::milliseconds;
+    if (limits.silence.count() > 0 && heartbeat_.vouched() > limits.silence) {
+      return silent_rank_error(watcher, limits.silence);
+    }
+    const milliseconds stall = wait_timed_out ? kStuckAtTimeout : limits.stall;
+    if (stall.count() > 0 && stuck_in_own_work(last_, watcher_collectives, heartbeat_.vouched(),
+                                               progress_still_.vouched(), stall)) {
+      return stuck_rank_error(watcher, last_.where, duration_cast<milliseconds>(progress_still_.vouched()));
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int rank_;
+  HeartbeatSilence heartbeat_, progress_still_;
+  RankProgress last_;
+};
+
+// The others gave up on this rank `grace` ago, and its host has not moved since: it is stuck where
+// no wait of its own can see that, and nothing else but its launcher would end it.
+[[noreturn]] void end_abandoned_process(int rank, const RankFailure& failure, std::chrono::milliseconds grace,
+                                        const std::string& where) {
+  spdlog::error("rank {}: the other ranks gave up on it ({}), and its host has not moved from {} in the {} s since: "
+                "ending the process",
+                rank, failure.describe(), where, seconds_text(grace));
+  spdlog::default_logger()->flush();
+  std::_Exit(static_cast<int>(ExitCode::run_failed));
+}
+
+}  // namespace
+
+void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::optional<int> watched, Limits limits) {
   using Clock = std::chrono::steady_clock;
   std::unique_lock<std::mutex> lock(state.mutex);
   Clock::time_point next_beat = Clock::now();  // the first beat at once
   // Read only while this rank waits: a peer that finished may stop beating, but not while a
   // collective this rank is in still needs it.
-  HeartbeatSilence neighbour(Clock::now(), kHeartbeatReadGap);
+  std::optional<Neighbour> neighbour;
+  if (watched) neighbour.emplace(*watched);
   bool neighbour_announced = false;
+  int64_t published_moves = -1;
+  // The others gave up on this rank: when that was first read, and where its host was then.
+  std::optional<std::pair<Clock::time_point, int64_t>> abandoned;
+  bool host_moved_since = false;
   for (;;) {
     const bool interested = state.interested();
     const Clock::time_point until =
@@ -138,34 +248,55 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
     const bool look = !state.failure && (interested || state.looks_asked > state.looks_done);
     const bool release = state.release_pending();
     const int64_t looks = state.looks_asked;
+    const bool timed_out = std::exchange(state.timed_out_look, false);
     // Interest as it is now: the wait above may have outlasted it (or this process was paused).
-    const bool watch_neighbour = beat && state.interested() && watched && !state.failure && !neighbour_announced;
-    if (!look && !release && !beat) {
+    const bool watch_neighbour =
+        (timed_out || (beat && state.interested())) && neighbour && !state.failure && !neighbour_announced;
+    if (!look && !release && !beat && !watch_neighbour) {
       state.looks_done = looks;
       state.changed.notify_all();
       continue;
     }
     if (beat) next_beat = Clock::now() + kHeartbeatInterval;
+    const std::optional<RankProgress> progress =
+        beat && state.progress.moves != published_moves ? std::optional<RankProgress>(state.progress) : std::nullopt;
+    const int64_t collectives = state.progress.collectives;
+    // While the others may give up on this rank, every beat reads whether they did.
+    const bool read_own_fate = beat && state.abandoned_grace.count() > 0 && !state.announced_own && !abandoned;
+    if (abandoned && state.progress.moves != abandoned->second) host_moved_since = true;  // it reaches its next wait
+    if (abandoned && !host_moved_since && Clock::now() - abandoned->first > state.abandoned_grace) {
+      end_abandoned_process(rank, *state.abandoning_failure, state.abandoned_grace, state.progress.where);
+    }
     state.in_store = true;
     lock.unlock();
-    std::optional<RankFailure> found;
+    std::optional<RankFailure> found, abandoned_failure;
     try {
       if (beat) store.add(heartbeat_key(rank), 1);  // first: a read that fails must not cost a beat
+      if (progress) {
+        const std::string text = progress_text(*progress);
+        store.set(progress_key(rank), std::vector<uint8_t>(text.begin(), text.end()));
+        published_moves = progress->moves;
+      }
     } catch (const std::exception&) {
       // the store's host is gone: the backend says so in the wait
     }
     try {
-      if (look) {
+      if (look || read_own_fate) {
         const auto failures = read_failures(store);
-        if (!failures.empty()) found = failures.front();
+        if (look && !failures.empty()) found = failures.front();
+        for (const auto& f : failures) {
+          if (read_own_fate && f.rank == rank && !abandoned_failure) abandoned_failure = f;
+        }
+        if (abandoned_failure) {  // rank 0 may go now: this rank needs its store no more
+          store.set(knows_it_was_given_up_key(rank), std::vector<uint8_t>{'1'});
+          store.add(kReleasedKey, 1);
+        }
       }
       if (release) store.add(kReleasedKey, 1);
       if (watch_neighbour && !found) {
-        const auto asked = Clock::now();
-        const int64_t beats = store.add(heartbeat_key(*watched), 0);
-        neighbour.saw(beats, asked, Clock::now());
-        if (neighbour.vouched() > silence_limit) {
-          write_failure(store, *watched, silent_rank_error(rank, silence_limit));
+        neighbour->read(store);
+        if (const auto error = neighbour->failure(rank, collectives, limits, timed_out)) {
+          write_failure(store, neighbour->rank(), *error);
           neighbour_announced = true;
           const auto failures = read_failures(store);  // the first one may be another's
           if (!failures.empty()) found = failures.front();
@@ -177,6 +308,10 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
     lock.lock();
     state.in_store = false;
     if (found && !state.failure) state.failure = found;
+    if (abandoned_failure && !abandoned && !state.announced_own) {
+      abandoned.emplace(Clock::now(), state.progress.moves);
+      state.abandoning_failure = abandoned_failure;
+    }
     if (release) state.released = true;
     state.looks_done = looks;
     state.changed.notify_all();
@@ -196,13 +331,37 @@ std::optional<RankFailure> FailureWatch::seen() const {
   return state_->failure;
 }
 
-std::optional<RankFailure> FailureWatch::look_now(std::chrono::milliseconds patience) {
+std::optional<RankFailure> FailureWatch::look_now(std::chrono::milliseconds patience, bool wait_timed_out) {
   std::unique_lock<std::mutex> lock(state_->mutex);
   if (state_->failure) return state_->failure;
   const int64_t ticket = ++state_->looks_asked;
+  state_->timed_out_look = state_->timed_out_look || wait_timed_out;
   state_->changed.notify_all();
   state_->changed.wait_for(lock, patience, [&] { return state_->looks_done >= ticket; });
   return state_->failure;
+}
+
+void FailureWatch::note_progress(const std::string& where) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->progress.where = where;
+  ++state_->progress.moves;
+}
+
+void FailureWatch::note_collective() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  ++state_->progress.collectives;
+  ++state_->progress.moves;
+}
+
+void FailureWatch::note_own_failure() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->announced_own = true;
+  ++state_->progress.moves;  // its host is at work: it announced
+}
+
+void FailureWatch::end_process_when_abandoned(std::chrono::milliseconds grace) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->abandoned_grace = grace;
 }
 
 void FailureWatch::release() {

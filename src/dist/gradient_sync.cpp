@@ -75,6 +75,7 @@ class BucketedGradientSync final : public GradientSync {
 
   int rank() const override { return comm_.rank(); }
   int world_size() const override { return comm_.world_size(); }
+  void note_progress(const std::string& where) override { comm_.note_progress(where); }
   bool stop_agreed() override { return stop_requests_.agreed(); }
   void finish_reductions() override { stop_requests_.read_all(); }
   void await_reductions() override {
@@ -172,7 +173,7 @@ class BucketedGradientSync final : public GradientSync {
         next_check += Communicator::kFailureCheckInterval;
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        comm_.abandon_collective("a gradient all-reduce", "it did not finish within dist.timeout_s");
+        comm_.collective_timed_out("a gradient all-reduce");
       }
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }

@@ -151,6 +151,13 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const Launc
 
 }  // namespace
 
+// The backend's own timeout comes this long after dist.timeout_s: the host's deadline ends a wait
+// first, and names the rank it waited for where that rank's watcher can (Impl::timed_out).
+constexpr std::chrono::milliseconds kBackendGrace = std::chrono::minutes(1);
+// Once a wait has timed out, how long the others' watchers have to name the rank it waited for:
+// every wait on that rank times out within a step of the others.
+constexpr std::chrono::milliseconds kTimeoutVerdictWait{3000};
+
 struct Communicator::Impl {
   LaunchEnv env;
   Millis timeout{0};
@@ -172,6 +179,7 @@ struct Communicator::Impl {
   // This rank announced a failure of its own: one announced in its name is then its own doing.
   std::atomic<bool> announced_own_failure{false};
   std::chrono::milliseconds heartbeat_timeout{0};
+  std::chrono::milliseconds stall_timeout{0};
 
   // A group with a collective still in flight (abandoned, or left running by a failure of this
   // rank's own) must not wait for it: NCCL's is aborted, Gloo's is left to the process's end,
@@ -194,6 +202,7 @@ struct Communicator::Impl {
   // device, and the result after it, are not held until NCCL's watchdog kills the process.
   void abandon_collectives() {
     collective_abandoned = true;
+    watch->note_progress("stopping: it gave up on a collective");  // its host is not stuck
 #if TBENCH_WITH_NCCL
     if (nccl) abort_nccl();
 #endif
@@ -242,9 +251,29 @@ struct Communicator::Impl {
   [[noreturn]] void lost_contact(const std::string& during, const std::string& detail) {
     abandon_collectives();
     throw_for(watch->look_now(std::chrono::seconds(1)), during);
-    throw CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
-                      " (a peer failed, was killed or did not answer within dist.timeout_s = " +
-                      std::to_string(timeout.count() / 1000) + " s; see its log)");
+    throw lost_contact_error(during, detail);
+  }
+
+  CommFailure lost_contact_error(const std::string& during, const std::string& detail) const {
+    return CommFailure(prefix() + "lost contact with the other ranks during " + during + ": " + detail +
+                       " (a peer failed, was killed or did not answer within dist.timeout_s = " +
+                       std::to_string(timeout.count() / 1000) + " s; see its log)");
+  }
+
+  // A wait's dist.timeout_s is up. A rank that never started the collective while its process
+  // lived was stuck in work of its own: its watcher names it now (this rank's watch, where it
+  // watches that rank; another rank's within moments, as every wait on it times out about
+  // together), and that is the cause every rank reports, not a lost contact.
+  [[noreturn]] void timed_out(const std::string& during) {
+    abandon_collectives();
+    auto failure = watch->look_now(std::chrono::seconds(1), /*wait_timed_out=*/true);
+    const auto until = std::chrono::steady_clock::now() + kTimeoutVerdictWait;
+    while (!failure && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      failure = watch->look_now(std::chrono::seconds(1));
+    }
+    throw_for(failure, during);
+    throw lost_contact_error(during, "it did not finish within dist.timeout_s");
   }
 
   // The host waits until the work is done, with dist.timeout_s as its deadline, looking for an
@@ -254,9 +283,7 @@ struct Communicator::Impl {
     for (;;) {
       if (wait_a_while(work, during)) return;
       throw_if_a_peer_failed(during);
-      if (std::chrono::steady_clock::now() > deadline) {
-        lost_contact(during, "it did not finish within dist.timeout_s");
-      }
+      if (std::chrono::steady_clock::now() > deadline) timed_out(during);
     }
   }
 
@@ -315,11 +342,13 @@ std::chrono::milliseconds Communicator::heartbeat_timeout() const { return impl_
 
 std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const torch::Device& device,
                                                     std::chrono::milliseconds timeout,
-                                                    std::chrono::milliseconds heartbeat_timeout) {
+                                                    std::chrono::milliseconds heartbeat_timeout,
+                                                    std::chrono::milliseconds stall_timeout) {
   auto impl = std::make_unique<Impl>();
   impl->env = env;
   impl->timeout = timeout;
   impl->heartbeat_timeout = heartbeat_timeout;
+  impl->stall_timeout = stall_timeout;
   impl->cuda = device.is_cuda();
   impl->backend = impl->cuda ? "nccl" : "gloo";
   const std::string address = env.master_addr + ":" + std::to_string(env.master_port);
@@ -363,8 +392,11 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       joined = impl->store->add("tbench/joined", 0);
     }
-    const auto watched = heartbeat_timeout.count() > 0 ? watched_neighbour(env.rank, env.world_size) : std::nullopt;
-    impl->watch = std::make_unique<FailureWatch>(open_store(false), env.rank, watched, heartbeat_timeout);
+    impl->watch = std::make_unique<FailureWatch>(open_store(false), env.rank, watched_neighbour(env.rank, env.world_size),
+                                                 heartbeat_timeout, stall_timeout);
+    // A rank the others gave up on whose host then stays where it is for dist.timeout_s is stuck
+    // where none of its waits can see it: the watch ends its process.
+    impl->watch->end_process_when_abandoned(timeout);
   } catch (const CommFailure&) {
     throw;
   } catch (const std::exception& e) {
@@ -375,7 +407,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
   try {
     if (!impl->cuda) {
 #if TBENCH_WITH_GLOO
-      auto options = c10d::ProcessGroupGloo::Options::create(timeout);
+      auto options = c10d::ProcessGroupGloo::Options::create(timeout + kBackendGrace);
       options->devices = gloo_devices(env);
       impl->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
           c10::make_intrusive<c10d::PrefixStore>("gloo", impl->store), env.rank, env.world_size, options);
@@ -386,8 +418,8 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
       auto options = c10d::ProcessGroupNCCL::Options::create();
       // The host awaits the gradients with dist.timeout_s (BucketedGradientSync) and so ends a
       // lost run with CommFailure and a failed result; the watchdog, which may kill the process,
-      // is only the backstop.
-      options->timeout = timeout + std::chrono::minutes(1);
+      // is only the backstop (kBackendGrace).
+      options->timeout = timeout + kBackendGrace;
       auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(
           c10::make_intrusive<c10d::PrefixStore>("nccl", impl->store), env.rank, env.world_size, options);
       impl->nccl = nccl.get();
@@ -419,8 +451,9 @@ void Communicator::broadcast_from_rank0(const std::vector<torch::Tensor>& tensor
     std::vector<at::Tensor> io = {torch::cat(parts).contiguous()};
     c10d::BroadcastOptions options;
     options.rootRank = 0;
-    options.timeout = impl_->timeout;
+    options.timeout = impl_->timeout + kBackendGrace;
     c10::intrusive_ptr<c10d::Work> work;
+    impl_->watch->note_collective();
     try {
       work = impl_->group->broadcast(io, options);
     } catch (const std::exception& e) {
@@ -439,8 +472,9 @@ void Communicator::allreduce_async(const torch::Tensor& flat) {
   std::vector<at::Tensor> io = {flat};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::SUM;
-  options.timeout = impl_->timeout;
+  options.timeout = impl_->timeout + kBackendGrace;
   c10::intrusive_ptr<c10d::Work> work;
+  impl_->watch->note_collective();
   try {
     work = impl_->group->allreduce(io, options);
   } catch (const std::exception& e) {
@@ -467,6 +501,7 @@ void Communicator::wait_all() {
 
 void Communicator::announce_failure(const std::string& error) {
   impl_->announced_own_failure = true;
+  impl_->watch->note_own_failure();
   try {
     write_failure(*impl_->store, rank(), error);
   } catch (const std::exception& e) {
@@ -494,9 +529,9 @@ void Communicator::throw_if_a_peer_failed(const std::string& during) { impl_->th
 
 bool Communicator::gave_up() const { return impl_->collective_abandoned; }
 
-void Communicator::abandon_collective(const std::string& during, const std::string& why) {
-  impl_->lost_contact(during, why);
-}
+void Communicator::collective_timed_out(const std::string& during) { impl_->timed_out(during); }
+
+void Communicator::note_progress(const std::string& where) { impl_->watch->note_progress(where); }
 
 void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
   if (!impl_->hosts_store() || world_size() < 2) return;
@@ -530,6 +565,15 @@ std::optional<std::string> Communicator::fetch(const std::string& key, std::chro
   } catch (const std::exception& e) {
     spdlog::debug("rank {}: store key {}: {}", rank(), key, describe(e));
     return std::nullopt;
+  }
+}
+
+bool Communicator::knows_it_was_given_up(int rank) {
+  try {
+    return impl_->store->check({knows_it_was_given_up_key(rank)});
+  } catch (const std::exception& e) {
+    spdlog::debug("{}whether rank {} read its fate: {}", impl_->prefix(), rank, describe(e));
+    return false;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
@@ -505,7 +506,8 @@ std::unique_ptr<Communicator> join_ranks(const RunPlan& plan) {
   if (!plan.launch.distributed()) return nullptr;
   return Communicator::connect(plan.launch, rank_device(plan.spec, plan.launch),
                                std::chrono::seconds(plan.spec.dist.timeout_s),
-                               std::chrono::seconds(plan.spec.dist.heartbeat_timeout_s));
+                               std::chrono::seconds(plan.spec.dist.heartbeat_timeout_s),
+                               std::chrono::seconds(plan.spec.dist.stall_timeout_s));
 }
 
 // The CPU allocator the spec asks for (cpu.allocator); env.cpu.allocator records which was used.
@@ -618,6 +620,20 @@ class FailAtStep final : public TrainObserver {
   int64_t global_step_;
 };
 
+// --hang-at-step, for tests: once the step has run, the host stays in its record for good, as one
+// whose write never returns would (the iteration stream on a hung file system). The process lives:
+// its heartbeat beats, and its progress stands still at that step.
+class HangAtStep final : public TrainObserver {
+ public:
+  explicit HangAtStep(int64_t global_step) : global_step_(global_step) {}
+  void on_iteration(const IterationRecord& record) override {
+    while (record.global_step == global_step_) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+
+ private:
+  int64_t global_step_;
+};
+
 // The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
                const RunOptions& options) {
@@ -634,6 +650,8 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   observers.push_back(progress.get());
   std::optional<FailAtStep> fault;
   if (options.fail_at_step > 0) observers.push_back(&fault.emplace(options.fail_at_step));
+  std::optional<HangAtStep> hang;
+  if (options.hang_at_step > 0) observers.push_back(&hang.emplace(options.hang_at_step));
   // Rank 0 profiles; the others leave the same steps out of their timing.
   std::unique_ptr<StepProfiler> profiler;
   if (plan.trainer.profile_steps > 0 && writes_result) {
@@ -741,6 +759,7 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
   const TrainRun run = train(plan, *models.objective, device, sync.get(), options);
   trained = true;
+  if (comm) comm->note_progress("after training (its report)");
   if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement
   // The others may be waiting for this rank in a collective it will not join: they stop at once.
   // A rank that lost its peers has no cause of its own to tell.

@@ -328,6 +328,13 @@ const std::vector<Field>& fields() {
        "this long is given up on: by the rank that watches it during a collective, and by rank 0 while it "
        "gathers the reports (0: off, and only dist.timeout_s ends such a wait; at least 3 otherwise)",
        set(&RunSpec::dist, &DistSpec::heartbeat_timeout_s)},
+      {"dist.stall_timeout_s", Kind::integer, 0, 0, {},
+       "data-parallel only: a rank whose process lives (its heartbeat beats) but which stays this long in "
+       "work of its own while the rank watching it waits for it in a collective (a file-system read that never "
+       "returns, a deadlock) is given up on and named as the run's cause (0: only once dist.timeout_s ends the "
+       "wait; otherwise at least 3 and below dist.timeout_s, and above the longest stretch between two "
+       "collectives: the set-up, an epoch's eval, a step)",
+       set(&RunSpec::dist, &DistSpec::stall_timeout_s)},
       {"dist.group_at_world_size_1", Kind::boolean, false, -1e300, {},
        "a launcher's single process (WORLD_SIZE=1) still joins a process group of one and all-reduces its "
        "gradients through the backend, as DDP does: the backend's overhead against the same spec without a "
@@ -761,6 +768,11 @@ RunSpec resolve_spec(const SpecDocument& doc) {
   if (spec.dist.heartbeat_timeout_s > 0 && spec.dist.heartbeat_timeout_s < 3) {
     v.fail("dist.heartbeat_timeout_s", "must be 0 (off) or at least 3 (a read that lands between two beats of a "
                                        "second is no sign of silence), got " + std::to_string(spec.dist.heartbeat_timeout_s));
+  }
+  if (spec.dist.stall_timeout_s > 0 && (spec.dist.stall_timeout_s < 3 || spec.dist.stall_timeout_s >= spec.dist.timeout_s)) {
+    v.fail("dist.stall_timeout_s", "must be 0 (at dist.timeout_s) or at least 3 and below dist.timeout_s (" +
+                                       std::to_string(spec.dist.timeout_s) + "), which ends the wait first; got " +
+                                       std::to_string(spec.dist.stall_timeout_s));
   }
   if (spec.precision == Precision::fp16 && !spec.device.is_cuda()) {
     v.fail("precision", "fp16 needs a CUDA device, but device is 'cpu' (use fp32 or bf16 on CPU)");

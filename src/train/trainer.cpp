@@ -302,7 +302,9 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
     EpochRecord record = run_epoch(epoch, global_step, pending, observers, run);
     if (record.steps == 0) continue;
     if (data_.eval.size() > 0 && run.outcome.status == RunStatus::completed) {
-      fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch) + " eval"; }, [&] {
+      const auto where = [&] { return "epoch " + std::to_string(epoch) + " eval"; };
+      if (sync_) sync_->note_progress(where());
+      fail_on_exception(run.outcome, where, [&] {
         const EvalResult eval = evaluate();
         record.eval_loss = eval.loss;
         record.eval_accuracy = eval.accuracy;
@@ -349,6 +351,7 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
     }
     IterationRecord record = start_record(epoch, step, ++global_step);
     const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(step); };
+    if (sync_) sync_->note_progress(where());
     fail_on_exception(run.outcome, where, [&] {
       if (record.profiled && !profiling_) start_profile(global_step, totals.record);
       pending.begin_step();

@@ -417,8 +417,9 @@ TEST(DistFailure, AStoppedPeerIsAnnouncedByTheRankWatchingItsHeartbeat) {
   testing::wait_for_exit(rank1, 10);
   const std::string err = testing::read_text(dir.file("0.err"));
   ASSERT_EQ(code, 4) << "rank 0 did not end with run_failed (-1: still running after 90 s)\n" << err;
-  // The watcher's count starts at most a beat before the stop; rank 0 then gathers for 3 s.
-  EXPECT_GT(took, 16) << "rank 1 was announced before its heartbeat had stood still for 15 s";
+  // The watcher's count starts at the read that first saw rank 1's last beat, which may come up to
+  // a beat before the stop; rank 0 then gives up on rank 1's report at once.
+  EXPECT_GT(took, 14) << "rank 1 was announced before its heartbeat had stood still for 15 s";
   EXPECT_LT(took, 60) << "rank 0 ended long after rank 1's heartbeat stopped (dist.timeout_s is 300 s)";
   const std::string cause = "rank 1 failed: stopped answering: its heartbeat in the rendezvous store did not move for 15 s "
                             "while rank 0 waited in a collective";
@@ -491,6 +492,61 @@ TEST(DistFailure, RankZeroFailingMidRunStopsThePeerAtOnceAndKeepsItsReport) {
             std::string::npos)
       << peer;
   EXPECT_EQ(peer["steps"], 3) << "rank 1 trained the 3 steps rank 0 took part in";
+}
+
+// Rank 1 hangs in its own work with its process alive (a write that never returns), so its
+// heartbeat beats on. When rank 0's wait for it in the next all-reduce reaches dist.timeout_s,
+// rank 0, which watches it, names it: the run's error says which rank and where, not "lost
+// contact", and rank 0 does not wait for the report such a rank cannot send. Rank 1's own watch
+// reads that the others gave up on it, and ends its process dist.timeout_s later, its host not
+// having moved.
+TEST(DistFailure, APeerStuckInItsOwnWorkIsNamedWhenTheWaitTimesOut) {
+  REQUIRE_GLOO();
+  ScratchDir dir;
+  auto spec = long_dp_spec(dir.file("h.json"));
+  spec["dist"]["timeout_s"] = 10;
+  const std::string path = dir.write("spec.json", spec.dump());
+  const int port = testing::free_tcp_port();
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t rank0 = testing::spawn_tbench({"run", "-q", path}, torchrun_env(0, 2, port), dir.file("0.out"), dir.file("0.err"));
+  const pid_t rank1 = testing::spawn_tbench({"run", "-q", path, "--hang-at-step", "3"}, torchrun_env(1, 2, port),
+                                            dir.file("1.out"), dir.file("1.err"));
+  const int code = testing::wait_for_exit(rank0, 90);
+  const auto rank0_ended = std::chrono::steady_clock::now();
+  const double took = std::chrono::duration<double>(rank0_ended - start).count();
+  const int rank1_code = testing::wait_for_exit(rank1, 40);
+  const double rank1_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - rank0_ended).count();
+  if (rank1_code == -1) kill(rank1, SIGKILL);
+  testing::wait_for_exit(rank1, 10);
+  const std::string err = testing::read_text(dir.file("0.err"));
+  const std::string err1 = testing::read_text(dir.file("1.err"));
+  ASSERT_EQ(code, 4) << "rank 0 did not end with run_failed (-1: still running after 90 s)\n" << err;
+  EXPECT_EQ(rank1_code, 4) << "the stuck rank did not end itself (-1: still running 40 s after rank 0)\n" << err1;
+  EXPECT_GT(rank1_after, 5) << "the stuck rank ended before dist.timeout_s had passed since it was named";
+  EXPECT_NE(err1.find("rank 1: the other ranks gave up on it (rank 1 failed: stuck in its own work (epoch 1 step 3)"),
+            std::string::npos)
+      << err1;
+  EXPECT_NE(err1.find("and its host has not moved from epoch 1 step 3 in the 10 s since: ending the process"),
+            std::string::npos)
+      << err1;
+  EXPECT_GT(took, 10) << "rank 1 was named before dist.timeout_s";
+  EXPECT_LT(took, 60) << "rank 0 ended long after dist.timeout_s (10 s)";
+  const std::string cause = "rank 1 failed: stuck in its own work (epoch 1 step 3): it had not started the collective "
+                            "rank 0 waited in, and its progress did not move for ";
+  const auto result = testing::read_json(dir.file("h.json"));
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_EQ(result["summary"]["error"].get<std::string>().rfind(cause, 0), 0u) << result["summary"]["error"];
+  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+  EXPECT_NE(result["dist"]["ranks"][0]["error"].get<std::string>().find(
+                "stopped during a gradient all-reduce because " + cause),
+            std::string::npos)
+      << result["dist"]["ranks"][0];
+  EXPECT_EQ(err.find("lost contact"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank(s) 1 were stuck in work of their own"), std::string::npos) << err;
+  EXPECT_EQ(result["iterations"].size(), 3u) << "rank 0 took part in the steps rank 1 finished, and no more";
 }
 
 // Rank 1 fails mid-run: rank 0's result names rank 1's own error as the run's, not a lost contact.

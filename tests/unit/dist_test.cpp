@@ -1,6 +1,7 @@
 // Data parallelism without processes: the launch environment, data sharding, step plans and the
 // scaling report on hand-made results.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
@@ -659,6 +660,186 @@ TEST(HeartbeatSilence, AGapOrASlowAnswerStartsTheCountAgain) {
 TEST(FailureWatch, TellsAWatchersAnnouncementFromARanksOwn) {
   EXPECT_TRUE(is_silent_rank_error(silent_rank_error(3, std::chrono::seconds(15))));
   EXPECT_FALSE(is_silent_rank_error("epoch 1 step 3: failed on purpose"));
+  const std::string stuck = stuck_rank_error(3, "epoch 1 step 4", std::chrono::milliseconds(7500));
+  EXPECT_TRUE(is_stuck_rank_error(stuck));
+  EXPECT_FALSE(is_silent_rank_error(stuck));
+  EXPECT_FALSE(is_stuck_rank_error(silent_rank_error(3, std::chrono::seconds(15))));
+  EXPECT_NE(stuck.find("stuck in its own work (epoch 1 step 4): it had not started the collective rank 3 waited in, "
+                       "and its progress did not move for 7.5 s while its heartbeat beat"),
+            std::string::npos)
+      << stuck;
+}
+
+TEST(RankProgress, TravelsAsJsonAndRefusesWhatIsNotOurs) {
+  const auto back = parse_progress(progress_text({12, 5, "epoch 2 step 3"}));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->moves, 12);
+  EXPECT_EQ(back->collectives, 5);
+  EXPECT_EQ(back->where, "epoch 2 step 3");
+  EXPECT_FALSE(parse_progress("not json").has_value());
+  EXPECT_FALSE(parse_progress(R"({"moves": 1})").has_value());
+}
+
+// Stuck: behind the watcher's collective, alive, and still for the limit. Each alone is not enough.
+TEST(RankProgress, AStuckRankIsBehindAliveAndStill) {
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  const RankProgress behind{7, 2, "epoch 1 step 4"};
+  EXPECT_TRUE(stuck_in_own_work(behind, 3, seconds(1), seconds(6), milliseconds(5000)));
+  EXPECT_FALSE(stuck_in_own_work(behind, 2, seconds(1), seconds(60), milliseconds(5000)))
+      << "it waits in the same collective: not its own work";
+  EXPECT_FALSE(stuck_in_own_work(behind, 3, seconds(10), seconds(60), milliseconds(5000)))
+      << "its heartbeat stands still: silent (or paused), not stuck";
+  EXPECT_FALSE(stuck_in_own_work(behind, 3, seconds(1), seconds(4), milliseconds(5000))) << "moved within the limit";
+}
+
+// The watched rank's heartbeat and progress, as that rank's own watch would publish them.
+struct WatchedRank {
+  WatchedRank(c10::intrusive_ptr<c10d::Store> store, int rank, RankProgress progress)
+      : store_(std::move(store)), rank_(rank), progress_(std::move(progress)) {
+    publish();
+  }
+  void beat() { store_->add(heartbeat_key(rank_), 1); }
+  void move() {
+    ++progress_.moves;
+    publish();
+  }
+  void publish() {
+    const std::string text = progress_text(progress_);
+    store_->set(progress_key(rank_), std::vector<uint8_t>(text.begin(), text.end()));
+  }
+  c10::intrusive_ptr<c10d::Store> store_;
+  int rank_;
+  RankProgress progress_;
+};
+
+// A waiting watch with the given stall limit, over `seconds` of a wait (interest every 100 ms) in
+// which `each_tick` runs; returns how long it took to see a failure (or nullopt).
+std::optional<double> wait_watching(FailureWatch& watch, double seconds, const std::function<void()>& each_tick) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < static_cast<int>(seconds * 10) && !watch.seen(); ++i) {
+    each_tick();
+    watch.note_interest();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  if (!watch.seen()) return std::nullopt;
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A neighbour that beats but has not started the collective this rank waits in, and whose progress
+// stands still for dist.stall_timeout_s, is announced as stuck, with where it said it was.
+TEST(FailureWatch, AnnouncesAWatchedRankStuckInItsOwnWorkAtTheStallLimit) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  WatchedRank rank1(store, 1, {7, 2, "epoch 1 step 4"});
+  FailureWatch watch(store, 0, watched_neighbour(0, 2), std::chrono::seconds(15), std::chrono::milliseconds(1500));
+  for (int i = 0; i < 3; ++i) watch.note_collective();  // this rank is in its third collective
+  const auto took = wait_watching(watch, 8, [&] { rank1.beat(); });
+  ASSERT_TRUE(took.has_value()) << "a stuck neighbour went unannounced for 8 s";
+  EXPECT_GT(*took, 1.5) << "announced before the stall limit";
+  EXPECT_EQ(watch.seen()->rank, 1);
+  EXPECT_TRUE(is_stuck_rank_error(watch.seen()->error)) << watch.seen()->error;
+  EXPECT_NE(watch.seen()->error.find("(epoch 1 step 4): it had not started the collective rank 0 waited in"),
+            std::string::npos)
+      << watch.seen()->error;
+}
+
+// A neighbour in the same collective, or one whose progress moves, is never stuck, however long
+// the wait; without a stall limit a stuck one is named only once the wait has timed out.
+TEST(FailureWatch, NamesAStuckRankOnlyPastItsLimitAndNeverOneThatMovesOrWaitsToo) {
+  using std::chrono::milliseconds;
+  auto in_it = c10::make_intrusive<c10d::HashStore>();
+  WatchedRank waiting_too(in_it, 1, {7, 3, "epoch 1 step 4"});
+  {
+    FailureWatch watch(in_it, 0, watched_neighbour(0, 2), std::chrono::seconds(15), milliseconds(1200));
+    for (int i = 0; i < 3; ++i) watch.note_collective();
+    EXPECT_FALSE(wait_watching(watch, 3, [&] { waiting_too.beat(); }).has_value()) << watch.seen()->describe();
+  }
+  auto busy = c10::make_intrusive<c10d::HashStore>();
+  WatchedRank moving(busy, 1, {7, 2, "epoch 1 step 4"});
+  {
+    FailureWatch watch(busy, 0, watched_neighbour(0, 2), std::chrono::seconds(15), milliseconds(1200));
+    for (int i = 0; i < 3; ++i) watch.note_collective();
+    EXPECT_FALSE(wait_watching(watch, 3, [&] {
+                   moving.beat();
+                   moving.move();
+                 }).has_value())
+        << watch.seen()->describe();
+  }
+  auto stuck = c10::make_intrusive<c10d::HashStore>();
+  WatchedRank still(stuck, 1, {7, 2, "epoch 1 step 4"});
+  {
+    FailureWatch watch(stuck, 0, watched_neighbour(0, 2));  // no stall limit: dist.timeout_s alone
+    watch.note_collective();
+    watch.note_collective();
+    watch.note_collective();
+    const double wait_s = std::chrono::duration<double>(kStuckAtTimeout).count() + 2.5;
+    EXPECT_FALSE(wait_watching(watch, wait_s, [&] { still.beat(); }).has_value()) << watch.seen()->describe();
+    const auto named = watch.look_now(std::chrono::seconds(2), /*wait_timed_out=*/true);
+    ASSERT_TRUE(named.has_value()) << "the wait timed out, and the rank it waited for was not named";
+    EXPECT_EQ(named->rank, 1);
+    EXPECT_TRUE(is_stuck_rank_error(named->error)) << named->error;
+  }
+  for (const auto& store : {in_it, busy}) EXPECT_TRUE(read_failures(*store).empty());
+}
+
+// A rank the others gave up on (its watcher announced it stuck or silent) whose host then stays
+// where it was for the grace is stuck where none of its own waits can see it: its watch ends the
+// process with exit code 4, saying why, instead of leaving it to hold its node until the launcher
+// or the job's time limit ends it.
+TEST(FailureWatchDeathTest, EndsARankTheOthersGaveUpOnWhoseHostNeverMoves) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        spdlog::set_default_logger(spdlog::stderr_color_mt("abandoned"));
+        auto store = c10::make_intrusive<c10d::HashStore>();
+        write_failure(*store, 1, stuck_rank_error(0, "epoch 1 step 3", std::chrono::seconds(9)));
+        FailureWatch watch(store, 1);
+        watch.end_process_when_abandoned(std::chrono::milliseconds(500));
+        std::this_thread::sleep_for(std::chrono::seconds(10));
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(4),
+      "rank 1: the other ranks gave up on it .rank 1 failed: stuck in its own work .epoch 1 step 3.*and its host has "
+      "not moved from setting up in the 0.5 s since: ending the process");
+}
+
+// A rank whose host moves after the others gave up on it reaches its next wait and stops there;
+// one that announced its own failure was not given up on. Neither is ended by its watch.
+TEST(FailureWatch, LeavesARankWhoseHostMovesOrWhoAnnouncedItselfToEndAsItWill) {
+  const auto grace = std::chrono::milliseconds(1500);
+  auto given_up = c10::make_intrusive<c10d::HashStore>();
+  write_failure(*given_up, 1, silent_rank_error(0, std::chrono::seconds(15)));
+  auto own = c10::make_intrusive<c10d::HashStore>();
+  write_failure(*own, 2, "its disk is full");
+  FailureWatch moving(given_up, 1);
+  moving.end_process_when_abandoned(grace);
+  FailureWatch announcing(own, 2);
+  announcing.note_own_failure();
+  announcing.end_process_when_abandoned(grace);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // both have read their fate at a beat
+  moving.note_progress("stopping");
+  std::this_thread::sleep_for(2 * grace);
+  SUCCEED() << "this process lives";
+}
+
+// A rank's watch publishes where its host is with its heartbeat, for the rank that watches it.
+TEST(FailureWatch, PublishesWhereTheRankIsWithItsHeartbeat) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  FailureWatch watch(store, 3);
+  watch.note_progress("epoch 2 step 7");
+  watch.note_collective();
+  watch.note_collective();
+  std::optional<RankProgress> seen;
+  for (int i = 0; i < 30 && (!seen || seen->collectives < 2); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!store->check({progress_key(3)})) continue;
+    const auto bytes = store->get(progress_key(3));
+    seen = parse_progress(std::string(bytes.begin(), bytes.end()));
+  }
+  ASSERT_TRUE(seen.has_value()) << "nothing published within 3 s";
+  EXPECT_EQ(seen->where, "epoch 2 step 7");
+  EXPECT_EQ(seen->collectives, 2);
+  EXPECT_EQ(seen->moves, 3);
 }
 
 TEST(FailureWatch, EachRankWatchesTheNextAroundTheRing) {

@@ -65,6 +65,20 @@ TEST(Spec, HeartbeatTimeoutIsOffOrAtLeastThreeSeconds) {
   EXPECT_NE(negative.find("dist.heartbeat_timeout_s"), std::string::npos) << negative;
 }
 
+// The stall limit is off (0: dist.timeout_s alone), or long enough to span a beat's reads and
+// short enough to come before dist.timeout_s, which would end the wait first.
+TEST(Spec, StallTimeoutIsOffOrBetweenThreeSecondsAndTheTimeout) {
+  EXPECT_EQ(resolve_json(R"({"model": "tiny-bert"})").dist.stall_timeout_s, 0);
+  EXPECT_EQ(resolve_json(R"({"model": "tiny-bert", "dist": {"stall_timeout_s": 60}})").dist.stall_timeout_s, 60);
+  const std::string two = input_error_of([] { resolve_json(R"({"model": "tiny-bert", "dist": {"stall_timeout_s": 2}})"); });
+  EXPECT_NE(two.find("dist.stall_timeout_s: must be 0 (at dist.timeout_s) or at least 3 and below dist.timeout_s (300)"),
+            std::string::npos)
+      << two;
+  const std::string late = input_error_of(
+      [] { resolve_json(R"({"model": "tiny-bert", "dist": {"stall_timeout_s": 30, "timeout_s": 30}})"); });
+  EXPECT_NE(late.find("below dist.timeout_s (30), which ends the wait first; got 30"), std::string::npos) << late;
+}
+
 TEST(Spec, YamlAndJsonGiveTheSameSpec) {
   const RunSpec a = resolve_json(R"({"model": "tiny-bert", "precision": "bf16",
       "train": {"batch_size": 4, "lr": 1e-4, "dropout": false}, "data": {"seq_len": 32}})");
@@ -214,7 +228,7 @@ TEST(Spec, EveryFieldLandsInItsOwnMember) {
                         "dist.timeout_s=15", "dist.bucket_mb=1.5", "data.padding=longest", "device=cuda:2",
                         "precision=bf16", "model.attention=eager", "train.optimizer_impl=loop",
                         "data.lengths.distribution=uniform", "data.lengths.min=3",
-                        "dist.heartbeat_timeout_s=16"});
+                        "dist.heartbeat_timeout_s=16", "dist.stall_timeout_s=14"});
   const RunSpec s = resolve_spec(doc);
   EXPECT_EQ(s.train.epochs, 3);
   EXPECT_EQ(s.train.batch_size, 4);
@@ -234,6 +248,7 @@ TEST(Spec, EveryFieldLandsInItsOwnMember) {
   EXPECT_EQ(s.num_labels, 14);
   EXPECT_EQ(s.dist.timeout_s, 15);
   EXPECT_EQ(s.dist.heartbeat_timeout_s, 16);
+  EXPECT_EQ(s.dist.stall_timeout_s, 14);
   EXPECT_DOUBLE_EQ(s.dist.bucket_mb, 1.5);
   EXPECT_EQ(s.data.padding, Padding::longest);
   EXPECT_TRUE(s.device.is_cuda());

@@ -120,9 +120,12 @@ class Communicator {
   // Rendezvous and backend start-up. Throws a run_failed Error naming the address and
   // dist.timeout_s when the peers do not all arrive in time. `heartbeat_timeout`: how long a
   // rank's heartbeat may stand still before it is given up on (0: never; see FailureWatch).
+  // `stall_timeout`: how long a rank may stay in work of its own while another waits for it in a
+  // collective, its heartbeat beating (0: until dist.timeout_s, when it is named as the cause).
   static std::unique_ptr<Communicator> connect(const LaunchEnv& env, const torch::Device& device,
                                                std::chrono::milliseconds timeout,
-                                               std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout);
+                                               std::chrono::milliseconds heartbeat_timeout = kDefaultHeartbeatTimeout,
+                                               std::chrono::milliseconds stall_timeout = std::chrono::milliseconds(0));
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -164,12 +167,16 @@ class Communicator {
   // ends with this process, so it waits up to `wait` until every other rank has read the
   // announcement (or made one of its own). At once elsewhere.
   void linger_until_peers_know(std::chrono::milliseconds wait);
-  // A wait outside this class gave up on a collective (`why`: past its deadline): throws
-  // PeerFailed where a peer announced a failure, CommFailure otherwise. As any wait that gives up,
-  // it aborts an NCCL group at once, and leaves a Gloo one to the process's end, since destroying
-  // it would wait for that collective.
-  [[noreturn]] void abandon_collective(const std::string& during, const std::string& why);
-  // This rank gave up on a collective (a wait above, or abandon_collective): any later one is
+  // A wait outside this class reached dist.timeout_s in a collective: throws PeerFailed where a
+  // peer announced a failure, or where the rank it waited for was stuck in work of its own (its
+  // watcher names it then), CommFailure otherwise. As any wait that gives up, it aborts an NCCL
+  // group at once, and leaves a Gloo one to the process's end, since destroying it would wait for
+  // that collective.
+  [[noreturn]] void collective_timed_out(const std::string& during);
+  // Where this rank's host is in its run ("epoch 1 step 41"), for the rank that watches it: a
+  // rank that stays in one place while the others wait for it in a collective is named.
+  void note_progress(const std::string& where);
+  // This rank gave up on a collective (a wait above, or collective_timed_out): any later one is
   // behind it in the backend's queue and will not finish either.
   bool gave_up() const;
   // How often a rank waiting on a collective looks for an announced failure.
@@ -182,6 +189,8 @@ class Communicator {
   // How often `rank` has beaten its heartbeat (every kHeartbeatInterval while it lives, from its
   // failure watch); nullopt when the store did not answer.
   std::optional<int64_t> heartbeats_of(int rank);
+  // Whether `rank` has read that the others gave up on it (false also when the store did not answer).
+  bool knows_it_was_given_up(int rank);
 
  private:
   struct Impl;

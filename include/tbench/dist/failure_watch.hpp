@@ -17,6 +17,9 @@ namespace tbench {
 
 inline constexpr const char* kFailureCountKey = "tbench/failures";
 inline constexpr const char* kReleasedKey = "tbench/released";  // ranks that need rank 0's store no more
+// Set by a rank's watch once it has read that the others gave up on it (its watcher announced it
+// stuck or silent): rank 0, which hosts the store, stays until then, or a few seconds.
+std::string knows_it_was_given_up_key(int rank);
 
 // Every rank's heartbeat: a count its watch adds to every kHeartbeatInterval for as long as the
 // rank lives, so rank 0 can tell a peer that is still preparing its report from one that is gone.
@@ -63,6 +66,36 @@ std::string seconds_text(std::chrono::milliseconds limit);
 std::string silent_rank_error(int watcher, std::chrono::milliseconds limit);
 bool is_silent_rank_error(const std::string& error);
 
+// Where a rank's host is in its run, published with its heartbeat (under progress_key) for the
+// rank that watches it: a rank that has not started the collective its watcher waits in, whose
+// heartbeat beats and whose progress stands still, is stuck in work of its own (a file-system read
+// or write that never returns, a deadlock, a device wait on a kernel that never ends), not lost.
+struct RankProgress {
+  int64_t moves = 0;        // grows at every new phase and collective: it stands still only with the host
+  int64_t collectives = 0;  // collectives started; every rank starts the same ones in the same order
+  std::string where;        // "setting up", "epoch 1 step 41", "epoch 1 eval", ...
+};
+std::string progress_key(int rank);
+std::string progress_text(const RankProgress& progress);
+std::optional<RankProgress> parse_progress(const std::string& text);  // nullopt: not one of ours
+
+// The watched rank is stuck in work of its own, as far as its watcher can tell: it has not started
+// the collective the watcher waits in (the watcher has started `watcher_collectives`), its
+// heartbeat moved lately (`heartbeat_silence` short: the process lives), and its progress has
+// stood still for at least `limit` (`progress_stillness`, vouched for as HeartbeatSilence does).
+bool stuck_in_own_work(const RankProgress& theirs, int64_t watcher_collectives,
+                       HeartbeatSilence::Clock::duration heartbeat_silence,
+                       HeartbeatSilence::Clock::duration progress_stillness, std::chrono::milliseconds limit);
+// A heartbeat that moved within this long says its process lives.
+inline constexpr std::chrono::milliseconds kAliveWithin = 3 * kHeartbeatInterval;
+// When a wait's dist.timeout_s is up, a neighbour that has not joined the collective and whose
+// progress stood still this long is named as the cause (a shorter stillness is a slow rank's).
+inline constexpr std::chrono::milliseconds kStuckAtTimeout{5000};
+// The failure a watching rank announces for a neighbour stuck in `where`, and whether an announced
+// error is one.
+std::string stuck_rank_error(int watcher, const std::string& where, std::chrono::milliseconds stillness);
+bool is_stuck_rank_error(const std::string& error);
+
 // Writes a rank's failure under the next number. Throws what the store throws.
 void write_failure(c10d::Store& store, int rank, const std::string& error);
 // Every announced failure, first announced first. Throws what the store throws.
@@ -71,14 +104,22 @@ std::vector<RankFailure> read_failures(c10d::Store& store);
 // Looks for announced failures on a thread of its own, over a store connection of its own, every
 // Communicator::kFailureCheckInterval while a wait has asked lately (note_interest), so that a
 // store that stops answering holds up that thread and never a wait. The same thread beats the
-// rank's heartbeat, and, while a wait asks, reads the watched rank's once a beat: silent for
-// `silence_limit`, that rank is announced as failed on its behalf, which ends every rank's wait
-// (a hung peer holds a collective until the backend's timeout, and under NCCL so may a dead one).
+// rank's heartbeat and publishes its progress, and, while a wait asks, reads the watched rank's
+// once a beat: silent for `silence_limit` (0: never), or stuck in its own work for `stall_limit`
+// (0: only when the wait's dist.timeout_s is up, look_now's `wait_timed_out`), that rank is
+// announced as failed on its behalf, which ends every rank's wait (a hung peer holds a collective
+// until the backend's timeout, and under NCCL so may a dead one).
 class FailureWatch {
  public:
   FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std::optional<int> watched = std::nullopt,
-               std::chrono::milliseconds silence_limit = Communicator::kDefaultHeartbeatTimeout);
+               std::chrono::milliseconds silence_limit = Communicator::kDefaultHeartbeatTimeout,
+               std::chrono::milliseconds stall_limit = std::chrono::milliseconds(0));
   ~FailureWatch();  // a thread stuck in the store is left behind (it shares nothing)
+  // How long the watched rank's heartbeat may stand still, and its work outside the collective
+  // this rank waits in (0: no limit).
+  struct Limits {
+    std::chrono::milliseconds silence, stall;
+  };
   FailureWatch(const FailureWatch&) = delete;
   FailureWatch& operator=(const FailureWatch&) = delete;
 
@@ -86,15 +127,26 @@ class FailureWatch {
   void note_interest();
   // The first failure seen so far.
   std::optional<RankFailure> seen() const;
-  // Looks again now, waiting up to `patience` for the answer.
-  std::optional<RankFailure> look_now(std::chrono::milliseconds patience);
+  // Looks again now, waiting up to `patience` for the answer. `wait_timed_out`: a wait's
+  // dist.timeout_s is up; a watched rank stuck in its own work (kStuckAtTimeout) is announced first.
+  std::optional<RankFailure> look_now(std::chrono::milliseconds patience, bool wait_timed_out = false);
+  // This rank's host enters a new phase of its run (`where`), or starts a collective: what its
+  // watcher reads.
+  void note_progress(const std::string& where);
+  void note_collective();
   // Counts this rank among those that need the store no more, from the watch's thread.
   void release();
+  // This rank announced a failure of its own: one in its name is not the others giving up on it.
+  void note_own_failure();
+  // Where the others gave up on this rank (its watcher announced it silent or stuck) and its host
+  // has not moved since for `grace`, its host is stuck where no wait can see that: the watch's
+  // thread ends the process with exit code 4, as its launcher would otherwise have to. Off until
+  // called (tests that play a rank in this process leave it off).
+  void end_process_when_abandoned(std::chrono::milliseconds grace);
 
  private:
   struct State;
-  static void watch(State& state, c10d::Store& store, int rank, std::optional<int> watched,
-                    std::chrono::milliseconds silence_limit);
+  static void watch(State& state, c10d::Store& store, int rank, std::optional<int> watched, Limits limits);
   std::shared_ptr<State> state_;
   std::thread thread_;
 };

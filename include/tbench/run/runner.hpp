@@ -23,6 +23,7 @@ struct RunOptions {
   bool quiet = false;  // no progress output
   std::string dump_params;  // tests: write the trained parameters here (data-parallel: <path>.rank<N>)
   int64_t fail_at_step = 0;  // tests: this global step fails (0: none), as a full disk under the stream would
+  int64_t hang_at_step = 0;  // tests: the host stays in this global step's record for good (0: never), its process alive
   bool die_after_training = false;  // tests: the process ends right after training, as a killed one would
 };
 

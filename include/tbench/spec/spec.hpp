@@ -183,6 +183,9 @@ struct DistSpec {
   int64_t timeout_s = 300;             // rendezvous, collective and store timeout
   // A rank whose heartbeat stands still this long is given up on (0: off, dist.timeout_s only).
   int64_t heartbeat_timeout_s = 15;
+  // A rank that stays this long in work of its own (its heartbeat beating) while its watcher waits
+  // for it in a collective is given up on (0: named only once dist.timeout_s ends the wait).
+  int64_t stall_timeout_s = 0;
   // A launch of one process (WORLD_SIZE=1) joins a process group of one and all-reduces through
   // the backend, as DDP would: the backend's overhead against the same spec run without a launcher.
   // false: such a launch runs the single-process path.

@@ -87,6 +87,9 @@ class GradientSync {
   // and the peers' failures in view, as a wait on the device alone would see neither. Throws
   // CommFailure. On CPU the host waited for them already.
   virtual void await_reductions() = 0;
+  // Where this rank's host is ("epoch 1 step 41"), for the peer that watches it while waiting for
+  // it in a collective (Communicator::note_progress).
+  virtual void note_progress(const std::string& where) = 0;
   // After the optimizer step: clears the gradients for the next step, as model.zero_grad(true)
   // does, except those kept in the all-reduce buckets (dist.gradient_as_bucket_view): zeroed there.
   virtual void zero_gradients(torch::nn::Module& model) = 0;
