@@ -98,22 +98,23 @@ Announcement announcement_of(const RankFailure& failure) {
 // still for dist.heartbeat_timeout_s is gone: a live one beats even while it prepares a long report.
 struct AwaitedRank {
   HeartbeatSilence heartbeat;
+  HeartbeatSilence progress;              // its host's moves, read once it was announced stuck
   std::optional<Announcement> announced;  // a failure in its name was seen
-  Clock::time_point announcement_seen{};
 };
 
 // The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank is
 // given up on before the deadline (dist.timeout_s for a completed rank 0) once its report can no
 // longer come: its heartbeat stopped, for long if it announced nothing, briefly if it announced a
-// failure; or where its watcher announced it: at once if silent, and if stuck once it has read
-// that (its watch then ends it, which needs the store rank 0 hosts), or after a few seconds. (Store calls that fail end the wait; rank 0 hosts the store, so none can hang, unless
+// failure (or its watcher announced it silent); for one announced stuck, which beats on, once it
+// has read that and its host has stood still as long. (Store calls that fail end the wait; rank 0 hosts the store, so none can hang, unless
 // torchrun's agent hosts it.)
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   const auto silence_limit = comm.heartbeat_timeout();
   std::map<int, AwaitedRank> waiting;  // the first pass reads every heartbeat, which starts its count
   for (int r = 1; r < comm.world_size(); ++r) {
-    waiting.emplace(r, AwaitedRank{HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt});
+    waiting.emplace(r, AwaitedRank{HeartbeatSilence(Clock::now(), kHeartbeatReadGap),
+                                   HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt});
   }
   std::map<int, std::optional<RankReport>> arrived;
   Clock::time_point next_liveness_look = Clock::now();  // a failure announced already counts at once
@@ -142,21 +143,24 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
         gathered.store_gone = !beats.has_value();
         if (beats) awaited.heartbeat.saw(*beats, now, Clock::now());
         const auto failure = announced.find(rank);
-        if (failure != announced.end() && !awaited.announced) {
-          awaited.announced = failure->second;
-          awaited.announcement_seen = now;
+        if (failure != announced.end() && !awaited.announced) awaited.announced = failure->second;
+        if (awaited.announced == Announcement::stuck) {
+          const auto asked = Clock::now();
+          if (const auto moves = comm.progress_moves_of(rank)) awaited.progress.saw(*moves, asked, Clock::now());
         }
       }
       const auto silence = awaited.heartbeat.vouched();
-      if (awaited.announced == Announcement::silent) {
-        gathered.silent.push_back(rank);
-      } else if (awaited.announced == Announcement::stuck &&
-                 (comm.knows_it_was_given_up(rank) || now - awaited.announcement_seen > kFailedPeerGrace)) {
-        // It lives, and ends itself once it has read that it was given up on (FailureWatch):
-        // rank 0's store stays until it has, or a few seconds.
+      if (awaited.announced == Announcement::stuck) {
+        // It beats on. Its report cannot come while its host stays where it was; once it has read
+        // that it was given up on (its watch ends it later, which needs the store rank 0 hosts) it
+        // is gone. A host that moves on reaches its next wait and reports.
+        if (!comm.has_released(rank) || awaited.progress.vouched() <= kFailedPeerGrace) {
+          ++it;
+          continue;
+        }
         gathered.stuck.push_back(rank);
       } else if (awaited.announced && silence > kFailedPeerGrace) {
-        gathered.failed.push_back(rank);
+        (awaited.announced == Announcement::silent ? gathered.silent : gathered.failed).push_back(rank);
       } else if (silence_limit.count() > 0 && silence > silence_limit) {
         gathered.silent.push_back(rank);
       } else {
@@ -167,6 +171,13 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
     }
     if (waiting.empty() || gathered.store_gone || Clock::now() > deadline) break;
     std::this_thread::sleep_for(kReportPoll);
+  }
+  // Those still awaited at the deadline whose failure was announced go under its kind.
+  for (const auto& [rank, awaited] : waiting) {
+    if (!awaited.announced) continue;
+    const Announcement kind = *awaited.announced;
+    (kind == Announcement::stuck ? gathered.stuck : kind == Announcement::silent ? gathered.silent : gathered.failed)
+        .push_back(rank);
   }
   for (int r = 1; r < comm.world_size(); ++r) {
     // A report published as its rank was given up on still counts.

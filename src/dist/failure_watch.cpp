@@ -9,6 +9,8 @@
 // hung in the kernel, or under NCCL one killed) is then announced by the rank that watches it, and
 // every wait ends with that instead of the backend's timeout; so is a peer whose process lives but
 // whose work stands still outside the collective (dist.stall_timeout_s, or at the wait's timeout).
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <condition_variable>
@@ -18,7 +20,6 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
 
 #include "tbench/dist/failure_watch.hpp"
 
@@ -34,7 +35,7 @@ constexpr auto kInterestSpan = 3 * Communicator::kFailureCheckInterval;
 
 std::string heartbeat_key(int rank) { return "tbench/heartbeat/" + std::to_string(rank); }
 
-std::string knows_it_was_given_up_key(int rank) { return "tbench/given_up_read/" + std::to_string(rank); }
+std::string released_key(int rank) { return "tbench/released/" + std::to_string(rank); }
 
 std::optional<int> watched_neighbour(int rank, int world_size) {
   if (world_size < 2) return std::nullopt;
@@ -64,10 +65,9 @@ std::optional<RankProgress> parse_progress(const std::string& text) {
   }
 }
 
-bool stuck_in_own_work(const RankProgress& theirs, int64_t watcher_collectives,
-                       HeartbeatSilence::Clock::duration heartbeat_silence,
+bool stuck_in_own_work(const RankProgress& theirs, int64_t awaited, HeartbeatSilence::Clock::duration heartbeat_silence,
                        HeartbeatSilence::Clock::duration progress_stillness, std::chrono::milliseconds limit) {
-  return theirs.collectives < watcher_collectives && heartbeat_silence < kAliveWithin && progress_stillness >= limit;
+  return theirs.collectives < awaited && heartbeat_silence < kAliveWithin && progress_stillness >= limit;
 }
 
 constexpr const char* kStuckRankErrorStart = "stuck in its own work";
@@ -81,6 +81,8 @@ std::string stuck_rank_error(int watcher, const std::string& where, std::chrono:
 }
 
 bool is_stuck_rank_error(const std::string& error) { return error.rfind(kStuckRankErrorStart, 0) == 0; }
+
+bool is_given_up_error(const std::string& error) { return is_silent_rank_error(error) || is_stuck_rank_error(error); }
 
 constexpr const char* kSilentRankErrorStart = "stopped answering: its heartbeat in the rendezvous store";
 
@@ -125,10 +127,9 @@ struct FailureWatch::State {
   bool in_store = false;  // the thread is in a store call, which may never return
   bool timed_out_look = false;  // a look_now after a wait's dist.timeout_s, not done yet
   std::optional<RankFailure> failure;
-  RankProgress progress{0, 0, "setting up"};
-  bool announced_own = false;                  // note_own_failure
+  RankProgress progress{0, 0, kSettingUp};
+  int64_t awaited = 0;                           // note_waiting_on: the collective the host waits for
   std::chrono::milliseconds abandoned_grace{0};  // end_process_when_abandoned (0: off)
-  std::optional<RankFailure> abandoning_failure;  // the failure in this rank's name, where the others gave up on it
 
   bool interested() const { return std::chrono::steady_clock::now() < interest_until; }
   bool release_pending() const { return release_asked && !released; }
@@ -139,7 +140,7 @@ FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std:
                            std::chrono::milliseconds silence_limit, std::chrono::milliseconds stall_limit)
     : state_(std::make_shared<State>()) {
   thread_ = std::thread([state = state_, store = std::move(store), rank, watched, silence_limit, stall_limit] {
-    watch(*state, *store, rank, watched, Limits{silence_limit, stall_limit});
+    watch(state, *store, rank, watched, Limits{silence_limit, stall_limit});
   });
 }
 
@@ -189,16 +190,17 @@ class Neighbour {
   // The failure the watcher announces on this rank's behalf, if its reads show one: a heartbeat
   // silent for the silence limit, or work stuck for the stall limit (kStuckAtTimeout once the
   // watcher's wait has timed out).
-  std::optional<std::string> failure(int watcher, int64_t watcher_collectives, FailureWatch::Limits limits,
+  std::optional<std::string> failure(int watcher, int64_t awaited, FailureWatch::Limits limits,
                                      bool wait_timed_out) const {
     using std::chrono::duration_cast;
     using std::chrono::milliseconds;
     if (limits.silence.count() > 0 && heartbeat_.vouched() > limits.silence) {
       return silent_rank_error(watcher, limits.silence);
     }
-    const milliseconds stall = wait_timed_out ? kStuckAtTimeout : limits.stall;
-    if (stall.count() > 0 && stuck_in_own_work(last_, watcher_collectives, heartbeat_.vouched(),
-                                               progress_still_.vouched(), stall)) {
+    // The stall limit bounds the stretch between two collectives of training; the set-up has no
+    // such bound (rank 0 alone loads the weights), so only the wait's timeout judges it.
+    const milliseconds stall = wait_timed_out ? kStuckAtTimeout : last_.where == kSettingUp ? milliseconds(0) : limits.stall;
+    if (stall.count() > 0 && stuck_in_own_work(last_, awaited, heartbeat_.vouched(), progress_still_.vouched(), stall)) {
       return stuck_rank_error(watcher, last_.where, duration_cast<milliseconds>(progress_still_.vouched()));
     }
     return std::nullopt;
@@ -210,21 +212,12 @@ class Neighbour {
   RankProgress last_;
 };
 
-// The others gave up on this rank `grace` ago, and its host has not moved since: it is stuck where
-// no wait of its own can see that, and nothing else but its launcher would end it.
-[[noreturn]] void end_abandoned_process(int rank, const RankFailure& failure, std::chrono::milliseconds grace,
-                                        const std::string& where) {
-  spdlog::error("rank {}: the other ranks gave up on it ({}), and its host has not moved from {} in the {} s since: "
-                "ending the process",
-                rank, failure.describe(), where, seconds_text(grace));
-  spdlog::default_logger()->flush();
-  std::_Exit(static_cast<int>(ExitCode::run_failed));
-}
-
 }  // namespace
 
-void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::optional<int> watched, Limits limits) {
+void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& store, int rank, std::optional<int> watched,
+                         Limits limits) {
   using Clock = std::chrono::steady_clock;
+  State& state = *shared;
   std::unique_lock<std::mutex> lock(state.mutex);
   Clock::time_point next_beat = Clock::now();  // the first beat at once
   // Read only while this rank waits: a peer that finished may stop beating, but not while a
@@ -233,9 +226,7 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
   if (watched) neighbour.emplace(*watched);
   bool neighbour_announced = false;
   int64_t published_moves = -1;
-  // The others gave up on this rank: when that was first read, and where its host was then.
-  std::optional<std::pair<Clock::time_point, int64_t>> abandoned;
-  bool host_moved_since = false;
+  bool abandoned = false;  // this rank read that the others gave up on it
   for (;;) {
     const bool interested = state.interested();
     const Clock::time_point until =
@@ -260,16 +251,14 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
     if (beat) next_beat = Clock::now() + kHeartbeatInterval;
     const std::optional<RankProgress> progress =
         beat && state.progress.moves != published_moves ? std::optional<RankProgress>(state.progress) : std::nullopt;
-    const int64_t collectives = state.progress.collectives;
-    // While the others may give up on this rank, every beat reads whether they did.
-    const bool read_own_fate = beat && state.abandoned_grace.count() > 0 && !state.announced_own && !abandoned;
-    if (abandoned && state.progress.moves != abandoned->second) host_moved_since = true;  // it reaches its next wait
-    if (abandoned && !host_moved_since && Clock::now() - abandoned->first > state.abandoned_grace) {
-      end_abandoned_process(rank, *state.abandoning_failure, state.abandoned_grace, state.progress.where);
-    }
+    const int64_t awaited = state.awaited;
+    // While the others may give up on this rank, every beat reads whether they did; where its host
+    // is before that read is where it must move from.
+    const bool read_own_fate = beat && state.abandoned_grace.count() > 0 && !abandoned;
+    const int64_t moves_before = state.progress.moves;
     state.in_store = true;
     lock.unlock();
-    std::optional<RankFailure> found, abandoned_failure;
+    std::optional<RankFailure> found, given_up_on;
     try {
       if (beat) store.add(heartbeat_key(rank), 1);  // first: a read that fails must not cost a beat
       if (progress) {
@@ -285,17 +274,17 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
         const auto failures = read_failures(store);
         if (look && !failures.empty()) found = failures.front();
         for (const auto& f : failures) {
-          if (read_own_fate && f.rank == rank && !abandoned_failure) abandoned_failure = f;
-        }
-        if (abandoned_failure) {  // rank 0 may go now: this rank needs its store no more
-          store.set(knows_it_was_given_up_key(rank), std::vector<uint8_t>{'1'});
-          store.add(kReleasedKey, 1);
+          if (read_own_fate && f.rank == rank && is_given_up_error(f.error)) {
+            given_up_on = f;
+            break;
+          }
         }
       }
-      if (release) store.add(kReleasedKey, 1);
+      // It needs the store no more: it read the failure that ends it (rank 0 may go).
+      if (release || given_up_on) store.set(released_key(rank), std::vector<uint8_t>{'1'});
       if (watch_neighbour && !found) {
         neighbour->read(store);
-        if (const auto error = neighbour->failure(rank, collectives, limits, timed_out)) {
+        if (const auto error = neighbour->failure(rank, awaited, limits, timed_out)) {
           write_failure(store, neighbour->rank(), *error);
           neighbour_announced = true;
           const auto failures = read_failures(store);  // the first one may be another's
@@ -308,14 +297,35 @@ void FailureWatch::watch(State& state, c10d::Store& store, int rank, std::option
     lock.lock();
     state.in_store = false;
     if (found && !state.failure) state.failure = found;
-    if (abandoned_failure && !abandoned && !state.announced_own) {
-      abandoned.emplace(Clock::now(), state.progress.moves);
-      state.abandoning_failure = abandoned_failure;
+    if (given_up_on) {
+      abandoned = true;
+      if (!state.failure) state.failure = given_up_on;  // its next wait stops at once, store or not
+      end_if_never_moves(shared, rank, *given_up_on, moves_before, state.abandoned_grace);
     }
     if (release) state.released = true;
     state.looks_done = looks;
     state.changed.notify_all();
   }
+}
+
+// Ends the process once `grace` has passed since the others gave up on `rank` (`failure`), unless
+// its host has moved from where it was then (`moves`) or its watch stopped (the rank ended as it
+// should). On a thread of its own, so that a watch held up in the store cannot keep a stuck rank
+// alive; and the message goes straight to stderr, since a host stuck in a log write may hold the
+// logger's lock.
+void FailureWatch::end_if_never_moves(std::shared_ptr<State> state, int rank, RankFailure failure, int64_t moves,
+                        std::chrono::milliseconds grace) {
+  std::thread([state = std::move(state), rank, failure = std::move(failure), moves, grace] {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    const bool moved = state->changed.wait_for(lock, grace, [&] { return state->stop || state->progress.moves != moves; });
+    if (moved) return;
+    const std::string text = "rank " + std::to_string(rank) + ": the other ranks gave up on it (" + failure.describe() +
+                             "), and its host has not moved from " + state->progress.where + " in the " +
+                             seconds_text(grace) + " s since: ending the process\n";
+    const ssize_t written = ::write(STDERR_FILENO, text.data(), text.size());
+    (void)written;  // nothing more can be done about a stderr that fails
+    std::_Exit(static_cast<int>(ExitCode::run_failed));
+  }).detach();
 }
 
 void FailureWatch::note_interest() {
@@ -347,15 +357,24 @@ void FailureWatch::note_progress(const std::string& where) {
   ++state_->progress.moves;
 }
 
-void FailureWatch::note_collective() {
+int64_t FailureWatch::note_collective() {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  ++state_->progress.collectives;
   ++state_->progress.moves;
+  return ++state_->progress.collectives;
+}
+
+int64_t FailureWatch::collectives_started() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->progress.collectives;
+}
+
+void FailureWatch::note_waiting_on(int64_t awaited) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->awaited = awaited;
 }
 
 void FailureWatch::note_own_failure() {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  state_->announced_own = true;
   ++state_->progress.moves;  // its host is at work: it announced
 }
 

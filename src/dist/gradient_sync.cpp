@@ -80,7 +80,7 @@ class BucketedGradientSync final : public GradientSync {
   void finish_reductions() override { stop_requests_.read_all(); }
   void await_reductions() override {
 #if TBENCH_WITH_CUDA
-    if (last_reduced_) await_reduction(*last_reduced_);
+    if (last_reduced_) await_reduction(*last_reduced_, last_reduced_through_);
 #endif
   }
 
@@ -144,13 +144,15 @@ class BucketedGradientSync final : public GradientSync {
     comm_.wait_all();
     std::shared_ptr<cuda::StreamEvent> reduced = cuda::record_stream_event(device);
     last_reduced_ = reduced;
+    const int64_t through = comm_.collectives_started();  // the collectives `reduced` follows
+    last_reduced_through_ = through;
     take_mean_gradients();
     if (last_micro_step_) {
       const auto request = stop_request_sum();
       auto host = torch::empty({1}, request.options().device(torch::kCPU).pinned_memory(true));
       host.copy_(request, /*non_blocking=*/true);
       std::shared_ptr<cuda::StreamEvent> copied = cuda::record_stream_event(device);
-      stop_requests_.add(host, [this, copied] { await_reduction(*copied); });
+      stop_requests_.add(host, [this, copied, through] { await_reduction(*copied, through); });
     }
     return [backward_done, reduced] { return reduced->seconds_since(*backward_done); };
   }
@@ -159,12 +161,14 @@ class BucketedGradientSync final : public GradientSync {
   // died or hangs ends this rank with CommFailure (exit 4, a failed result) rather than leaving it
   // to NCCL's watchdog (whose own timeout is later: see Communicator::connect).
   // A peer's announced failure ends the wait within Communicator::kFailureCheckInterval.
-  void await_reduction(cuda::StreamEvent& reduced) const {
+  // `through`: the number of the last collective before it (the host may have started later ones).
+  void await_reduction(cuda::StreamEvent& reduced, int64_t through) const {
     // One given up on already: this one is queued behind it (the epoch's end reads the rest).
     if (comm_.gave_up()) {
       throw CommFailure("rank " + std::to_string(comm_.rank()) +
                         ": a gradient all-reduce is queued behind one this rank gave up on");
     }
+    comm_.note_waiting_on(through);
     const auto deadline = std::chrono::steady_clock::now() + comm_.timeout();
     auto next_check = std::chrono::steady_clock::now() + Communicator::kFailureCheckInterval;
     while (!reduced.done()) {
@@ -324,6 +328,7 @@ class BucketedGradientSync final : public GradientSync {
   StopRequests stop_requests_;  // read one reduction late on a GPU
 #if TBENCH_WITH_CUDA
   std::shared_ptr<cuda::StreamEvent> last_reduced_;  // the stream passed the latest all-reduces
+  int64_t last_reduced_through_ = 0;                 // the number of the last of them
 #endif
   std::vector<std::size_t> bucket_of_;  // by parameter: its bucket
   std::vector<torch::Tensor> slot_of_;  // by parameter: its place in its bucket, flat

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -152,7 +153,9 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const Launc
 }  // namespace
 
 // The backend's own timeout comes this long after dist.timeout_s: the host's deadline ends a wait
-// first, and names the rank it waited for where that rank's watcher can (Impl::timed_out).
+// first, and names the rank it waited for where that rank's watcher can (Impl::timed_out). Gloo
+// gets it as its group's timeout too, in case an op keeps to that rather than its own; it also
+// bounds Gloo's connections at start-up, which come once every rank has joined the store.
 constexpr std::chrono::milliseconds kBackendGrace = std::chrono::minutes(1);
 // Once a wait has timed out, how long the others' watchers have to name the rank it waited for:
 // every wait on that rank times out within a step of the others.
@@ -166,14 +169,18 @@ struct Communicator::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<Group> group;
   std::mutex mutex;  // pending is filled from autograd's thread and drained from the main thread
-  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  struct Pending {
+    int64_t number;  // the collective's, from FailureWatch::note_collective
+    c10::intrusive_ptr<c10d::Work> work;
+  };
+  std::vector<Pending> pending;
 
   std::unique_ptr<FailureWatch> watch;  // over a store connection of its own
 #if TBENCH_WITH_NCCL
   c10d::ProcessGroupNCCL* nccl = nullptr;  // `group`, where it is NCCL's
 #endif
   // A wait gave up on a collective: the backend's threads may sit in it until its own timeout
-  // (dist.timeout_s), and destroying the group joins them (Gloo) or waits for it (NCCL). Set from
+  // (dist.timeout_s + kBackendGrace), and destroying the group joins them (Gloo) or waits for it (NCCL). Set from
   // the main thread and autograd's.
   std::atomic<bool> collective_abandoned{false};
   // This rank announced a failure of its own: one announced in its name is then its own doing.
@@ -222,7 +229,7 @@ struct Communicator::Impl {
 
   bool work_in_flight() {
     std::lock_guard<std::mutex> lock(mutex);
-    return std::any_of(pending.begin(), pending.end(), [](const auto& work) { return work && !work->isCompleted(); });
+    return std::any_of(pending.begin(), pending.end(), [](const Pending& p) { return p.work && !p.work->isCompleted(); });
   }
 
   std::string prefix() const { return "rank " + std::to_string(env.rank) + ": "; }
@@ -264,21 +271,25 @@ struct Communicator::Impl {
   // lived was stuck in work of its own: its watcher names it now (this rank's watch, where it
   // watches that rank; another rank's within moments, as every wait on it times out about
   // together), and that is the cause every rank reports, not a lost contact.
+  // The verdict comes before this rank gives up on the collective: giving up aborts NCCL, which
+  // would end the others' waits with a lost contact before their watchers could name anyone.
   [[noreturn]] void timed_out(const std::string& during) {
-    abandon_collectives();
     auto failure = watch->look_now(std::chrono::seconds(1), /*wait_timed_out=*/true);
     const auto until = std::chrono::steady_clock::now() + kTimeoutVerdictWait;
     while (!failure && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
       failure = watch->look_now(std::chrono::seconds(1));
     }
+    abandon_collectives();
     throw_for(failure, during);
     throw lost_contact_error(during, "it did not finish within dist.timeout_s");
   }
 
   // The host waits until the work is done, with dist.timeout_s as its deadline, looking for an
   // announced failure every kFailureCheckInterval.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& during) {
+  // `number`: the collective's (its watcher compares it with the neighbour's count).
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, int64_t number, const std::string& during) {
+    watch->note_waiting_on(number);
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       if (wait_a_while(work, during)) return;
@@ -453,13 +464,13 @@ void Communicator::broadcast_from_rank0(const std::vector<torch::Tensor>& tensor
     options.rootRank = 0;
     options.timeout = impl_->timeout + kBackendGrace;
     c10::intrusive_ptr<c10d::Work> work;
-    impl_->watch->note_collective();
+    const int64_t number = impl_->watch->note_collective();
     try {
       work = impl_->group->broadcast(io, options);
     } catch (const std::exception& e) {
       impl_->lost_contact("the broadcast of rank 0's parameters", describe(e));
     }
-    impl_->wait(work, "the broadcast of rank 0's parameters");
+    impl_->wait(work, number, "the broadcast of rank 0's parameters");
     int64_t offset = 0;
     for (auto& t : group) {
       t.detach().copy_(io[0].narrow(0, offset, t.numel()).view_as(t));
@@ -474,27 +485,27 @@ void Communicator::allreduce_async(const torch::Tensor& flat) {
   options.reduceOp = c10d::ReduceOp::SUM;
   options.timeout = impl_->timeout + kBackendGrace;
   c10::intrusive_ptr<c10d::Work> work;
-  impl_->watch->note_collective();
+  const int64_t number = impl_->watch->note_collective();
   try {
     work = impl_->group->allreduce(io, options);
   } catch (const std::exception& e) {
     impl_->lost_contact("a gradient all-reduce", describe(e));
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->pending.push_back(std::move(work));
+  impl_->pending.push_back({number, std::move(work)});
 }
 
 void Communicator::wait_all() {
-  std::vector<c10::intrusive_ptr<c10d::Work>> pending;
+  std::vector<Impl::Pending> pending;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     pending.swap(impl_->pending);
   }
-  for (const auto& work : pending) {
+  for (const auto& p : pending) {
     if (impl_->cuda) {
-      impl_->queue_wait(work, "a gradient all-reduce");
+      impl_->queue_wait(p.work, "a gradient all-reduce");
     } else {
-      impl_->wait(work, "a gradient all-reduce");
+      impl_->wait(p.work, p.number, "a gradient all-reduce");
     }
   }
 }
@@ -538,11 +549,17 @@ void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   try {
     for (;;) {
-      // Every other rank has released the store, or announced a failure of its own.
-      int64_t done = impl_->store->add(kReleasedKey, 0);
-      for (const auto& failure : read_failures(*impl_->store)) done += failure.rank != rank() ? 1 : 0;
-      if (done >= world_size() - 1 || std::chrono::steady_clock::now() > deadline) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      // Every other rank has released the store (it read the failure that ends it), announced a
+      // failure of its own, or was announced silent (it cannot read; one announced stuck can).
+      std::set<int> done;
+      for (const auto& failure : read_failures(*impl_->store)) {
+        if (failure.rank != rank() && !is_stuck_rank_error(failure.error)) done.insert(static_cast<int>(failure.rank));
+      }
+      for (int r = 0; r < world_size(); ++r) {
+        if (r != rank() && !done.count(r) && impl_->store->check({released_key(r)})) done.insert(r);
+      }
+      if (static_cast<int>(done.size()) >= world_size() - 1 || std::chrono::steady_clock::now() > deadline) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   } catch (const std::exception& e) {
     spdlog::debug("{}{}", impl_->prefix(), describe(e));
@@ -568,14 +585,30 @@ std::optional<std::string> Communicator::fetch(const std::string& key, std::chro
   }
 }
 
-bool Communicator::knows_it_was_given_up(int rank) {
+bool Communicator::has_released(int rank) {
   try {
-    return impl_->store->check({knows_it_was_given_up_key(rank)});
+    return impl_->store->check({released_key(rank)});
   } catch (const std::exception& e) {
-    spdlog::debug("{}whether rank {} read its fate: {}", impl_->prefix(), rank, describe(e));
+    spdlog::debug("{}whether rank {} released the store: {}", impl_->prefix(), rank, describe(e));
     return false;
   }
 }
+
+std::optional<int64_t> Communicator::progress_moves_of(int rank) {
+  try {
+    if (!impl_->store->check({progress_key(rank)})) return 0;
+    const auto bytes = impl_->store->get(progress_key(rank));
+    const auto progress = parse_progress(std::string(bytes.begin(), bytes.end()));
+    return progress ? progress->moves : 0;
+  } catch (const std::exception& e) {
+    spdlog::debug("{}progress of rank {}: {}", impl_->prefix(), rank, describe(e));
+    return std::nullopt;
+  }
+}
+
+int64_t Communicator::collectives_started() const { return impl_->watch->collectives_started(); }
+
+void Communicator::note_waiting_on(int64_t awaited) { impl_->watch->note_waiting_on(awaited); }
 
 std::optional<int64_t> Communicator::heartbeats_of(int rank) {
   try {

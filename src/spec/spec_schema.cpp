@@ -769,10 +769,12 @@ RunSpec resolve_spec(const SpecDocument& doc) {
     v.fail("dist.heartbeat_timeout_s", "must be 0 (off) or at least 3 (a read that lands between two beats of a "
                                        "second is no sign of silence), got " + std::to_string(spec.dist.heartbeat_timeout_s));
   }
-  if (spec.dist.stall_timeout_s > 0 && (spec.dist.stall_timeout_s < 3 || spec.dist.stall_timeout_s >= spec.dist.timeout_s)) {
-    v.fail("dist.stall_timeout_s", "must be 0 (at dist.timeout_s) or at least 3 and below dist.timeout_s (" +
-                                       std::to_string(spec.dist.timeout_s) + "), which ends the wait first; got " +
-                                       std::to_string(spec.dist.stall_timeout_s));
+  if (spec.dist.stall_timeout_s > 0 && spec.dist.stall_timeout_s < 3) {
+    v.fail("dist.stall_timeout_s", "must be 0 (at dist.timeout_s) or at least 3 (reads of a second apart need a few to "
+                                   "see a stillness), got " + std::to_string(spec.dist.stall_timeout_s));
+  } else if (spec.dist.stall_timeout_s > 0 && spec.dist.stall_timeout_s >= spec.dist.timeout_s) {
+    v.fail("dist.stall_timeout_s", "must be below dist.timeout_s (" + std::to_string(spec.dist.timeout_s) +
+                                   "), which ends the wait first, got " + std::to_string(spec.dist.stall_timeout_s));
   }
   if (spec.precision == Precision::fp16 && !spec.device.is_cuda()) {
     v.fail("precision", "fp16 needs a CUDA device, but device is 'cpu' (use fp32 or bf16 on CPU)");

@@ -530,6 +530,10 @@ TEST(DistFailure, APeerStuckInItsOwnWorkIsNamedWhenTheWaitTimesOut) {
             std::string::npos)
       << err1;
   EXPECT_GT(took, 10) << "rank 1 was named before dist.timeout_s";
+  const std::string named = "its progress did not move for ";
+  const auto at = err.find(named);
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_GE(std::stod(err.substr(at + named.size())), 5.0) << "named before its stillness reached 5 s: " << err;
   EXPECT_LT(took, 60) << "rank 0 ended long after dist.timeout_s (10 s)";
   const std::string cause = "rank 1 failed: stuck in its own work (epoch 1 step 3): it had not started the collective "
                             "rank 0 waited in, and its progress did not move for ";

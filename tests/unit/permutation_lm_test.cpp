@@ -62,6 +62,13 @@ testing::PermutationBatch checked(const TokenizedSamples& samples, const std::ve
   return b;
 }
 
+// About one token in six that may be a target is one, as with HF's collator (plm_probability 1/6).
+void expect_a_sixth_are_targets(int64_t targets, int64_t eligible) {
+  const double share = static_cast<double>(targets) / static_cast<double>(eligible);
+  EXPECT_GT(share, 0.12) << targets << " of " << eligible;
+  EXPECT_LT(share, 0.21) << targets << " of " << eligible;
+}
+
 // HF's rules hold in every batch, and about one real token in six is a target (a span of mean 3
 // in a context of six times its length).
 TEST(PermutationMasking, FollowsHfsRulesWithASixthOfTheTokensAsTargets) {
@@ -79,9 +86,7 @@ TEST(PermutationMasking, FollowsHfsRulesWithASixthOfTheTokensAsTargets) {
       eligible += (ids.ne(kPad) & ids.ne(kSep) & ids.ne(kCls)).sum().item<int64_t>();
     }
   }
-  const double share = static_cast<double>(targets) / static_cast<double>(eligible);
-  EXPECT_GT(share, 0.12) << targets << " of " << eligible;
-  EXPECT_LT(share, 0.21) << targets << " of " << eligible;
+  expect_a_sixth_are_targets(targets, eligible);
 }
 
 // A short row takes as many targets as HF's collator gives it: a span's context is floor(span / 1/6)
@@ -108,9 +113,7 @@ TEST(PermutationMasking, ShortRowsTakeHfsShareOfTargets) {
       eligible += 16 * 6;
     }
   }
-  const double share = static_cast<double>(targets) / static_cast<double>(eligible);
-  EXPECT_GT(share, 0.12) << targets << " of " << eligible;
-  EXPECT_LT(share, 0.21) << targets << " of " << eligible;
+  expect_a_sixth_are_targets(targets, eligible);
 }
 
 // Dynamic padding to an odd longest length adds one more padding column: the halves need it.

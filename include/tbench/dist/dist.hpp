@@ -189,8 +189,16 @@ class Communicator {
   // How often `rank` has beaten its heartbeat (every kHeartbeatInterval while it lives, from its
   // failure watch); nullopt when the store did not answer.
   std::optional<int64_t> heartbeats_of(int rank);
-  // Whether `rank` has read that the others gave up on it (false also when the store did not answer).
-  bool knows_it_was_given_up(int rank);
+  // Whether `rank` needs the store no more: it read the failure that ends it (false also when the
+  // store did not answer).
+  bool has_released(int rank);
+  // How often `rank`'s host has moved on (FailureWatch::note_progress, note_collective), as last
+  // published with its heartbeat; nullopt when the store did not answer.
+  std::optional<int64_t> progress_moves_of(int rank);
+  // The collectives this rank has started; and, for a wait outside this class, the number of the
+  // latest one it waits for (its watcher compares its neighbour's count with that).
+  int64_t collectives_started() const;
+  void note_waiting_on(int64_t awaited);
 
  private:
   struct Impl;

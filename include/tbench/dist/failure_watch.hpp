@@ -16,10 +16,10 @@
 namespace tbench {
 
 inline constexpr const char* kFailureCountKey = "tbench/failures";
-inline constexpr const char* kReleasedKey = "tbench/released";  // ranks that need rank 0's store no more
-// Set by a rank's watch once it has read that the others gave up on it (its watcher announced it
-// stuck or silent): rank 0, which hosts the store, stays until then, or a few seconds.
-std::string knows_it_was_given_up_key(int rank);
+// Set once `rank` needs rank 0's store no more: it has read the failure that ends it (another
+// rank's, or its watcher's word that it was stuck or silent). Rank 0, which hosts the store, lingers
+// for it where the store is the only way that rank can learn why the run ended.
+std::string released_key(int rank);
 
 // Every rank's heartbeat: a count its watch adds to every kHeartbeatInterval for as long as the
 // rank lives, so rank 0 can tell a peer that is still preparing its report from one that is gone.
@@ -73,17 +73,22 @@ bool is_silent_rank_error(const std::string& error);
 struct RankProgress {
   int64_t moves = 0;        // grows at every new phase and collective: it stands still only with the host
   int64_t collectives = 0;  // collectives started; every rank starts the same ones in the same order
-  std::string where;        // "setting up", "epoch 1 step 41", "epoch 1 eval", ...
+  std::string where;        // kSettingUp, "epoch 1 step 41", "epoch 1 eval", ...
 };
+// Where a rank is from its rendezvous to its first note: building the model, loading weights
+// (rank 0 alone, before the weights' broadcast), measuring the CPU's peak. No step bounds it, so
+// dist.stall_timeout_s leaves it to dist.timeout_s.
+inline constexpr const char* kSettingUp = "setting up";
 std::string progress_key(int rank);
 std::string progress_text(const RankProgress& progress);
 std::optional<RankProgress> parse_progress(const std::string& text);  // nullopt: not one of ours
 
 // The watched rank is stuck in work of its own, as far as its watcher can tell: it has not started
-// the collective the watcher waits in (the watcher has started `watcher_collectives`), its
-// heartbeat moved lately (`heartbeat_silence` short: the process lives), and its progress has
-// stood still for at least `limit` (`progress_stillness`, vouched for as HeartbeatSilence does).
-bool stuck_in_own_work(const RankProgress& theirs, int64_t watcher_collectives,
+// the collective the watcher waits in (the `awaited`-th collective: on a GPU the host may have
+// started later ones), its heartbeat moved lately (`heartbeat_silence` short: the process lives),
+// and its progress has stood still for at least `limit` (`progress_stillness`, vouched for as
+// HeartbeatSilence does).
+bool stuck_in_own_work(const RankProgress& theirs, int64_t awaited,
                        HeartbeatSilence::Clock::duration heartbeat_silence,
                        HeartbeatSilence::Clock::duration progress_stillness, std::chrono::milliseconds limit);
 // A heartbeat that moved within this long says its process lives.
@@ -95,6 +100,8 @@ inline constexpr std::chrono::milliseconds kStuckAtTimeout{5000};
 // error is one.
 std::string stuck_rank_error(int watcher, const std::string& where, std::chrono::milliseconds stillness);
 bool is_stuck_rank_error(const std::string& error);
+// Either watcher's announcement: the other ranks gave up on the rank named, which said nothing.
+bool is_given_up_error(const std::string& error);
 
 // Writes a rank's failure under the next number. Throws what the store throws.
 void write_failure(c10d::Store& store, int rank, const std::string& error);
@@ -130,23 +137,30 @@ class FailureWatch {
   // Looks again now, waiting up to `patience` for the answer. `wait_timed_out`: a wait's
   // dist.timeout_s is up; a watched rank stuck in its own work (kStuckAtTimeout) is announced first.
   std::optional<RankFailure> look_now(std::chrono::milliseconds patience, bool wait_timed_out = false);
-  // This rank's host enters a new phase of its run (`where`), or starts a collective: what its
-  // watcher reads.
+  // This rank's host enters a new phase of its run (`where`), or starts a collective (returns its
+  // number, from 1), or waits for the collectives up to number `awaited`: what its watcher reads,
+  // and what it compares its neighbour's with.
   void note_progress(const std::string& where);
-  void note_collective();
+  int64_t note_collective();
+  void note_waiting_on(int64_t awaited);
+  int64_t collectives_started() const;
   // Counts this rank among those that need the store no more, from the watch's thread.
   void release();
-  // This rank announced a failure of its own: one in its name is not the others giving up on it.
+  // This rank announced a failure of its own: its host is at work.
   void note_own_failure();
   // Where the others gave up on this rank (its watcher announced it silent or stuck) and its host
-  // has not moved since for `grace`, its host is stuck where no wait can see that: the watch's
-  // thread ends the process with exit code 4, as its launcher would otherwise have to. Off until
-  // called (tests that play a rank in this process leave it off).
+  // then does not move for `grace`, its host is stuck where no wait can see that: a timer of its
+  // own (which no store call can hold up) ends the process with exit code 4, as its launcher
+  // would otherwise have to. Off until called; Communicator::connect turns it on with
+  // dist.timeout_s, so a test that plays such a rank in its own process must move it on within that.
   void end_process_when_abandoned(std::chrono::milliseconds grace);
 
  private:
   struct State;
-  static void watch(State& state, c10d::Store& store, int rank, std::optional<int> watched, Limits limits);
+  static void watch(const std::shared_ptr<State>& state, c10d::Store& store, int rank, std::optional<int> watched,
+                    Limits limits);
+  static void end_if_never_moves(std::shared_ptr<State> state, int rank, RankFailure failure, int64_t moves,
+                                 std::chrono::milliseconds grace);
   std::shared_ptr<State> state_;
   std::thread thread_;
 };
