@@ -153,8 +153,11 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
       if (awaited.announced == Announcement::stuck) {
         // It beats on. Its report cannot come while its host stays where it was; once it has read
         // that it was given up on (its watch ends it later, which needs the store rank 0 hosts) it
-        // is gone. A host that moves on reaches its next wait and reports.
-        if (!comm.has_released(rank) || awaited.progress.vouched() <= kFailedPeerGrace) {
+        // is gone, as it is once its heartbeat stops. A host that moves on reaches its next wait
+        // and reports.
+        const bool read_its_fate_and_stands_still =
+            comm.has_released(rank) && awaited.progress.vouched() > kFailedPeerGrace;
+        if (!read_its_fate_and_stands_still && silence <= kFailedPeerGrace) {
           ++it;
           continue;
         }

@@ -128,6 +128,7 @@ struct FailureWatch::State {
   bool timed_out_look = false;  // a look_now after a wait's dist.timeout_s, not done yet
   std::optional<RankFailure> failure;
   RankProgress progress{0, 0, kSettingUp};
+  bool announced_own = false;                    // note_own_failure: it failed for a reason of its own
   int64_t awaited = 0;                           // note_waiting_on: the collective the host waits for
   std::chrono::milliseconds abandoned_grace{0};  // end_process_when_abandoned (0: off)
 
@@ -209,7 +210,7 @@ class Neighbour {
  private:
   int rank_;
   HeartbeatSilence heartbeat_, progress_still_;
-  RankProgress last_;
+  RankProgress last_{0, 0, kSettingUp};  // until its first record is read
 };
 
 }  // namespace
@@ -254,7 +255,10 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
     const int64_t awaited = state.awaited;
     // While the others may give up on this rank, every beat reads whether they did; where its host
     // is before that read is where it must move from.
-    const bool read_own_fate = beat && state.abandoned_grace.count() > 0 && !abandoned;
+    // (a look for a wait may be the first to see it: either way, where its host is before this
+    // round's reads is where it must move from, and the timer is armed once).
+    const bool may_be_abandoned = state.abandoned_grace.count() > 0 && !abandoned && !state.announced_own;
+    const bool read_own_fate = beat && may_be_abandoned;
     const int64_t moves_before = state.progress.moves;
     state.in_store = true;
     lock.unlock();
@@ -274,7 +278,7 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
         const auto failures = read_failures(store);
         if (look && !failures.empty()) found = failures.front();
         for (const auto& f : failures) {
-          if (read_own_fate && f.rank == rank && is_given_up_error(f.error)) {
+          if (may_be_abandoned && f.rank == rank && is_given_up_error(f.error)) {
             given_up_on = f;
             break;
           }
@@ -311,17 +315,29 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
 // Ends the process once `grace` has passed since the others gave up on `rank` (`failure`), unless
 // its host has moved from where it was then (`moves`) or its watch stopped (the rank ended as it
 // should). On a thread of its own, so that a watch held up in the store cannot keep a stuck rank
-// alive; and the message goes straight to stderr, since a host stuck in a log write may hold the
-// logger's lock.
+// alive; the time is counted in slices, and one that overran (the process was paused: a suspended
+// job) starts the count again, as HeartbeatSilence does; and the message goes straight to stderr,
+// outside the lock, since a host stuck in a log write may hold the logger's.
 void FailureWatch::end_if_never_moves(std::shared_ptr<State> state, int rank, RankFailure failure, int64_t moves,
-                        std::chrono::milliseconds grace) {
+                                      std::chrono::milliseconds grace) {
   std::thread([state = std::move(state), rank, failure = std::move(failure), moves, grace] {
-    std::unique_lock<std::mutex> lock(state->mutex);
-    const bool moved = state->changed.wait_for(lock, grace, [&] { return state->stop || state->progress.moves != moves; });
-    if (moved) return;
+    using Clock = std::chrono::steady_clock;
+    std::string where;
+    {
+      std::unique_lock<std::mutex> lock(state->mutex);
+      const auto moved = [&] { return state->stop || state->progress.moves != moves; };
+      Clock::duration counted{0};
+      for (auto last = Clock::now(); counted < grace;) {
+        if (state->changed.wait_for(lock, kHeartbeatInterval, moved)) return;
+        const auto slice = Clock::now() - last;
+        last += slice;
+        counted = slice > kHeartbeatReadGap ? Clock::duration(0) : counted + slice;
+      }
+      where = state->progress.where;
+    }
     const std::string text = "rank " + std::to_string(rank) + ": the other ranks gave up on it (" + failure.describe() +
-                             "), and its host has not moved from " + state->progress.where + " in the " +
-                             seconds_text(grace) + " s since: ending the process\n";
+                             "), and its host has not moved from " + where + " in the " + seconds_text(grace) +
+                             " s since: ending the process\n";
     const ssize_t written = ::write(STDERR_FILENO, text.data(), text.size());
     (void)written;  // nothing more can be done about a stderr that fails
     std::_Exit(static_cast<int>(ExitCode::run_failed));
@@ -375,6 +391,7 @@ void FailureWatch::note_waiting_on(int64_t awaited) {
 
 void FailureWatch::note_own_failure() {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->announced_own = true;
   ++state_->progress.moves;  // its host is at work: it announced
 }
 

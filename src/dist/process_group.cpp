@@ -278,7 +278,7 @@ struct Communicator::Impl {
     const auto until = std::chrono::steady_clock::now() + kTimeoutVerdictWait;
     while (!failure && std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      failure = watch->look_now(std::chrono::seconds(1));
+      failure = watch->look_now(std::chrono::seconds(1), /*wait_timed_out=*/true);
     }
     abandon_collectives();
     throw_for(failure, during);

@@ -418,8 +418,8 @@ TEST(DistFailure, AStoppedPeerIsAnnouncedByTheRankWatchingItsHeartbeat) {
   const std::string err = testing::read_text(dir.file("0.err"));
   ASSERT_EQ(code, 4) << "rank 0 did not end with run_failed (-1: still running after 90 s)\n" << err;
   // The watcher's count starts at the read that first saw rank 1's last beat, which may come up to
-  // a beat before the stop; rank 0 then gives up on rank 1's report at once.
-  EXPECT_GT(took, 14) << "rank 1 was announced before its heartbeat had stood still for 15 s";
+  // a beat before the stop; rank 0 then waits 3 s for a report rank 1 would send if it came back.
+  EXPECT_GT(took, 16.5) << "rank 1 was announced before its heartbeat had stood still for 15 s";
   EXPECT_LT(took, 60) << "rank 0 ended long after rank 1's heartbeat stopped (dist.timeout_s is 300 s)";
   const std::string cause = "rank 1 failed: stopped answering: its heartbeat in the rendezvous store did not move for 15 s "
                             "while rank 0 waited in a collective";
@@ -515,14 +515,14 @@ TEST(DistFailure, APeerStuckInItsOwnWorkIsNamedWhenTheWaitTimesOut) {
   const auto rank0_ended = std::chrono::steady_clock::now();
   const double took = std::chrono::duration<double>(rank0_ended - start).count();
   const int rank1_code = testing::wait_for_exit(rank1, 40);
-  const double rank1_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - rank0_ended).count();
+  const double rank1_took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (rank1_code == -1) kill(rank1, SIGKILL);
   testing::wait_for_exit(rank1, 10);
   const std::string err = testing::read_text(dir.file("0.err"));
   const std::string err1 = testing::read_text(dir.file("1.err"));
   ASSERT_EQ(code, 4) << "rank 0 did not end with run_failed (-1: still running after 90 s)\n" << err;
   EXPECT_EQ(rank1_code, 4) << "the stuck rank did not end itself (-1: still running 40 s after rank 0)\n" << err1;
-  EXPECT_GT(rank1_after, 5) << "the stuck rank ended before dist.timeout_s had passed since it was named";
+  EXPECT_GT(rank1_took, 20) << "the stuck rank ended before its wait's 10 s and its own 10 s had passed";
   EXPECT_NE(err1.find("rank 1: the other ranks gave up on it (rank 1 failed: stuck in its own work (epoch 1 step 3)"),
             std::string::npos)
       << err1;

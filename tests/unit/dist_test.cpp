@@ -804,25 +804,31 @@ TEST(FailureWatchDeathTest, EndsARankTheOthersGaveUpOnWhoseHostNeverMoves) {
 }
 
 // A rank whose host moves after the others gave up on it reaches its next wait and stops there;
-// one that announced its own failure was not given up on. Neither is ended by its watch.
-TEST(FailureWatch, LeavesARankWhoseHostMovesOrWhoAnnouncedItselfToEndAsItWill) {
-  const auto grace = std::chrono::milliseconds(1500);
-  auto given_up = c10::make_intrusive<c10d::HashStore>();
-  write_failure(*given_up, 1, silent_rank_error(0, std::chrono::seconds(15)));
-  auto own = c10::make_intrusive<c10d::HashStore>();
-  write_failure(*own, 2, "its disk is full");
-  FailureWatch moving(given_up, 1);
-  moving.end_process_when_abandoned(grace);
-  FailureWatch announcing(own, 2);
-  announcing.note_own_failure();
-  announcing.end_process_when_abandoned(grace);
-  for (int i = 0; i < 50 && !given_up->check({released_key(1)}); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(given_up->check({released_key(1)})) << "rank 1 never read that it was given up on";
-  moving.note_progress("stopping");
-  std::this_thread::sleep_for(2 * grace);
-  SUCCEED() << "this process lives";
+// one that announced its own failure was not given up on. Neither is ended by its watch (in a
+// child process: a watch that ended it wrongly would end the whole test binary).
+TEST(FailureWatchDeathTest, LeavesARankWhoseHostMovesOrWhoAnnouncedItselfToEndAsItWill) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        const auto grace = std::chrono::milliseconds(1500);
+        auto given_up = c10::make_intrusive<c10d::HashStore>();
+        write_failure(*given_up, 1, silent_rank_error(0, std::chrono::seconds(15)));
+        auto own = c10::make_intrusive<c10d::HashStore>();
+        write_failure(*own, 2, "its disk is full");
+        FailureWatch moving(given_up, 1);
+        moving.end_process_when_abandoned(grace);
+        FailureWatch announcing(own, 2);
+        announcing.note_own_failure();
+        announcing.end_process_when_abandoned(grace);
+        for (int i = 0; i < 50 && !given_up->check({released_key(1)}); ++i) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+        if (!given_up->check({released_key(1)})) std::exit(3);  // it never read its fate
+        moving.note_progress("stopping");
+        std::this_thread::sleep_for(2 * grace);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // The set-up has no step to bound it (rank 0 alone loads the weights before the broadcast the
