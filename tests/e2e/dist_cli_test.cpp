@@ -399,6 +399,24 @@ TEST(DistFailure, KilledRankZeroEndsThePeerWithAnError) {
   EXPECT_NE(err.find("lost contact"), std::string::npos) << err;
 }
 
+// Rank 0's result where rank 0, watching rank 1, announced it (`cause`: the start of the run's
+// error): a valid failed result naming rank 1 as the first failure, missing its report, and rank
+// 0's own error saying that it stopped for that.
+json expect_rank_1_given_up_by_its_watcher(const std::string& path, const std::string& cause) {
+  const auto result = testing::read_json(path);
+  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  EXPECT_EQ(result["summary"]["error"].get<std::string>().rfind(cause, 0), 0u) << result["summary"]["error"];
+  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
+  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+  EXPECT_NE(result["dist"]["ranks"][0]["error"].get<std::string>().find(
+                "stopped during a gradient all-reduce because " + cause),
+            std::string::npos)
+      << result["dist"]["ranks"][0];
+  return result;
+}
+
 // A peer that stops without a word (SIGSTOP: as a frozen host, or a process hung in the kernel)
 // keeps its connections open, so Gloo's all-reduce would wait out dist.timeout_s. Rank 0, which
 // watches rank 1's heartbeat while it waits, announces it once the heartbeat has stood still for
@@ -424,17 +442,7 @@ TEST(DistFailure, AStoppedPeerIsAnnouncedByTheRankWatchingItsHeartbeat) {
   const std::string cause = "rank 1 failed: stopped answering: its heartbeat in the rendezvous store did not move for 15 s "
                             "while rank 0 waited in a collective";
   EXPECT_NE(err.find("run failed: " + cause), std::string::npos) << err;
-  const auto result = testing::read_json(dir.file("s.json"));
-  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
-  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
-  EXPECT_EQ(result["summary"]["status"], "failed");
-  EXPECT_EQ(result["summary"]["error"].get<std::string>().rfind(cause, 0), 0u) << result["summary"]["error"];
-  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
-  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
-  EXPECT_NE(result["dist"]["ranks"][0]["error"].get<std::string>().find(
-                "stopped during a gradient all-reduce because " + cause),
-            std::string::npos)
-      << result["dist"]["ranks"][0];
+  const auto result = expect_rank_1_given_up_by_its_watcher(dir.file("s.json"), cause);
   EXPECT_GT(result["iterations"].size(), 0u);
 }
 
@@ -537,17 +545,7 @@ TEST(DistFailure, APeerStuckInItsOwnWorkIsNamedWhenTheWaitTimesOut) {
   EXPECT_LT(took, 60) << "rank 0 ended long after dist.timeout_s (10 s)";
   const std::string cause = "rank 1 failed: stuck in its own work (epoch 1 step 3): it had not started the collective "
                             "rank 0 waited in, and its progress did not move for ";
-  const auto result = testing::read_json(dir.file("h.json"));
-  const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
-  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
-  EXPECT_EQ(result["summary"]["status"], "failed");
-  EXPECT_EQ(result["summary"]["error"].get<std::string>().rfind(cause, 0), 0u) << result["summary"]["error"];
-  EXPECT_EQ(result["dist"]["first_failure"]["rank"], 1);
-  EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
-  EXPECT_NE(result["dist"]["ranks"][0]["error"].get<std::string>().find(
-                "stopped during a gradient all-reduce because " + cause),
-            std::string::npos)
-      << result["dist"]["ranks"][0];
+  const auto result = expect_rank_1_given_up_by_its_watcher(dir.file("h.json"), cause);
   EXPECT_EQ(err.find("lost contact"), std::string::npos) << err;
   EXPECT_NE(err.find("rank(s) 1 were stuck in work of their own"), std::string::npos) << err;
   EXPECT_EQ(result["iterations"].size(), 3u) << "rank 0 took part in the steps rank 1 finished, and no more";
