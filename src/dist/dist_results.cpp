@@ -94,6 +94,16 @@ Announcement announcement_of(const RankFailure& failure) {
   return Announcement::by_itself;
 }
 
+// Where a rank given up on for an announced failure is listed.
+std::vector<int64_t>& given_up_list(GatheredReports& gathered, Announcement kind) {
+  switch (kind) {
+    case Announcement::silent: return gathered.silent;
+    case Announcement::stuck: return gathered.stuck;
+    case Announcement::by_itself: break;
+  }
+  return gathered.failed;
+}
+
 // One peer rank not yet heard from. A peer that has not reported and whose heartbeat has stood
 // still for dist.heartbeat_timeout_s is gone: a live one beats even while it prepares a long report.
 struct AwaitedRank {
@@ -106,8 +116,8 @@ struct AwaitedRank {
 // given up on before the deadline (dist.timeout_s for a completed rank 0) once its report can no
 // longer come: its heartbeat stopped, for long if it announced nothing, briefly if it announced a
 // failure (or its watcher announced it silent); for one announced stuck, which beats on, once it
-// has read that and its host has stood still as long. (Store calls that fail end the wait; rank 0 hosts the store, so none can hang, unless
-// torchrun's agent hosts it.)
+// has read that and its host has stood still as long. (Store calls that fail end the wait; rank 0
+// hosts the store, so none can hang, unless torchrun's agent hosts it.)
 GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
   GatheredReports gathered;
   const auto silence_limit = comm.heartbeat_timeout();
@@ -163,7 +173,7 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
         }
         gathered.stuck.push_back(rank);
       } else if (awaited.announced && silence > kFailedPeerGrace) {
-        (awaited.announced == Announcement::silent ? gathered.silent : gathered.failed).push_back(rank);
+        given_up_list(gathered, *awaited.announced).push_back(rank);
       } else if (silence_limit.count() > 0 && silence > silence_limit) {
         gathered.silent.push_back(rank);
       } else {
@@ -177,10 +187,7 @@ GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadlin
   }
   // Those still awaited at the deadline whose failure was announced go under its kind.
   for (const auto& [rank, awaited] : waiting) {
-    if (!awaited.announced) continue;
-    const Announcement kind = *awaited.announced;
-    (kind == Announcement::stuck ? gathered.stuck : kind == Announcement::silent ? gathered.silent : gathered.failed)
-        .push_back(rank);
+    if (awaited.announced) given_up_list(gathered, *awaited.announced).push_back(rank);
   }
   for (int r = 1; r < comm.world_size(); ++r) {
     // A report published as its rank was given up on still counts.

@@ -65,6 +65,12 @@ std::optional<RankProgress> parse_progress(const std::string& text) {
   }
 }
 
+std::optional<RankProgress> read_progress(c10d::Store& store, int rank) {
+  if (!store.check({progress_key(rank)})) return std::nullopt;
+  const auto bytes = store.get(progress_key(rank));
+  return parse_progress(std::string(bytes.begin(), bytes.end()));
+}
+
 bool stuck_in_own_work(const RankProgress& theirs, int64_t awaited, HeartbeatSilence::Clock::duration heartbeat_silence,
                        HeartbeatSilence::Clock::duration progress_stillness, std::chrono::milliseconds limit) {
   return theirs.collectives < awaited && heartbeat_silence < kAliveWithin && progress_stillness >= limit;
@@ -181,10 +187,7 @@ class Neighbour {
     auto asked = Clock::now();
     heartbeat_.saw(store.add(heartbeat_key(rank_), 0), asked, Clock::now());
     asked = Clock::now();
-    if (store.check({progress_key(rank_)})) {
-      const auto bytes = store.get(progress_key(rank_));
-      if (auto progress = parse_progress(std::string(bytes.begin(), bytes.end()))) last_ = std::move(*progress);
-    }
+    if (auto progress = read_progress(store, rank_)) last_ = std::move(*progress);
     progress_still_.saw(last_.moves, asked, Clock::now());
   }
 
@@ -253,10 +256,9 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
     const std::optional<RankProgress> progress =
         beat && state.progress.moves != published_moves ? std::optional<RankProgress>(state.progress) : std::nullopt;
     const int64_t awaited = state.awaited;
-    // While the others may give up on this rank, every beat reads whether they did; where its host
-    // is before that read is where it must move from.
-    // (a look for a wait may be the first to see it: either way, where its host is before this
-    // round's reads is where it must move from, and the timer is armed once).
+    // While the others may give up on this rank, every beat reads whether they did (a look for a
+    // wait may see it first). Where its host is before this round's reads is where it must move
+    // from; the timer is armed once.
     const bool may_be_abandoned = state.abandoned_grace.count() > 0 && !abandoned && !state.announced_own;
     const bool read_own_fate = beat && may_be_abandoned;
     const int64_t moves_before = state.progress.moves;

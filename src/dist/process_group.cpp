@@ -186,7 +186,6 @@ struct Communicator::Impl {
   // This rank announced a failure of its own: one announced in its name is then its own doing.
   std::atomic<bool> announced_own_failure{false};
   std::chrono::milliseconds heartbeat_timeout{0};
-  std::chrono::milliseconds stall_timeout{0};
 
   // A group with a collective still in flight (abandoned, or left running by a failure of this
   // rank's own) must not wait for it: NCCL's is aborted, Gloo's is left to the process's end,
@@ -359,7 +358,6 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
   impl->env = env;
   impl->timeout = timeout;
   impl->heartbeat_timeout = heartbeat_timeout;
-  impl->stall_timeout = stall_timeout;
   impl->cuda = device.is_cuda();
   impl->backend = impl->cuda ? "nccl" : "gloo";
   const std::string address = env.master_addr + ":" + std::to_string(env.master_port);
@@ -596,9 +594,7 @@ bool Communicator::has_released(int rank) {
 
 std::optional<int64_t> Communicator::progress_moves_of(int rank) {
   try {
-    if (!impl_->store->check({progress_key(rank)})) return 0;
-    const auto bytes = impl_->store->get(progress_key(rank));
-    const auto progress = parse_progress(std::string(bytes.begin(), bytes.end()));
+    const auto progress = read_progress(*impl_->store, rank);
     return progress ? progress->moves : 0;
   } catch (const std::exception& e) {
     spdlog::debug("{}progress of rank {}: {}", impl_->prefix(), rank, describe(e));

@@ -333,7 +333,7 @@ const std::vector<Field>& fields() {
        "work of its own while the rank watching it waits for it in a collective (a file-system read that never "
        "returns, a deadlock) is given up on and named as the run's cause (0: only once dist.timeout_s ends the "
        "wait; otherwise at least 3 and below dist.timeout_s, and above the longest stretch between two "
-       "collectives: the set-up, an epoch's eval, a step)",
+       "collectives in training: an epoch's eval, a step; a rank still setting up is left to dist.timeout_s)",
        set(&RunSpec::dist, &DistSpec::stall_timeout_s)},
       {"dist.group_at_world_size_1", Kind::boolean, false, -1e300, {},
        "a launcher's single process (WORLD_SIZE=1) still joins a process group of one and all-reduces its "

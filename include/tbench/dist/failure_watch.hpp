@@ -82,6 +82,9 @@ inline constexpr const char* kSettingUp = "setting up";
 std::string progress_key(int rank);
 std::string progress_text(const RankProgress& progress);
 std::optional<RankProgress> parse_progress(const std::string& text);  // nullopt: not one of ours
+// `rank`'s progress as last published; nullopt where it published none (or not one of ours).
+// Throws what the store throws.
+std::optional<RankProgress> read_progress(c10d::Store& store, int rank);
 
 // The watched rank is stuck in work of its own, as far as its watcher can tell: it has not started
 // the collective the watcher waits in (the `awaited`-th collective: on a GPU the host may have
