@@ -3,14 +3,13 @@
 // it works after a peer failed), and rank 0 gathers them into the result's `dist` section.
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "dist_internal.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/dist/failure_watch.hpp"
+#include "tbench/dist/peer_reports.hpp"
 #include "tbench/env/env.hpp"
 #include "tbench/files.hpp"
 #include "tbench/timing/stats.hpp"
@@ -20,13 +19,9 @@
 namespace tbench {
 namespace {
 
-using nlohmann::json;
-
-std::string key_for(int rank) { return "report/" + std::to_string(rank); }
-
 void send_rank_report(Communicator& comm, const RankReport& report) {
   try {
-    comm.publish(key_for(comm.rank()), json_text(to_json(report)));
+    comm.peers().publish(report_key(comm.rank()), json_text(to_json(report)));
   } catch (const std::exception& e) {
     spdlog::warn("could not hand this rank's timings to rank 0 (it may have stopped): {}", e.what());
   }
@@ -65,149 +60,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A peer that announced a failure and whose heartbeat has not moved for this long has ended
-// without a report (a peer failing in training reports after its announcement, and may take its
-// time: it beats meanwhile). Three beats, so one read that lands between two beats is no sign.
-constexpr std::chrono::milliseconds kFailedPeerGrace{3000};
-// Reports are looked for this often; heartbeats and announcements once a second, so a large
-// world does not flood the store.
-constexpr std::chrono::milliseconds kReportPoll{100};
-constexpr std::chrono::milliseconds kLivenessPoll{1000};
-
-// The peers' reports and what became of the ranks that sent none.
-struct GatheredReports {
-  std::vector<RankReport> reports;  // ranks 1..world-1 that reported, in rank order
-  std::vector<int64_t> missing;     // the others
-  // Of those: given up on for a stopped heartbeat, for work stuck while its heartbeat beat (its
-  // watcher's word), or for a failure announced by the rank itself.
-  std::vector<int64_t> silent, stuck, failed;
-  bool store_gone = false;                  // a store call failed (its host gone): nothing more could come
-};
-
-// Who announced a rank's failure: the rank itself (it reports after that, unless it died), or
-// its watcher, which saw it fall silent or get stuck (no report can follow).
-enum class Announcement { by_itself, silent, stuck };
-
-Announcement announcement_of(const RankFailure& failure) {
-  if (is_silent_rank_error(failure.error)) return Announcement::silent;
-  if (is_stuck_rank_error(failure.error)) return Announcement::stuck;
-  return Announcement::by_itself;
-}
-
-// Where a rank given up on for an announced failure is listed.
-std::vector<int64_t>& given_up_list(GatheredReports& gathered, Announcement kind) {
-  switch (kind) {
-    case Announcement::silent: return gathered.silent;
-    case Announcement::stuck: return gathered.stuck;
-    case Announcement::by_itself: break;
-  }
-  return gathered.failed;
-}
-
-// One peer rank not yet heard from. A peer that has not reported and whose heartbeat has stood
-// still for dist.heartbeat_timeout_s is gone: a live one beats even while it prepares a long report.
-struct AwaitedRank {
-  HeartbeatSilence heartbeat;
-  HeartbeatSilence progress;              // its host's moves, read once it was announced stuck
-  std::optional<Announcement> announced;  // a failure in its name was seen
-};
-
-// The reports of ranks 1..world-1, read from the store as they arrive until `deadline`. A rank is
-// given up on before the deadline (dist.timeout_s for a completed rank 0) once its report can no
-// longer come: its heartbeat stopped, for long if it announced nothing, briefly if it announced a
-// failure (or its watcher announced it silent); for one announced stuck, which beats on, once it
-// has read that and its host has stood still as long. (Store calls that fail end the wait; rank 0
-// hosts the store, so none can hang, unless torchrun's agent hosts it.)
-GatheredReports await_peer_reports(Communicator& comm, Clock::time_point deadline) {
-  GatheredReports gathered;
-  const auto silence_limit = comm.heartbeat_timeout();
-  std::map<int, AwaitedRank> waiting;  // the first pass reads every heartbeat, which starts its count
-  for (int r = 1; r < comm.world_size(); ++r) {
-    waiting.emplace(r, AwaitedRank{HeartbeatSilence(Clock::now(), kHeartbeatReadGap),
-                                   HeartbeatSilence(Clock::now(), kHeartbeatReadGap), std::nullopt});
-  }
-  std::map<int, std::optional<RankReport>> arrived;
-  Clock::time_point next_liveness_look = Clock::now();  // a failure announced already counts at once
-  for (;;) {
-    const bool look_at_liveness = Clock::now() >= next_liveness_look;
-    std::map<int64_t, Announcement> announced;  // the first failure in each rank's name
-    if (look_at_liveness) {
-      next_liveness_look = Clock::now() + kLivenessPoll;
-      const auto failures = comm.announced_failures();
-      gathered.store_gone = !failures.has_value();
-      for (const auto& f : failures.value_or(std::vector<RankFailure>{})) {
-        announced.emplace(f.rank, announcement_of(f));
-      }
-    }
-    for (auto it = waiting.begin(); it != waiting.end() && !gathered.store_gone;) {
-      const int rank = it->first;
-      AwaitedRank& awaited = it->second;
-      if (const auto text = comm.fetch(key_for(rank), std::chrono::milliseconds(0))) {
-        arrived[rank] = parse_rank_report(*text);
-        it = waiting.erase(it);
-        continue;
-      }
-      const auto now = Clock::now();
-      if (look_at_liveness) {
-        const auto beats = comm.heartbeats_of(rank);
-        gathered.store_gone = !beats.has_value();
-        if (beats) awaited.heartbeat.saw(*beats, now, Clock::now());
-        const auto failure = announced.find(rank);
-        if (failure != announced.end() && !awaited.announced) awaited.announced = failure->second;
-        if (awaited.announced == Announcement::stuck) {
-          const auto asked = Clock::now();
-          if (const auto moves = comm.progress_moves_of(rank)) awaited.progress.saw(*moves, asked, Clock::now());
-        }
-      }
-      const auto silence = awaited.heartbeat.vouched();
-      if (awaited.announced == Announcement::stuck) {
-        // It beats on. Its report cannot come while its host stays where it was; once it has read
-        // that it was given up on (its watch ends it later, which needs the store rank 0 hosts) it
-        // is gone, as it is once its heartbeat stops. A host that moves on reaches its next wait
-        // and reports.
-        const bool read_its_fate_and_stands_still =
-            comm.has_released(rank) && awaited.progress.vouched() > kFailedPeerGrace;
-        if (!read_its_fate_and_stands_still && silence <= kFailedPeerGrace) {
-          ++it;
-          continue;
-        }
-        gathered.stuck.push_back(rank);
-      } else if (awaited.announced && silence > kFailedPeerGrace) {
-        given_up_list(gathered, *awaited.announced).push_back(rank);
-      } else if (silence_limit.count() > 0 && silence > silence_limit) {
-        gathered.silent.push_back(rank);
-      } else {
-        ++it;
-        continue;
-      }
-      it = waiting.erase(it);
-    }
-    if (waiting.empty() || gathered.store_gone || Clock::now() > deadline) break;
-    std::this_thread::sleep_for(kReportPoll);
-  }
-  // Those still awaited at the deadline whose failure was announced go under its kind.
-  for (const auto& [rank, awaited] : waiting) {
-    if (awaited.announced) given_up_list(gathered, *awaited.announced).push_back(rank);
-  }
-  for (int r = 1; r < comm.world_size(); ++r) {
-    // A report published as its rank was given up on still counts.
-    if (arrived.count(r) == 0 && !gathered.store_gone) {
-      if (const auto text = comm.fetch(key_for(r), std::chrono::milliseconds(0))) arrived[r] = parse_rank_report(*text);
-    }
-    const auto found = arrived.find(r);
-    if (found != arrived.end() && found->second) {
-      gathered.reports.push_back(*found->second);
-    } else {
-      gathered.missing.push_back(r);
-    }
-  }
-  const auto reported = [&](int64_t r) { return std::find(gathered.missing.begin(), gathered.missing.end(), r) == gathered.missing.end(); };
-  for (auto* given_up : {&gathered.silent, &gathered.stuck, &gathered.failed}) {
-    given_up->erase(std::remove_if(given_up->begin(), given_up->end(), reported), given_up->end());
-  }
-  return gathered;
-}
-
 // Why ranks sent no report, as far as rank 0 can tell.
 void warn_of_missing_reports(const GatheredReports& g, std::chrono::milliseconds silence_limit) {
   if (g.missing.empty()) return;
@@ -243,7 +95,8 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
       own.status == RunStatus::failed ? std::min(comm.timeout(), milliseconds(5000) + slow_step) : comm.timeout();
   DistSection dist;
   dist.ranks.push_back(std::move(own));
-  GatheredReports gathered = await_peer_reports(comm, Clock::now() + patience);
+  PeerStore peers = comm.peers();
+  GatheredReports gathered = await_peer_reports(peers, world, comm.heartbeat_timeout(), Clock::now() + patience);
   for (auto& report : gathered.reports) dist.ranks.push_back(std::move(report));
   dist.missing_ranks = gathered.missing;
   warn_of_missing_reports(gathered, comm.heartbeat_timeout());

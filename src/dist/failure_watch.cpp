@@ -8,7 +8,8 @@
 // neighbour's: a peer that stopped without a word (a frozen host, a cut link, a process stopped or
 // hung in the kernel, or under NCCL one killed) is then announced by the rank that watches it, and
 // every wait ends with that instead of the backend's timeout; so is a peer whose process lives but
-// whose work stands still outside the collective (dist.stall_timeout_s, or at the wait's timeout).
+// whose work stands still outside the collective (dist.stall_timeout_s, or once any rank's wait
+// has timed out).
 #include <unistd.h>
 
 #include <algorithm>
@@ -192,8 +193,8 @@ class Neighbour {
   }
 
   // The failure the watcher announces on this rank's behalf, if its reads show one: a heartbeat
-  // silent for the silence limit, or work stuck for the stall limit (kStuckAtTimeout once the
-  // watcher's wait has timed out).
+  // silent for the silence limit, or work stuck for the stall limit (kStuckAtTimeout once a wait,
+  // the watcher's or another rank's, has timed out).
   std::optional<std::string> failure(int watcher, int64_t awaited, FailureWatch::Limits limits,
                                      bool wait_timed_out) const {
     using std::chrono::duration_cast;
@@ -229,6 +230,8 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
   std::optional<Neighbour> neighbour;
   if (watched) neighbour.emplace(*watched);
   bool neighbour_announced = false;
+  bool counted_own_timeout = false;  // under kWaitsTimedOutKey, once
+  bool a_wait_timed_out = false;     // this rank's or another's: the count never goes down
   int64_t published_moves = -1;
   bool abandoned = false;  // this rank read that the others gave up on it
   for (;;) {
@@ -289,8 +292,13 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
       // It needs the store no more: it read the failure that ends it (rank 0 may go).
       if (release || given_up_on) store.set(released_key(rank), std::vector<uint8_t>{'1'});
       if (watch_neighbour && !found) {
+        if (timed_out && !counted_own_timeout) {
+          store.add(kWaitsTimedOutKey, 1);
+          counted_own_timeout = true;
+        }
+        a_wait_timed_out = a_wait_timed_out || timed_out || store.add(kWaitsTimedOutKey, 0) > 0;
         neighbour->read(store);
-        if (const auto error = neighbour->failure(rank, awaited, limits, timed_out)) {
+        if (const auto error = neighbour->failure(rank, awaited, limits, a_wait_timed_out)) {
           write_failure(store, neighbour->rank(), *error);
           neighbour_announced = true;
           const auto failures = read_failures(store);  // the first one may be another's
@@ -395,6 +403,11 @@ void FailureWatch::note_own_failure() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->announced_own = true;
   ++state_->progress.moves;  // its host is at work: it announced
+}
+
+bool FailureWatch::announced_own_failure() const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->announced_own;
 }
 
 void FailureWatch::end_process_when_abandoned(std::chrono::milliseconds grace) {

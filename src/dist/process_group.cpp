@@ -36,8 +36,10 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "dist_internal.hpp"
 #include "tbench/dist/dist.hpp"
 #include "tbench/dist/failure_watch.hpp"
+#include "tbench/dist/peer_reports.hpp"
 #include "tbench/dist/tcp_store.hpp"
 #include "tbench/env/torch_features.hpp"
 
@@ -67,11 +69,6 @@ using Group = c10d::Backend;
 #else
 using Group = c10d::ProcessGroup;
 #endif
-
-std::string describe(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
-  return e.what();
-}
 
 #if TBENCH_WITH_GLOO
 // This host's address on the route to `host`: the source address the kernel picks for a UDP
@@ -158,7 +155,7 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const Launc
 // bounds Gloo's connections at start-up, which come once every rank has joined the store.
 constexpr std::chrono::milliseconds kBackendGrace = std::chrono::minutes(1);
 // Once a wait has timed out, how long the others' watchers have to name the rank it waited for:
-// every wait on that rank times out within a step of the others.
+// each reads that a wait timed out (kWaitsTimedOutKey) at its next beat, a second at most.
 constexpr std::chrono::milliseconds kTimeoutVerdictWait{3000};
 
 struct Communicator::Impl {
@@ -183,8 +180,6 @@ struct Communicator::Impl {
   // (dist.timeout_s + kBackendGrace), and destroying the group joins them (Gloo) or waits for it (NCCL). Set from
   // the main thread and autograd's.
   std::atomic<bool> collective_abandoned{false};
-  // This rank announced a failure of its own: one announced in its name is then its own doing.
-  std::atomic<bool> announced_own_failure{false};
   std::chrono::milliseconds heartbeat_timeout{0};
 
   // A group with a collective still in flight (abandoned, or left running by a failure of this
@@ -244,7 +239,7 @@ struct Communicator::Impl {
     // A failure in this rank's name that it did not announce: its watcher gave up on it (it was
     // stopped or cut off for the heartbeat's limit), and the others have stopped.
     const bool given_up_on = failure->rank == env.rank;
-    if (given_up_on && announced_own_failure) return;  // its own error, which it is reporting already
+    if (given_up_on && watch->announced_own_failure()) return;  // its own error, which it is reporting already
     abandon_collectives();
     if (!hosts_store()) watch->release();  // it ends this rank before training, or its report follows at once
     throw PeerFailed(prefix() + "stopped during " + during + " because " +
@@ -268,8 +263,9 @@ struct Communicator::Impl {
 
   // A wait's dist.timeout_s is up. A rank that never started the collective while its process
   // lived was stuck in work of its own: its watcher names it now (this rank's watch, where it
-  // watches that rank; another rank's within moments, as every wait on it times out about
-  // together), and that is the cause every rank reports, not a lost contact.
+  // watches that rank; another rank's at its next beat, once it reads that this wait timed out,
+  // however much later its own wait began), and that is the cause every rank reports, not a lost
+  // contact.
   // The verdict comes before this rank gives up on the collective: giving up aborts NCCL, which
   // would end the others' waits with a lost contact before their watchers could name anyone.
   [[noreturn]] void timed_out(const std::string& during) {
@@ -509,7 +505,6 @@ void Communicator::wait_all() {
 }
 
 void Communicator::announce_failure(const std::string& error) {
-  impl_->announced_own_failure = true;
   impl_->watch->note_own_failure();
   try {
     write_failure(*impl_->store, rank(), error);
@@ -520,15 +515,6 @@ void Communicator::announce_failure(const std::string& error) {
 }
 
 void Communicator::announce_failure(const std::exception& e) { announce_failure(describe(e)); }
-
-std::optional<std::vector<RankFailure>> Communicator::announced_failures() {
-  try {
-    return read_failures(*impl_->store);
-  } catch (const std::exception& e) {
-    spdlog::debug("{}announced failures: {}", impl_->prefix(), describe(e));
-    return std::nullopt;
-  }
-}
 
 std::optional<RankFailure> Communicator::announced_failure() {
   return impl_->watch->look_now(std::chrono::seconds(1));
@@ -564,55 +550,10 @@ void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
   }
 }
 
-void Communicator::publish(const std::string& key, const std::string& value) {
-  impl_->store->set("tbench/" + key, std::vector<uint8_t>(value.begin(), value.end()));
-}
-
-std::optional<std::string> Communicator::fetch(const std::string& key, std::chrono::milliseconds wait) {
-  try {
-    if (wait.count() <= 0) {
-      if (!impl_->store->check({"tbench/" + key})) return std::nullopt;
-    } else {
-      impl_->store->wait({"tbench/" + key}, wait);
-    }
-    const auto bytes = impl_->store->get("tbench/" + key);
-    return std::string(bytes.begin(), bytes.end());
-  } catch (const std::exception& e) {
-    spdlog::debug("rank {}: store key {}: {}", rank(), key, describe(e));
-    return std::nullopt;
-  }
-}
-
-bool Communicator::has_released(int rank) {
-  try {
-    return impl_->store->check({released_key(rank)});
-  } catch (const std::exception& e) {
-    spdlog::debug("{}whether rank {} released the store: {}", impl_->prefix(), rank, describe(e));
-    return false;
-  }
-}
-
-std::optional<int64_t> Communicator::progress_moves_of(int rank) {
-  try {
-    const auto progress = read_progress(*impl_->store, rank);
-    return progress ? progress->moves : 0;
-  } catch (const std::exception& e) {
-    spdlog::debug("{}progress of rank {}: {}", impl_->prefix(), rank, describe(e));
-    return std::nullopt;
-  }
-}
+PeerStore Communicator::peers() { return PeerStore(*impl_->store); }
 
 int64_t Communicator::collectives_started() const { return impl_->watch->collectives_started(); }
 
 void Communicator::note_waiting_on(int64_t awaited) { impl_->watch->note_waiting_on(awaited); }
-
-std::optional<int64_t> Communicator::heartbeats_of(int rank) {
-  try {
-    return impl_->store->add(heartbeat_key(rank), 0);
-  } catch (const std::exception& e) {
-    spdlog::debug("{}heartbeat of rank {}: {}", impl_->prefix(), rank, describe(e));
-    return std::nullopt;
-  }
-}
 
 }  // namespace tbench

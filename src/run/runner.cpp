@@ -604,33 +604,25 @@ std::unique_ptr<GpuMonitor> gpu_monitor_for(const torch::Device& device) {
   return std::make_unique<GpuMonitor>(std::move(source), kGpuSampleInterval);
 }
 
-// --fail-at-step, for tests: the step fails as one whose record cannot be written would (a full
-// disk under the iteration stream), so the paths a real mid-run failure takes can be run on any
-// rank of a data-parallel group.
-class FailAtStep final : public TrainObserver {
+// --fail-at-step and --hang-at-step, for tests, so that the paths a real mid-run fault takes can
+// be run on any rank of a data-parallel group. Once the step has run, the run fails as one whose
+// record cannot be written would (a full disk under the iteration stream), or its host stays in
+// that record for good, as one whose write never returns would (the stream on a hung file system:
+// the process lives, its heartbeat beats, and its progress stands still at that step).
+class InjectedFault final : public TrainObserver {
  public:
-  explicit FailAtStep(int64_t global_step) : global_step_(global_step) {}
+  enum class Kind { fail, hang };
+  InjectedFault(Kind kind, int64_t global_step) : kind_(kind), global_step_(global_step) {}
   void on_iteration(const IterationRecord& record) override {
-    if (record.global_step == global_step_) {
+    if (record.global_step != global_step_) return;
+    if (kind_ == Kind::fail) {
       throw std::runtime_error("failed on purpose at step " + std::to_string(global_step_) + " (--fail-at-step)");
     }
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
   }
 
  private:
-  int64_t global_step_;
-};
-
-// --hang-at-step, for tests: once the step has run, the host stays in its record for good, as one
-// whose write never returns would (the iteration stream on a hung file system). The process lives:
-// its heartbeat beats, and its progress stands still at that step.
-class HangAtStep final : public TrainObserver {
- public:
-  explicit HangAtStep(int64_t global_step) : global_step_(global_step) {}
-  void on_iteration(const IterationRecord& record) override {
-    while (record.global_step == global_step_) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
-
- private:
+  Kind kind_;
   int64_t global_step_;
 };
 
@@ -648,10 +640,9 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   std::vector<TrainObserver*> observers;  // the stream first: a step is on disk before it is shown
   if (stream) observers.push_back(&*stream);
   observers.push_back(progress.get());
-  std::optional<FailAtStep> fault;
-  if (options.fail_at_step > 0) observers.push_back(&fault.emplace(options.fail_at_step));
-  std::optional<HangAtStep> hang;
-  if (options.hang_at_step > 0) observers.push_back(&hang.emplace(options.hang_at_step));
+  std::optional<InjectedFault> failure, hang;
+  if (options.fail_at_step > 0) observers.push_back(&failure.emplace(InjectedFault::Kind::fail, options.fail_at_step));
+  if (options.hang_at_step > 0) observers.push_back(&hang.emplace(InjectedFault::Kind::hang, options.hang_at_step));
   // Rank 0 profiles; the others leave the same steps out of their timing.
   std::unique_ptr<StepProfiler> profiler;
   if (plan.trainer.profile_steps > 0 && writes_result) {

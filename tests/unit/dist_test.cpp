@@ -783,6 +783,41 @@ TEST(FailureWatch, NamesAStuckRankOnlyPastItsLimitAndNeverOneThatMovesOrWaitsToo
   for (const auto& store : {in_it, busy}) EXPECT_TRUE(read_failures(*store).empty());
 }
 
+// With three or more ranks the rank whose wait times out first may watch a rank that waits too,
+// while the stuck rank's watcher joined the collective later and is not at its timeout yet: the
+// first counts its timeout in the store, and the stuck rank's watcher names it at its next beat,
+// before the first rank gives up (and its exit ends the others' waits with nobody named).
+TEST(FailureWatch, NamesAStuckNeighbourOnceAnotherRanksWaitTimedOut) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  WatchedRank stuck(store, 2, {7, 2, "epoch 1 step 4"});  // it never started collective 3
+  FailureWatch first(store, 0, watched_neighbour(0, 3));  // watches rank 1, which waits too
+  FailureWatch watcher(store, 1, watched_neighbour(1, 3));  // watches rank 2; no stall limit
+  for (FailureWatch* rank : {&first, &watcher}) {
+    for (int i = 0; i < 3; ++i) rank->note_collective();
+    rank->note_waiting_on(3);
+  }
+  const double still_s = std::chrono::duration<double>(kStuckAtTimeout).count() + 1.5;
+  EXPECT_FALSE(wait_watching(watcher, still_s, [&] {
+                 stuck.beat();
+                 first.note_interest();
+               }).has_value())
+      << "named before any wait timed out: " << watcher.seen()->describe();
+  EXPECT_FALSE(first.look_now(std::chrono::seconds(2), /*wait_timed_out=*/true).has_value())
+      << "rank 0 named the rank that waits with it: " << first.seen()->describe();
+  const auto took = wait_watching(watcher, 3, [&] { stuck.beat(); });
+  ASSERT_TRUE(took.has_value()) << "rank 0's wait timed out, and rank 2's watcher did not name it within 3 s";
+  EXPECT_LT(*took, 2.5);
+  EXPECT_EQ(watcher.seen()->rank, 2);
+  EXPECT_TRUE(is_stuck_rank_error(watcher.seen()->error)) << watcher.seen()->error;
+  EXPECT_NE(watcher.seen()->error.find("(epoch 1 step 4): it had not started the collective rank 1 waited in"),
+            std::string::npos)
+      << watcher.seen()->error;
+  const auto verdict = first.look_now(std::chrono::seconds(2), /*wait_timed_out=*/true);
+  ASSERT_TRUE(verdict.has_value()) << "rank 0 did not read the verdict";
+  EXPECT_EQ(verdict->rank, 2);
+  EXPECT_EQ(store->add(kWaitsTimedOutKey, 0), 1) << "a wait that timed out is counted once";
+}
+
 // A rank the others gave up on (its watcher announced it stuck or silent) whose host then stays
 // where it was for the grace is stuck where none of its own waits can see it: its watch ends the
 // process with exit code 4, saying why, instead of leaving it to hold its node until the launcher

@@ -110,6 +110,8 @@ std::vector<std::string> available_backends();
 
 // ---- the process group ----------------------------------------------------------------------
 
+class PeerStore;
+
 // One rank's membership of the group: the TCPStore (rank 0 hosts it) and the backend.
 class Communicator {
  public:
@@ -158,8 +160,6 @@ class Communicator {
   // The first failure any rank announced; nullopt while there is none, or when the store did not
   // answer within a second.
   std::optional<RankFailure> announced_failure();
-  // Every failure announced so far, first first; nullopt when the store did not answer.
-  std::optional<std::vector<RankFailure>> announced_failures();
   // Throws PeerFailed, naming `during` and the first announced failure another rank made, if the
   // failure watch (src/dist/failure_watch.cpp) has seen one. Never waits on the store.
   void throw_if_a_peer_failed(const std::string& during);
@@ -182,19 +182,9 @@ class Communicator {
   // How often a rank waiting on a collective looks for an announced failure.
   static constexpr std::chrono::milliseconds kFailureCheckInterval{100};
 
-  // The rendezvous store, for small messages: every rank's timings at the end.
-  void publish(const std::string& key, const std::string& value);
-  // The value of `key`, waiting up to `wait` for it (0: not at all); nullopt if it did not appear.
-  std::optional<std::string> fetch(const std::string& key, std::chrono::milliseconds wait);
-  // How often `rank` has beaten its heartbeat (every kHeartbeatInterval while it lives, from its
-  // failure watch); nullopt when the store did not answer.
-  std::optional<int64_t> heartbeats_of(int rank);
-  // Whether `rank` needs the store no more: it read the failure that ends it (false also when the
-  // store did not answer).
-  bool has_released(int rank);
-  // How often `rank`'s host has moved on (FailureWatch::note_progress, note_collective), as last
-  // published with its heartbeat; nullopt when the store did not answer.
-  std::optional<int64_t> progress_moves_of(int rank);
+  // The rendezvous store as the ranks read one another there: every rank's report at the end,
+  // and what rank 0 reads of a peer that has not reported (peer_reports.hpp).
+  PeerStore peers();
   // The collectives this rank has started; and, for a wait outside this class, the number of the
   // latest one it waits for (its watcher compares its neighbour's count with that).
   int64_t collectives_started() const;

@@ -99,6 +99,11 @@ inline constexpr std::chrono::milliseconds kAliveWithin = 3 * kHeartbeatInterval
 // When a wait's dist.timeout_s is up, a neighbour that has not joined the collective and whose
 // progress stood still this long is named as the cause (a shorter stillness is a slow rank's).
 inline constexpr std::chrono::milliseconds kStuckAtTimeout{5000};
+// Counts the waits, on any rank, whose dist.timeout_s was up. Every watcher whose rank waits judges
+// its neighbour by kStuckAtTimeout once it reads a count above 0, whether or not its own wait has
+// timed out yet: with three or more ranks the stuck rank's watcher may have joined the collective
+// later than the rank that timed out first, and that rank's exit would end its wait unnamed.
+inline constexpr const char* kWaitsTimedOutKey = "tbench/waits_timed_out";
 // The failure a watching rank announces for a neighbour stuck in `where`, and whether an announced
 // error is one.
 std::string stuck_rank_error(int watcher, const std::string& where, std::chrono::milliseconds stillness);
@@ -116,7 +121,8 @@ std::vector<RankFailure> read_failures(c10d::Store& store);
 // store that stops answering holds up that thread and never a wait. The same thread beats the
 // rank's heartbeat and publishes its progress, and, while a wait asks, reads the watched rank's
 // once a beat: silent for `silence_limit` (0: never), or stuck in its own work for `stall_limit`
-// (0: only when the wait's dist.timeout_s is up, look_now's `wait_timed_out`), that rank is
+// (0: only when a wait's dist.timeout_s is up, this rank's (look_now's `wait_timed_out`) or any
+// other's (kWaitsTimedOutKey)), that rank is
 // announced as failed on its behalf, which ends every rank's wait (a hung peer holds a collective
 // until the backend's timeout, and under NCCL so may a dead one).
 class FailureWatch {
@@ -138,7 +144,8 @@ class FailureWatch {
   // The first failure seen so far.
   std::optional<RankFailure> seen() const;
   // Looks again now, waiting up to `patience` for the answer. `wait_timed_out`: a wait's
-  // dist.timeout_s is up; a watched rank stuck in its own work (kStuckAtTimeout) is announced first.
+  // dist.timeout_s is up; the watch counts it under kWaitsTimedOutKey, for the other ranks'
+  // watchers, and a watched rank stuck in its own work (kStuckAtTimeout) is announced first.
   std::optional<RankFailure> look_now(std::chrono::milliseconds patience, bool wait_timed_out = false);
   // This rank's host enters a new phase of its run (`where`), or starts a collective (returns its
   // number, from 1), or waits for the collectives up to number `awaited`: what its watcher reads,
@@ -149,8 +156,10 @@ class FailureWatch {
   int64_t collectives_started() const;
   // Counts this rank among those that need the store no more, from the watch's thread.
   void release();
-  // This rank announced a failure of its own: its host is at work.
+  // This rank announced a failure of its own: its host is at work, and a failure announced in its
+  // name is its own doing.
   void note_own_failure();
+  bool announced_own_failure() const;
   // Where the others gave up on this rank (its watcher announced it silent or stuck) and its host
   // then does not move for `grace`, its host is stuck where no wait can see that: a timer of its
   // own (which no store call can hold up) ends the process with exit code 4, as its launcher
