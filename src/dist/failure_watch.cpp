@@ -136,12 +136,21 @@ struct FailureWatch::State {
   std::optional<RankFailure> failure;
   RankProgress progress{0, 0, kSettingUp};
   bool announced_own = false;                    // note_own_failure: it failed for a reason of its own
+  // The host had not moved at the last beat; its next move is published at once (publish_now), so
+  // a rank that resumes (joins the collective its watcher waits in) is not taken for stuck for up
+  // to a beat. A moving host is published once a beat.
+  bool stood_still = false, publish_now = false;
   int64_t awaited = 0;                           // note_waiting_on: the collective the host waits for
   std::chrono::milliseconds abandoned_grace{0};  // end_process_when_abandoned (0: off)
 
   bool interested() const { return std::chrono::steady_clock::now() < interest_until; }
   bool release_pending() const { return release_asked && !released; }
-  bool asked_now() const { return stop || looks_asked > looks_done || release_pending(); }
+  bool asked_now() const { return stop || looks_asked > looks_done || release_pending() || publish_now; }
+  void host_moved() {
+    ++progress.moves;
+    if (stood_still) publish_now = true;
+    stood_still = false;
+  }
 };
 
 FailureWatch::FailureWatch(c10::intrusive_ptr<c10d::Store> store, int rank, std::optional<int> watched,
@@ -174,6 +183,12 @@ FailureWatch::~FailureWatch() {
 
 namespace {
 
+// The stillness that names a rank once a wait has timed out: kStuckAtTimeout, or the stall limit
+// where that is shorter (a wait that timed out is no reason to wait longer than the limit says).
+std::chrono::milliseconds at_timeout(std::chrono::milliseconds stall_limit) {
+  return stall_limit.count() > 0 ? std::min(stall_limit, kStuckAtTimeout) : kStuckAtTimeout;
+}
+
 // What a waiting rank knows of the rank it watches, from its reads of that rank's heartbeat and
 // progress: how long each has stood still, and where the rank last said it was.
 class Neighbour {
@@ -204,7 +219,9 @@ class Neighbour {
     }
     // The stall limit bounds the stretch between two collectives of training; the set-up has no
     // such bound (rank 0 alone loads the weights), so only the wait's timeout judges it.
-    const milliseconds stall = wait_timed_out ? kStuckAtTimeout : last_.where == kSettingUp ? milliseconds(0) : limits.stall;
+    const milliseconds stall = wait_timed_out ? at_timeout(limits.stall)
+                               : last_.where == kSettingUp ? milliseconds(0)
+                                                           : limits.stall;
     if (stall.count() > 0 && stuck_in_own_work(last_, awaited, heartbeat_.vouched(), progress_still_.vouched(), stall)) {
       return stuck_rank_error(watcher, last_.where, duration_cast<milliseconds>(progress_still_.vouched()));
     }
@@ -250,14 +267,16 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
     // Interest as it is now: the wait above may have outlasted it (or this process was paused).
     const bool watch_neighbour =
         (timed_out || (beat && state.interested())) && neighbour && !state.failure && !neighbour_announced;
-    if (!look && !release && !beat && !watch_neighbour) {
+    const bool publish = std::exchange(state.publish_now, false) || beat;
+    if (!look && !release && !publish && !watch_neighbour) {
       state.looks_done = looks;
       state.changed.notify_all();
       continue;
     }
     if (beat) next_beat = Clock::now() + kHeartbeatInterval;
     const std::optional<RankProgress> progress =
-        beat && state.progress.moves != published_moves ? std::optional<RankProgress>(state.progress) : std::nullopt;
+        publish && state.progress.moves != published_moves ? std::optional<RankProgress>(state.progress) : std::nullopt;
+    if (beat) state.stood_still = !progress;
     const int64_t awaited = state.awaited;
     // While the others may give up on this rank, every beat reads whether they did (a look for a
     // wait may see it first). Where its host is before this round's reads is where it must move
@@ -380,13 +399,16 @@ std::optional<RankFailure> FailureWatch::look_now(std::chrono::milliseconds pati
 void FailureWatch::note_progress(const std::string& where) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->progress.where = where;
-  ++state_->progress.moves;
+  state_->host_moved();
+  if (state_->publish_now) state_->changed.notify_all();
 }
 
 int64_t FailureWatch::note_collective() {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  ++state_->progress.moves;
-  return ++state_->progress.collectives;
+  const int64_t number = ++state_->progress.collectives;
+  state_->host_moved();
+  if (state_->publish_now) state_->changed.notify_all();
+  return number;
 }
 
 int64_t FailureWatch::collectives_started() const {
@@ -402,7 +424,8 @@ void FailureWatch::note_waiting_on(int64_t awaited) {
 void FailureWatch::note_own_failure() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->announced_own = true;
-  ++state_->progress.moves;  // its host is at work: it announced
+  state_->host_moved();  // its host is at work: it announced
+  if (state_->publish_now) state_->changed.notify_all();
 }
 
 bool FailureWatch::announced_own_failure() const {

@@ -154,9 +154,13 @@ std::vector<std::shared_ptr<::gloo::transport::Device>> gloo_devices(const Launc
 // gets it as its group's timeout too, in case an op keeps to that rather than its own; it also
 // bounds Gloo's connections at start-up, which come once every rank has joined the store.
 constexpr std::chrono::milliseconds kBackendGrace = std::chrono::minutes(1);
-// Once a wait has timed out, how long the others' watchers have to name the rank it waited for:
-// each reads that a wait timed out (kWaitsTimedOutKey) at its next beat, a second at most.
-constexpr std::chrono::milliseconds kTimeoutVerdictWait{3000};
+// Once a wait has timed out, how long the others' watchers have to name the rank it waited for.
+// Each reads that a wait timed out (kWaitsTimedOutKey) at its next beat, a second at most, but
+// names its neighbour only once its own reads have seen it stand still for kStuckAtTimeout: a
+// watcher that began to wait (and to read) just before this wait timed out needs about that long
+// and a beat more. A lost contact with no one to name is reported that much later, after a wait
+// of dist.timeout_s.
+constexpr std::chrono::milliseconds kTimeoutVerdictWait = kStuckAtTimeout + 2 * kHeartbeatInterval;
 
 struct Communicator::Impl {
   LaunchEnv env;

@@ -156,7 +156,11 @@ TEST(TwoHosts, CuttingTheLinkEndsBothRanksWithinTheTimeoutNamingTheLostPeer) {
   EXPECT_EQ(code0, 4) << "rank 0 (-1: still running " << allowed << " s after the cut)\n" << err0;
   EXPECT_EQ(code1, 4) << "rank 1 (-1: still running " << allowed << " s after the cut)\n" << err1;
   EXPECT_LT(took, allowed);
-  EXPECT_NE(err0.find("lost contact"), std::string::npos) << err0;
+  // Rank 0's wait times out at 10 s and then waits 7 s for a verdict, in which its watcher's reads
+  // of rank 1's heartbeat may reach dist.heartbeat_timeout_s (15 s) and name it; else it reports
+  // the lost contact. The result's missing rank names it either way.
+  const bool named_silent = err0.find("rank 1 failed: stopped answering") != std::string::npos;
+  EXPECT_TRUE(named_silent || err0.find("lost contact") != std::string::npos) << err0;
   const auto result = testing::read_json(dir.file("cut.json"));
   EXPECT_EQ(result["summary"]["status"], "failed");
   EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1})) << result["dist"].dump(2);

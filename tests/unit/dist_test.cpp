@@ -25,6 +25,7 @@
 #include "tbench/env/env.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/run/runner.hpp"
+#include "tbench/timing/clock.hpp"
 
 namespace tbench {
 namespace {
@@ -372,28 +373,31 @@ TEST(StopRequests, ALagLeavesTheNewestUnreadAndWaitsForTheOthersToArrive) {
   EXPECT_EQ(arrived.back(), 4);
 }
 
-// Two Gloo ranks in this process, each joined from its own thread.
-struct TwoRanks {
-  TwoRanks() {
+// Gloo ranks in this process, each joined from its own thread, with `timeout` as dist.timeout_s.
+struct LocalRanks {
+  explicit LocalRanks(int world_size, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
     LaunchEnv env;
     env.launcher = Launcher::torchrun;
-    env.world_size = 2;
+    env.world_size = world_size;
     env.master_addr = "127.0.0.1";
     env.master_port = testing::free_tcp_port();
-    auto second = std::async(std::launch::async, [env]() mutable {
-      env.rank = env.local_rank = 1;
-      return Communicator::connect(env, torch::kCPU, std::chrono::seconds(20));
-    });
-    ranks[0] = Communicator::connect(env, torch::kCPU, std::chrono::seconds(20));
-    ranks[1] = second.get();
+    std::vector<std::future<std::unique_ptr<Communicator>>> others;
+    for (int rank = 1; rank < world_size; ++rank) {
+      others.push_back(std::async(std::launch::async, [env, rank, timeout]() mutable {
+        env.rank = env.local_rank = rank;
+        return Communicator::connect(env, torch::kCPU, timeout);
+      }));
+    }
+    ranks.push_back(Communicator::connect(env, torch::kCPU, timeout));
+    for (auto& other : others) ranks.push_back(other.get());
     port = env.master_port;
   }
-  ~TwoRanks() {  // connect() set the log's pattern and, for rank 1, its level: the next test's are the defaults
+  ~LocalRanks() {  // connect() set the log's pattern and, for the other ranks, its level: the next test's are the defaults
     spdlog::set_level(level_);
     spdlog::default_logger()->set_pattern("%+");
   }
   spdlog::level::level_enum level_ = spdlog::get_level();
-  std::unique_ptr<Communicator> ranks[2];
+  std::vector<std::unique_ptr<Communicator>> ranks;
   int port = 0;
 };
 
@@ -401,7 +405,7 @@ struct TwoRanks {
 // peer that comes late is no failure.
 TEST(Communicator, AWaitLongerThanTheFailureCheckIntervalEndsWithTheSum) {
   if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
-  TwoRanks two;
+  LocalRanks two(2);
   auto mine = torch::ones({8});
   auto theirs = torch::full({8}, 2.0);
   auto late = std::async(std::launch::async, [&] {
@@ -421,7 +425,7 @@ TEST(Communicator, AWaitLongerThanTheFailureCheckIntervalEndsWithTheSum) {
 // error, not at dist.timeout_s (20 s here) with a lost contact.
 TEST(Communicator, AnAnnouncedFailureEndsAPeersWaitAtOnce) {
   if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
-  TwoRanks two;
+  LocalRanks two(2);
   auto mine = torch::ones({8});
   two.ranks[0]->allreduce_async(mine);
   auto failing = std::async(std::launch::async, [&] {
@@ -453,7 +457,7 @@ TEST(Communicator, AnAnnouncedFailureEndsAPeersWaitAtOnce) {
 // it stops too, instead of waiting for peers that have gone.
 TEST(Communicator, ARankTheOthersGaveUpOnStopsAtItsNextWait) {
   if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
-  TwoRanks two;
+  LocalRanks two(2);
   c10d::TCPStoreOptions options;
   options.port = static_cast<std::uint16_t>(two.port);
   options.isServer = false;
@@ -474,6 +478,42 @@ TEST(Communicator, ARankTheOthersGaveUpOnStopsAtItsNextWait) {
             0u)
       << error;
   two.ranks[1].reset();
+}
+
+// Three ranks, dist.timeout_s 8 s. Rank 2 is stuck after its step (it never starts the all-reduce);
+// rank 0 waits in it from the start, rank 1 only from 7.5 s on. Rank 0's wait times out first, and
+// its own neighbour, rank 1, waits with it; rank 1's watcher names rank 2 once its reads have seen
+// it stand still for 5 s, while rank 0 still waits for a verdict: every rank reports rank 2 stuck,
+// not a lost contact.
+TEST(Communicator, AStuckRankIsNamedByItsWatcherThoughAnotherRanksWaitTimedOutFirst) {
+  if (!testing::have_gloo()) GTEST_SKIP() << "this build has no Gloo backend";
+  LocalRanks three(3, std::chrono::seconds(8));
+  three.ranks[2]->note_progress("epoch 1 step 3");
+  const auto start = std::chrono::steady_clock::now();
+  const auto wait_in_all_reduce = [&](int rank, std::chrono::milliseconds join_after) {
+    return std::async(std::launch::async, [&three, rank, join_after] {
+      std::this_thread::sleep_for(join_after);
+      auto mine = torch::ones({8});
+      three.ranks[rank]->allreduce_async(mine);
+      try {
+        three.ranks[rank]->wait_all();
+      } catch (const std::exception& e) {
+        return std::string(e.what());
+      }
+      return std::string("it finished");
+    });
+  };
+  auto first = wait_in_all_reduce(0, std::chrono::milliseconds(0));
+  auto late = wait_in_all_reduce(1, std::chrono::milliseconds(7500));
+  const std::string error0 = first.get(), error1 = late.get();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  three.ranks[2]->note_progress("stopping");  // its host moves on: its watch leaves this process be
+  const std::string cause = "because rank 2 failed: stuck in its own work (epoch 1 step 3): it had not started the "
+                            "collective rank 1 waited in";
+  EXPECT_NE(error0.find("rank 0: stopped during a gradient all-reduce " + cause), std::string::npos) << error0;
+  EXPECT_NE(error1.find("rank 1: stopped during a gradient all-reduce " + cause), std::string::npos) << error1;
+  EXPECT_LT(took, 20.0);
+  three.ranks[2].reset();  // it leaves: the others' abandoned all-reduces end
 }
 
 // A store whose every call waits until released, then fails: rank 0's store behind a cut link.
@@ -796,17 +836,31 @@ TEST(FailureWatch, NamesAStuckNeighbourOnceAnotherRanksWaitTimedOut) {
     for (int i = 0; i < 3; ++i) rank->note_collective();
     rank->note_waiting_on(3);
   }
+  // Both wait, from a thread of their own (a wait's interest lapses 300 ms after it last asked).
+  std::atomic<bool> waiting{true};
+  std::thread waits([&] {
+    while (waiting) {
+      stuck.beat();
+      first.note_interest();
+      watcher.note_interest();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const auto named_within = [&](double seconds) -> std::optional<double> {
+    const auto start = std::chrono::steady_clock::now();
+    while (!watcher.seen() && seconds_since(start) < seconds) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return watcher.seen() ? std::optional<double>(seconds_since(start)) : std::nullopt;
+  };
   const double still_s = std::chrono::duration<double>(kStuckAtTimeout).count() + 1.5;
-  EXPECT_FALSE(wait_watching(watcher, still_s, [&] {
-                 stuck.beat();
-                 first.note_interest();
-               }).has_value())
-      << "named before any wait timed out: " << watcher.seen()->describe();
-  EXPECT_FALSE(first.look_now(std::chrono::seconds(2), /*wait_timed_out=*/true).has_value())
-      << "rank 0 named the rank that waits with it: " << first.seen()->describe();
-  const auto took = wait_watching(watcher, 3, [&] { stuck.beat(); });
+  const bool named_early = named_within(still_s).has_value();
+  const auto verdict_of_first = first.look_now(std::chrono::seconds(2), /*wait_timed_out=*/true);
+  const auto took = named_within(3);
+  waiting = false;
+  waits.join();
+  EXPECT_FALSE(named_early) << "named before any wait timed out: " << watcher.seen()->describe();
+  EXPECT_FALSE(verdict_of_first.has_value() && verdict_of_first->rank == 1)
+      << "rank 0 named the rank that waits with it: " << verdict_of_first->describe();
   ASSERT_TRUE(took.has_value()) << "rank 0's wait timed out, and rank 2's watcher did not name it within 3 s";
-  EXPECT_LT(*took, 2.5);
   EXPECT_EQ(watcher.seen()->rank, 2);
   EXPECT_TRUE(is_stuck_rank_error(watcher.seen()->error)) << watcher.seen()->error;
   EXPECT_NE(watcher.seen()->error.find("(epoch 1 step 4): it had not started the collective rank 1 waited in"),
@@ -895,6 +949,31 @@ TEST(FailureWatch, PublishesWhereTheRankIsWithItsHeartbeat) {
   EXPECT_EQ(seen->where, "epoch 2 step 7");
   EXPECT_EQ(seen->collectives, 2);
   EXPECT_EQ(seen->moves, 3);
+}
+
+// A host that moves after standing still for a beat (it resumes, and joins the collective its
+// watcher waits in) is published at once, not at its next beat: a watcher reading it within that
+// beat would take it for stuck.
+TEST(FailureWatch, PublishesAMoveAfterAStillBeatAtOnce) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  FailureWatch watch(store, 3);
+  const auto published_collectives = [&] {
+    if (!store->check({progress_key(3)})) return int64_t{-1};
+    const auto bytes = store->get(progress_key(3));
+    const auto seen = parse_progress(std::string(bytes.begin(), bytes.end()));
+    return seen ? seen->collectives : int64_t{-1};
+  };
+  for (int64_t round = 1; round <= 3; ++round) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2300));  // two beats at least: one saw it still
+    const auto moved = std::chrono::steady_clock::now();
+    watch.note_collective();
+    while (published_collectives() < round && std::chrono::steady_clock::now() - moved < std::chrono::seconds(3)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const double lag = std::chrono::duration<double>(std::chrono::steady_clock::now() - moved).count();
+    ASSERT_EQ(published_collectives(), round);
+    EXPECT_LT(lag, 0.3) << "round " << round << ": published at the next beat, not at once";
+  }
 }
 
 TEST(FailureWatch, EachRankWatchesTheNextAroundTheRing) {

@@ -13,14 +13,12 @@
 #include "tbench/dist/peer_reports.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/results/result.hpp"
+#include "tbench/timing/clock.hpp"
 
 namespace tbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 // One peer rank as rank 0 sees it in the store: a heartbeat that beats (every 250 ms, until
 // stopped), its progress, its announced failure, its release of the store and its report.
@@ -96,7 +94,7 @@ TEST(PeerReports, KeepsEveryReportInRankOrderAsTheyArrive) {
     sleep_s(0.4);
     one.report();
   }, took);
-  EXPECT_EQ(ranks_of(gathered.reports), (std::vector<int64_t>{1, 2, 3}));
+  ASSERT_EQ(ranks_of(gathered.reports), (std::vector<int64_t>{1, 2, 3}));
   EXPECT_EQ(gathered.reports[0].steps, 11);
   EXPECT_TRUE(gathered.missing.empty());
   EXPECT_FALSE(gathered.store_gone);

@@ -97,7 +97,8 @@ bool stuck_in_own_work(const RankProgress& theirs, int64_t awaited,
 // A heartbeat that moved within this long says its process lives.
 inline constexpr std::chrono::milliseconds kAliveWithin = 3 * kHeartbeatInterval;
 // When a wait's dist.timeout_s is up, a neighbour that has not joined the collective and whose
-// progress stood still this long is named as the cause (a shorter stillness is a slow rank's).
+// progress stood still this long (or for dist.stall_timeout_s, where that is shorter) is named as
+// the cause (a shorter stillness is a slow rank's).
 inline constexpr std::chrono::milliseconds kStuckAtTimeout{5000};
 // Counts the waits, on any rank, whose dist.timeout_s was up. Every watcher whose rank waits judges
 // its neighbour by kStuckAtTimeout once it reads a count above 0, whether or not its own wait has
@@ -119,7 +120,8 @@ std::vector<RankFailure> read_failures(c10d::Store& store);
 // Looks for announced failures on a thread of its own, over a store connection of its own, every
 // Communicator::kFailureCheckInterval while a wait has asked lately (note_interest), so that a
 // store that stops answering holds up that thread and never a wait. The same thread beats the
-// rank's heartbeat and publishes its progress, and, while a wait asks, reads the watched rank's
+// rank's heartbeat and publishes its progress (once a beat while the host moves, and at once where
+// it moves after a beat in which it stood still), and, while a wait asks, reads the watched rank's
 // once a beat: silent for `silence_limit` (0: never), or stuck in its own work for `stall_limit`
 // (0: only when a wait's dist.timeout_s is up, this rank's (look_now's `wait_timed_out`) or any
 // other's (kWaitsTimedOutKey)), that rank is
