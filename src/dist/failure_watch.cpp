@@ -218,10 +218,12 @@ class Neighbour {
       return silent_rank_error(watcher, limits.silence);
     }
     // The stall limit bounds the stretch between two collectives of training; the set-up has no
-    // such bound (rank 0 alone loads the weights), so only the wait's timeout judges it.
-    const milliseconds stall = wait_timed_out ? at_timeout(limits.stall)
-                               : last_.where == kSettingUp ? milliseconds(0)
-                                                           : limits.stall;
+    // such bound (rank 0 alone loads the weights), so only a wait's timeout judges it, by
+    // kStuckAtTimeout alone.
+    const bool setting_up = last_.where == kSettingUp;
+    const milliseconds stall = wait_timed_out ? at_timeout(setting_up ? milliseconds(0) : limits.stall)
+                               : setting_up   ? milliseconds(0)
+                                              : limits.stall;
     if (stall.count() > 0 && stuck_in_own_work(last_, awaited, heartbeat_.vouched(), progress_still_.vouched(), stall)) {
       return stuck_rank_error(watcher, last_.where, duration_cast<milliseconds>(progress_still_.vouched()));
     }
