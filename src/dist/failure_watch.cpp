@@ -146,10 +146,12 @@ struct FailureWatch::State {
   bool interested() const { return std::chrono::steady_clock::now() < interest_until; }
   bool release_pending() const { return release_asked && !released; }
   bool asked_now() const { return stop || looks_asked > looks_done || release_pending() || publish_now; }
+  // Under the lock: every move of the host goes through here.
   void host_moved() {
     ++progress.moves;
-    if (stood_still) publish_now = true;
-    stood_still = false;
+    if (!std::exchange(stood_still, false)) return;
+    publish_now = true;
+    changed.notify_all();
   }
 };
 
@@ -220,10 +222,8 @@ class Neighbour {
     // The stall limit bounds the stretch between two collectives of training; the set-up has no
     // such bound (rank 0 alone loads the weights), so only a wait's timeout judges it, by
     // kStuckAtTimeout alone.
-    const bool setting_up = last_.where == kSettingUp;
-    const milliseconds stall = wait_timed_out ? at_timeout(setting_up ? milliseconds(0) : limits.stall)
-                               : setting_up   ? milliseconds(0)
-                                              : limits.stall;
+    const milliseconds limit = last_.where == kSettingUp ? milliseconds(0) : limits.stall;
+    const milliseconds stall = wait_timed_out ? at_timeout(limit) : limit;
     if (stall.count() > 0 && stuck_in_own_work(last_, awaited, heartbeat_.vouched(), progress_still_.vouched(), stall)) {
       return stuck_rank_error(watcher, last_.where, duration_cast<milliseconds>(progress_still_.vouched()));
     }
@@ -402,15 +402,12 @@ void FailureWatch::note_progress(const std::string& where) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->progress.where = where;
   state_->host_moved();
-  if (state_->publish_now) state_->changed.notify_all();
 }
 
 int64_t FailureWatch::note_collective() {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  const int64_t number = ++state_->progress.collectives;
   state_->host_moved();
-  if (state_->publish_now) state_->changed.notify_all();
-  return number;
+  return ++state_->progress.collectives;
 }
 
 int64_t FailureWatch::collectives_started() const {
@@ -427,7 +424,6 @@ void FailureWatch::note_own_failure() {
   std::lock_guard<std::mutex> lock(state_->mutex);
   state_->announced_own = true;
   state_->host_moved();  // its host is at work: it announced
-  if (state_->publish_now) state_->changed.notify_all();
 }
 
 bool FailureWatch::announced_own_failure() const {

@@ -17,13 +17,9 @@ void PeerStore::publish(const std::string& key, const std::string& value) {
   store_.set(key, std::vector<uint8_t>(value.begin(), value.end()));
 }
 
-std::optional<std::string> PeerStore::fetch(const std::string& key, std::chrono::milliseconds wait) {
+std::optional<std::string> PeerStore::fetch(const std::string& key) {
   try {
-    if (wait.count() <= 0) {
-      if (!store_.check({key})) return std::nullopt;
-    } else {
-      store_.wait({key}, wait);
-    }
+    if (!store_.check({key})) return std::nullopt;
     const auto bytes = store_.get(key);
     return std::string(bytes.begin(), bytes.end());
   } catch (const std::exception& e) {
@@ -134,7 +130,7 @@ GatheredReports await_peer_reports(PeerStore& peers, int world_size, std::chrono
     for (auto it = waiting.begin(); it != waiting.end() && !gathered.store_gone;) {
       const int rank = it->first;
       AwaitedRank& awaited = it->second;
-      if (const auto text = peers.fetch(report_key(rank), std::chrono::milliseconds(0))) {
+      if (const auto text = peers.fetch(report_key(rank))) {
         arrived[rank] = parse_rank_report(*text);
         it = waiting.erase(it);
         continue;
@@ -184,7 +180,7 @@ GatheredReports await_peer_reports(PeerStore& peers, int world_size, std::chrono
   for (int r = 1; r < world_size; ++r) {
     // A report published as its rank was given up on still counts.
     if (arrived.count(r) == 0 && !gathered.store_gone) {
-      if (const auto text = peers.fetch(report_key(r), std::chrono::milliseconds(0))) arrived[r] = parse_rank_report(*text);
+      if (const auto text = peers.fetch(report_key(r))) arrived[r] = parse_rank_report(*text);
     }
     const auto found = arrived.find(r);
     if (found != arrived.end() && found->second) {

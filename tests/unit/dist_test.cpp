@@ -943,9 +943,7 @@ TEST(FailureWatch, PublishesWhereTheRankIsWithItsHeartbeat) {
   std::optional<RankProgress> seen;
   for (int i = 0; i < 30 && (!seen || seen->collectives < 2); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!store->check({progress_key(3)})) continue;
-    const auto bytes = store->get(progress_key(3));
-    seen = parse_progress(std::string(bytes.begin(), bytes.end()));
+    seen = read_progress(*store, 3);
   }
   ASSERT_TRUE(seen.has_value()) << "nothing published within 3 s";
   EXPECT_EQ(seen->where, "epoch 2 step 7");
@@ -960,9 +958,7 @@ TEST(FailureWatch, PublishesAMoveAfterAStillBeatAtOnce) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   FailureWatch watch(store, 3);
   const auto published_collectives = [&] {
-    if (!store->check({progress_key(3)})) return int64_t{-1};
-    const auto bytes = store->get(progress_key(3));
-    const auto seen = parse_progress(std::string(bytes.begin(), bytes.end()));
+    const auto seen = read_progress(*store, 3);
     return seen ? seen->collectives : int64_t{-1};
   };
   for (int64_t round = 1; round <= 3; ++round) {

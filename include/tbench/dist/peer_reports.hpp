@@ -23,8 +23,8 @@ class PeerStore {
   explicit PeerStore(c10d::Store& store) : store_(store) {}
   // Throws what the store throws.
   void publish(const std::string& key, const std::string& value);
-  // The value of `key`, waiting up to `wait` for it (0: not at all); nullopt if it did not appear.
-  std::optional<std::string> fetch(const std::string& key, std::chrono::milliseconds wait);
+  // The value of `key`; nullopt if it is not there yet.
+  std::optional<std::string> fetch(const std::string& key);
   // How often `rank` has beaten its heartbeat (every kHeartbeatInterval while it lives, from its
   // failure watch).
   std::optional<int64_t> heartbeats_of(int rank);
