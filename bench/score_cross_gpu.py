@@ -9,8 +9,10 @@ The target GPU is named as the other side's result records it (env.gpu.name), so
 datasheet for it is used. For each direction the table gives the predicted and the actual step
 time, the error, the share of the source's step the GPU sat idle waiting for the host (rows where it
 is 20% or more are scored apart), beside it the kernel profile's other hypothesis (overlapped: the host's launching
-hides slower kernels), the roofline's and the naive peak-TFLOPS ratio's errors, and the mean absolute
-error of each. The prediction uses the source's kernel profile where the result has
+hides slower kernels), the prediction with the target's host (`--target-host`: the pace that host
+launched kernels at, timed on the target's rows of the other models that its host held, so a row
+never times its own host), the roofline's and the naive peak-TFLOPS ratio's errors, and the mean
+absolute error of each. The prediction uses the source's kernel profile where the result has
 one (bench/gpu_side_by_side.sh profiles its last 3 steps), else the roofline: the method column says
 which. Writes the markdown table to stdout, or to --out. Needs only the tbench binary (no GPU).
 """
@@ -57,8 +59,9 @@ def gpu_name(path):
     return (devices[index].get("name") if index < len(devices) else None) or ""
 
 
-def predict(tbench, source, actual, target):
-    out = subprocess.run([tbench, "predict", str(source), "--target", target, "--actual", str(actual), "--json"],
+def predict(tbench, source, actual, target, target_host=()):
+    hosts = [arg for path in target_host for arg in ("--target-host", str(path))]
+    out = subprocess.run([tbench, "predict", str(source), "--target", target, "--actual", str(actual), "--json", *hosts],
                          capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"exit {out.returncode}"
@@ -77,20 +80,53 @@ def held_share(prediction):
     return parts.get("held_seconds", 0.0) / step if step else None
 
 
-def direction(tbench, source_rows, target_rows, target):
-    lines, errors = [], {"predicted": [], "overlapped": [], "roofline": [], "naive": []}
+def model_of(path):
+    """The model a result ran (model.name)."""
+    return json.loads(path.read_text()).get("model", {}).get("name")
+
+
+def host_held_rows(tbench, rows, other_gpu):
+    """The eager single-process rows whose GPU waited for their host for HOST_HELD_SHARE of the step or
+    more: the ones that time their host's launching. Their held share comes from their own kernel
+    profile (any target)."""
+    held = set()
+    for row, path in rows.items():
+        if row.endswith("(CUDA graph)") or json.loads(path.read_text()).get("dist", {}).get("world_size", 1) > 1:
+            continue
+        p, _ = predict(tbench, path, path, other_gpu)
+        share = held_share(p) if p else None
+        if share is not None and share >= HOST_HELD_SHARE:
+            held.add(row)
+    return held
+
+
+def direction(tbench, source_rows, target_rows, target, timing_rows):
+    lines, errors = [], {"predicted": [], "overlapped": [], "with target host": [], "roofline": [], "naive": []}
     by_held = {"device": [], "host": []}
+    host_by_held = {"device": [], "host": []}
     for row in sorted(set(source_rows) & set(target_rows)):
         p, why = predict(tbench, source_rows[row], target_rows[row], target)
         if p is None:
-            lines.append(f"| {row} | - | - | - | - | - | - | - | - | - | - | - | {why} |")
+            lines.append(f"| {row} | - | - | - | - | - | - | - | - | - | - | - | - | - | {why} |")
             continue
+        # Leave one model out: the target's host timed on its rows of the other models.
+        model = model_of(source_rows[row])
+        timing = [target_rows[r] for r in sorted(timing_rows) if model_of(target_rows[r]) != model]
+        hosted, hosted_why = None, "no run of another model that its host held"
+        if row.endswith("(CUDA graph)"):
+            hosted_why = "a CUDA graph: no host launches its kernels"
+        elif timing:
+            hosted, hosted_why = predict(tbench, source_rows[row], target_rows[row], target, timing)
         steps = p["predicted_epoch_seconds"] / p["predicted_step_seconds"]
         actual_step = p["actual_epoch_seconds"] / steps
         errors["predicted"].append(abs(p["error_pct"]))
         share = held_share(p)
         if share is not None:
             by_held["host" if share >= HOST_HELD_SHARE else "device"].append(abs(p["error_pct"]))
+        if hosted is not None:
+            errors["with target host"].append(abs(hosted["error_pct"]))
+            if share is not None:
+                host_by_held["host" if share >= HOST_HELD_SHARE else "device"].append(abs(hosted["error_pct"]))
         errors["roofline"].append(abs(p["roofline_error_pct"]))
         errors["naive"].append(abs(p["naive_error_pct"]))
         # The kernel profile's other hypothesis (the host's launching hides slower kernels); "-" for
@@ -98,16 +134,19 @@ def direction(tbench, source_rows, target_rows, target):
         overlapped = p.get("overlapped_error_pct")
         if overlapped is not None:
             errors["overlapped"].append(abs(overlapped))
-        lines.append("| {} | {} | {} | {:.2f} | {:.2f} | {:+.1f}% | {} | {} | {:.2f} | {:+.1f}% | {:.2f} | {:+.1f}% | {} |".format(
+        lines.append("| {} | {} | {} | {:.2f} | {:.2f} | {:+.1f}% | {} | {} | {} | {} | {:.2f} | {:+.1f}% | {:.2f} | {:+.1f}% | {} |".format(
             row, p["method"], f"{share:.0%}" if share is not None else "-", p["predicted_step_seconds"] * 1e3,
             actual_step * 1e3, p["error_pct"],
             f"{p['overlapped_step_seconds'] * 1e3:.2f}" if overlapped is not None else "-",
             f"{overlapped:+.1f}%" if overlapped is not None else "-",
+            f"{hosted['predicted_step_seconds'] * 1e3:.2f}" if hosted else "-",
+            f"{hosted['error_pct']:+.1f}%" if hosted else f"- ({hosted_why})",
             p["roofline_step_seconds"] * 1e3, p["roofline_error_pct"], p["naive_step_seconds"] * 1e3,
             p["naive_error_pct"], p["bound"]))
     mae = {name: sum(e) / len(e) for name, e in errors.items() if e}
     mae_by_held = {name: (sum(e) / len(e), len(e)) for name, e in by_held.items() if e}
-    return lines, mae, mae_by_held, len(errors["predicted"])
+    host_mae_by_held = {name: (sum(e) / len(e), len(e)) for name, e in host_by_held.items() if e}
+    return lines, mae, mae_by_held, host_mae_by_held, len(errors["predicted"])
 
 
 def main():
@@ -118,24 +157,37 @@ def main():
     a_gpu = args.as_a or gpu_name(next(iter(a_rows.values())))
     b_gpu = args.as_b or gpu_name(next(iter(b_rows.values())))
     out = [f"# tbench predict --target, scored on real runs: {a_gpu or args.a.name} and {b_gpu or args.b.name}", ""]
+    held = {id(a_rows): host_held_rows(args.tbench, a_rows, b_gpu), id(b_rows): host_held_rows(args.tbench, b_rows, a_gpu)}
     for source_rows, target_rows, source, target in ((a_rows, b_rows, a_gpu, b_gpu), (b_rows, a_rows, b_gpu, a_gpu)):
-        lines, mae, mae_by_held, scored = direction(args.tbench, source_rows, target_rows, target)
+        lines, mae, mae_by_held, host_mae_by_held, scored = direction(args.tbench, source_rows, target_rows, target,
+                                                                      held[id(target_rows)])
         out += [f"## {source} -> {target}", "",
                 "| row | method | held by the host | predicted ms/step | actual ms/step | error | overlapped ms/step "
-                "| overlapped error | roofline ms/step | roofline error | naive ms/step | naive error | bound |",
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
+                "| overlapped error | with target host ms/step | with target host error | roofline ms/step "
+                "| roofline error | naive ms/step | naive error | bound |",
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", *lines, ""]
         if mae:
             overlapped = f"overlapped: {mae['overlapped']:.1f}%, " if "overlapped" in mae else ""
-            out += [f"Mean absolute error: **{mae['predicted']:.1f}%** ({overlapped}roofline: {mae['roofline']:.1f}%, "
+            hosted_rows = sum(n for _, n in host_mae_by_held.values())
+            hosted = (f"with the target's host: {mae['with target host']:.1f}% over {hosted_rows} rows, "
+                      if "with target host" in mae else "")
+            out += [f"Mean absolute error: **{mae['predicted']:.1f}%** ({overlapped}{hosted}roofline: {mae['roofline']:.1f}%, "
                     f"naive peak-TFLOPS ratio: {mae['naive']:.1f}%) over the {scored} of {len(lines)} rows "
                     "predicted.", ""]
+            labels = (("device", f"the GPU bounds (held by the host < {HOST_HELD_SHARE:.0%} of the source's step)"),
+                      ("host", f"held by the host for {HOST_HELD_SHARE:.0%} or more of the source's step "
+                               "(the target's host, which no datasheet describes, sets that part)"))
             split = [f"{mae_by_held[k][0]:.1f}% over the {mae_by_held[k][1]} rows {label}"
-                     for k, label in (("device", f"the GPU bounds (held by the host < {HOST_HELD_SHARE:.0%} of the source's step)"),
-                                      ("host", f"held by the host for {HOST_HELD_SHARE:.0%} or more of the source's step "
-                                               "(the target's host, which no datasheet describes, sets that part)"))
-                     if k in mae_by_held]
+                     for k, label in labels if k in mae_by_held]
             if split:
                 out += ["By what bounds the source's step: " + "; ".join(split) + ".", ""]
+            hosted_split = [f"{host_mae_by_held[k][0]:.1f}% over the {host_mae_by_held[k][1]} rows the "
+                            + ("GPU bounds" if k == "device" else "host holds")
+                            for k in ("device", "host") if k in host_mae_by_held]
+            if hosted_split:
+                timed = ", ".join(sorted(held[id(target_rows)])) or "none"
+                out += ["With the target's host (`--target-host`, timed on the target's rows of the other models "
+                        f"among those its host held: {timed}): " + "; ".join(hosted_split) + ".", ""]
     out += ["Made by `bench/score_cross_gpu.py` from the raw results in each machine's folder."]
     text = "\n".join(out) + "\n"
     if args.out:

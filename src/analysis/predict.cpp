@@ -130,7 +130,100 @@ std::optional<double> timed_step_mean(const ResultFile& r, Figure of) {
 
 double train_flops_of(const ResultIteration& it) { return it.train_flops; }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The mean step over the kernels it launched: for a step its host held, the host's time a launch.
+std::optional<double> seconds_per_launch(const ResultFile& r) {
+  if (!r.kernel_launches_per_step || !(*r.kernel_launches_per_step > 0) || r.step_seconds.empty()) return std::nullopt;
+  return mean(r.step_seconds) / *r.kernel_launches_per_step;
+}
+
+// Why `r` cannot time its host's launching, or "" where it can.
+std::string why_not_a_host_pace(const ResultFile& r) {
+  if (r.device.rfind("cuda", 0) != 0) return "ran on " + r.device + ", not on the target machine's GPU";
+  if (r.cuda_graph) return "replayed a CUDA graph (spec.train.cuda_graph), whose kernels the device launches, not the host";
+  if (r.world_size > 1) return "ran data-parallel (dist.world_size " + std::to_string(r.world_size) + "): its steps also waited for all-reduces";
+  if (!r.kernel_seconds_per_step || !r.kernel_launches_per_step) {
+    return "has no kernel profile that counts its launches (profile.bounds with calls: timing.profile_steps on a "
+           "CUDA run)";
+  }
+  if (!seconds_per_launch(r)) return "profile.bounds: its profile counted no kernel launches";
+  const double held = host_held_share(r).value_or(0.0);
+  if (held < kHostHeldShare) {
+    return "its GPU waited for the host " + format_fixed(100 * held, 0) + "% of the step, under " +
+           format_fixed(100 * kHostHeldShare, 0) +
+           "%: the GPU set its pace, so its step does not time the host's launching (a smaller model, or fp16 "
+           "or bf16, makes a step the host holds)";
+  }
+  return "";
+}
+
+// The target's host launches the source's kernels at its own pace; the target GPU runs them, and
+// waits for the source's all-reduces, in its own time. The step takes the longer of the two.
+void pace_by_the_target_host(const ResultFile& r, const HostPace& host, TargetPrediction& p) {
+  if (r.cuda_graph) {
+    throw input_error(r.path + ": replayed a CUDA graph, so no host launches its kernels: --target-host does not "
+                      "apply to it");
+  }
+  if (!r.kernel_launches_per_step) {
+    throw input_error(r.path + ": has no kernel profile that counts its launches (profile.bounds with calls), so the "
+                      "kernels its step launches are unknown: --target-host needs them");
+  }
+  if (!p.target_parts) {
+    throw input_error(r.path + ": summary.peak_bytes_per_s: unknown, so its memory-bound kernels cannot be scaled to "
+                      "the target: --target-host needs the kernel profile's prediction");
+  }
+  p.target_host = host;
+  p.launches_per_step = *r.kernel_launches_per_step;
+  p.target_host_step_seconds = *p.launches_per_step * host.seconds_per_launch;
+  // The GPU's own time: its kernels, and what it waited for that was not the host: the all-reduces,
+  // and in a step the GPU bounds the gaps between queued kernels, the rest of its held time. In a
+  // step its host held, that rest was the host's. In between, the rest counts as gaps in
+  // proportion, all of it with no time held by the host and none from kHostHeldShare on, so the
+  // prediction moves smoothly with the source's split.
+  const double share = host_held_share(r).value_or(0.0);
+  const double communication = std::min(p.source_parts->held, r.comm_share.value_or(0.0) * p.source_step_seconds);
+  const double gaps = (p.source_parts->held - communication) * std::max(0.0, 1.0 - share / kHostHeldShare);
+  const double waits = communication + gaps;
+  p.target_device_step_seconds = p.target_parts->compute + p.target_parts->memory + waits;
+  p.predicted_step_seconds = std::max(*p.target_host_step_seconds, *p.target_device_step_seconds);
+  p.method = "kernel profile + target host";
+  if (*p.target_host_step_seconds > *p.target_device_step_seconds) {
+    p.bound = "host";
+  } else {
+    p.bound = p.target_parts->compute >= p.target_parts->memory ? "compute" : "memory";
+  }
+  if (share >= kHostHeldShare) p.source_seconds_per_launch = seconds_per_launch(r);
+}
+
 }  // namespace
+
+std::optional<double> host_held_share(const ResultFile& r) {
+  if (!r.kernel_seconds_per_step || r.step_seconds.empty()) return std::nullopt;
+  const double step = mean(r.step_seconds);
+  if (!(step > 0)) return std::nullopt;
+  const StepParts parts = measured_step_parts(*r.kernel_seconds_per_step, step);
+  return std::max(0.0, parts.held - r.comm_share.value_or(0.0) * step) / step;
+}
+
+HostPace measure_host_pace(const std::vector<const ResultFile*>& runs) {
+  if (runs.empty()) throw input_error("--target-host: no result given");
+  HostPace pace;
+  std::vector<double> paces;
+  for (const ResultFile* r : runs) {
+    const std::string why = why_not_a_host_pace(*r);
+    if (!why.empty()) throw input_error(r->path + ": " + why + "; --target-host takes a run whose GPU waited for its host");
+    paces.push_back(*seconds_per_launch(*r));
+    pace.from.push_back(r->path);
+    pace.by_run.push_back(paces.back());
+  }
+  pace.seconds_per_launch = median(paces);
+  return pace;
+}
 
 std::optional<double> planned_step_flops(const std::vector<double>& planned, int64_t epochs) {
   if (planned.empty() || epochs <= 0) return std::nullopt;
@@ -220,7 +313,8 @@ double estimate_bytes_per_step(const ResultFile& r) {
   return parameter_bytes + activation_bytes;
 }
 
-TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual) {
+TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual,
+                                const HostPace* target_host) {
   if (r.steps_per_epoch <= 0) throw input_error(r.path + ": summary.steps_per_epoch: none, so no epoch to scale to");
   TargetPrediction p;
   p.precision = r.precision;
@@ -279,6 +373,7 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
     p.overlapped_step_seconds =
         std::max(p.source_step_seconds, p.target_parts->compute + p.target_parts->memory);
   }
+  if (target_host) pace_by_the_target_host(r, *target_host, p);
   p.naive_step_seconds = p.source_step_seconds * source_peak / target_peak;
   const double steps = static_cast<double>(r.steps_per_epoch);
   p.predicted_epoch_seconds = steps * p.predicted_step_seconds;
@@ -296,6 +391,7 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
     if (p.overlapped_step_seconds) {
       p.overlapped_error_pct = percent_error(steps * *p.overlapped_step_seconds, *p.actual_epoch_seconds);
     }
+    if (p.target_host) p.additive_error_pct = percent_error(steps * p.target_parts->total(), *p.actual_epoch_seconds);
   }
   return p;
 }

@@ -305,6 +305,8 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
   const int64_t profiled = profiled_step_count(read);
   if (!bounds->is_array()) throw read.bad("/profile/bounds", "expected a list");
   ResultFile::KernelSeconds per_step;
+  double launches = 0;
+  bool every_entry_counted = true;
   for (std::size_t i = 0; i < bounds->size(); ++i) {
     const json& entry = (*bounds)[i];
     const std::string where = "/profile/bounds/" + std::to_string(i);
@@ -318,6 +320,13 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
     }
     const double seconds = read.number(entry["ms"], where + "/ms") / 1e3;
     if (part) *part += seconds;
+    if (entry.contains("calls") && !entry["calls"].is_null()) {
+      const double calls = read.number(entry["calls"], where + "/calls");
+      if (calls < 0) throw read.bad(where + "/calls", "expected a count of 0 or more");
+      launches += calls;
+    } else {
+      every_entry_counted = false;
+    }
   }
   // A profile that recorded no kernels (a LibTorch without CUPTI) splits nothing: the roofline
   // predicts instead of a "split" that holds the whole step.
@@ -326,6 +335,8 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
   per_step.compute *= per_timed_step;
   per_step.memory *= per_timed_step;
   r.kernel_seconds_per_step = per_step;
+  // Launches do not scale with the tokens: a shorter batch runs the same kernels on less data.
+  if (every_entry_counted) r.kernel_launches_per_step = launches / static_cast<double>(profiled);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ struct AnalysisOptions {
   std::string by = "machine", baseline, format = "table", output;
   std::vector<std::string> vs;  // compare: B's runs
   std::string result, target, actual;
+  std::vector<std::string> target_host;  // predict: runs on the target machine, for its host's pace
   int64_t epochs = 0;
   bool as_json = false;
   bool scaling = false;
@@ -224,15 +225,13 @@ int compare_command() {
 // rows the GPU bounds by 1-5%. The kernel profile says how much of the step was held; without
 // one, the steps' own record says whether most of them began with the GPU idle.
 void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
-  constexpr double kHostHeldShare = 0.2;
+  if (p.target_host) return;  // the target's own host paced it
   std::string held;
   if (p.source_parts) {
-    const auto& parts = *p.source_parts;
-    const double step = parts.compute + parts.memory + parts.held;
     // The held part also holds a data-parallel step's wait for its all-reduces: not the host's.
-    const double host = std::max(0.0, parts.held - r.comm_share.value_or(0.0) * step);
-    if (step <= 0 || host / step < kHostHeldShare) return;
-    held = "the GPU sat idle for " + format_fixed(100 * host / step, 0) + "% of the measured step, waiting for the host";
+    const double host = host_held_share(r).value_or(0.0);
+    if (host < kHostHeldShare) return;
+    held = "the GPU sat idle for " + format_fixed(100 * host, 0) + "% of the measured step, waiting for the host";
   } else if (is_host_paced(r.device_idle_at_start_fraction)) {
     held = "the GPU had run all queued work before " + format_fixed(100 * *r.device_idle_at_start_fraction, 0) +
            "% of the steps began, waiting for the host";
@@ -240,16 +239,43 @@ void warn_of_a_host_held_step(const ResultFile& r, const TargetPrediction& p) {
     return;
   }
   std::printf("  %s: on the target that\n  part is its host's, which the prediction takes to be as fast as this one%s\n",
-              held.c_str(), r.cuda_graph ? "" : "\n  (train.cuda_graph takes the host out of the step)");
+              held.c_str(),
+              r.cuda_graph ? ""
+                           : "\n  (--target-host RUN takes the target host's pace from a run on it; train.cuda_graph "
+                             "takes the host out of the step)");
 }
 
-// The actual should have run on the target: a known GPU that is not it scores the prediction
-// against the wrong machine (a spec file may name its GPU freely, so this warns, not refuses).
-void warn_of_another_gpu(const ResultFile& actual, const DeviceSpec& target) {
-  const std::optional<DeviceSpec> ran_on = find_gpu(actual.gpu);
+// The actual (or a run timing the target's host) should have run on the target: a known GPU that
+// is not it scores the prediction against the wrong machine (a spec file may name its GPU freely,
+// so this warns, not refuses).
+void warn_of_another_gpu(const ResultFile& run, const DeviceSpec& target) {
+  const std::optional<DeviceSpec> ran_on = find_gpu(run.gpu);
   if (!ran_on || ran_on->name == target.name) return;
-  std::fprintf(stderr, "predict: warning: %s ran on %s (%s), not on the target %s\n", actual.path.c_str(),
-               actual.gpu.c_str(), ran_on->name.c_str(), target.name.c_str());
+  std::fprintf(stderr, "predict: warning: %s ran on %s (%s), not on the target %s\n", run.path.c_str(),
+               run.gpu.c_str(), ran_on->name.c_str(), target.name.c_str());
+}
+
+// A launch's cost is the host's and the software's: a run on another torch times another dispatcher.
+void warn_of_other_software(const ResultFile& source, const ResultFile& run) {
+  const nlohmann::json* ours = find_dotted(source.json, "env.torch");
+  const nlohmann::json* theirs = find_dotted(run.json, "env.torch");
+  if (!ours || !theirs || *ours == *theirs) return;
+  std::fprintf(stderr, "predict: warning: %s ran on torch %s, %s on %s: the host's pace of launches is the software's "
+               "too\n", run.path.c_str(), json_text(*theirs).c_str(), source.path.c_str(), json_text(*ours).c_str());
+}
+
+// The runs on the target machine that time its host (--target-host), loaded and checked.
+std::optional<HostPace> target_host_pace(const ResultFile& source, const DeviceSpec& target,
+                                         std::vector<ResultFile>& runs) {
+  if (g_analysis.target_host.empty()) return std::nullopt;
+  std::vector<const ResultFile*> pointers;
+  for (const auto& path : g_analysis.target_host) runs.push_back(load_result_for("predict", path));
+  for (const auto& run : runs) {
+    warn_of_another_gpu(run, target);
+    warn_of_other_software(source, run);
+    pointers.push_back(&run);
+  }
+  return measure_host_pace(pointers);
 }
 
 void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
@@ -261,11 +287,29 @@ void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
     std::printf("  measured step %s ms = compute kernels %s + memory kernels %s + held (host, communication) %s\n",
                 ms(p.source_step_seconds).c_str(), ms(p.source_parts->compute).c_str(),
                 ms(p.source_parts->memory).c_str(), ms(p.source_parts->held).c_str());
-    std::printf("  predicted step %s ms = %s + %s + %s\n", ms(p.predicted_step_seconds).c_str(),
-                ms(p.target_parts->compute).c_str(), ms(p.target_parts->memory).c_str(), ms(p.target_parts->held).c_str());
-    std::printf("  if the host's launching hides slower kernels: step %s ms = max(measured step, %s + %s)\n",
-                ms(*p.overlapped_step_seconds).c_str(), ms(p.target_parts->compute).c_str(),
-                ms(p.target_parts->memory).c_str());
+    std::printf("  %s step %s ms = %s + %s + %s\n", p.target_host ? "with the source's host held:" : "predicted",
+                ms(p.target_parts->total()).c_str(), ms(p.target_parts->compute).c_str(),
+                ms(p.target_parts->memory).c_str(), ms(p.target_parts->held).c_str());
+    // The other hypothesis for the source's host; the target's host, where given, replaces both.
+    if (!p.target_host) {
+      std::printf("  if the host's launching hides slower kernels: step %s ms = max(measured step, %s + %s)\n",
+                  ms(*p.overlapped_step_seconds).c_str(), ms(p.target_parts->compute).c_str(),
+                  ms(p.target_parts->memory).c_str());
+    }
+  }
+  if (p.target_host) {
+    const auto us = [](double seconds) { return format_fixed(seconds * 1e6, 1) + " us"; };
+    std::string runs;
+    for (const double each : p.target_host->by_run) runs += (runs.empty() ? "" : ", ") + us(each);
+    const std::string ours =
+        p.source_seconds_per_launch ? "; the source's host " + us(*p.source_seconds_per_launch) : "";
+    std::printf("  the target's host: %s a kernel launch (the median of %zu run%s on it: %s)%s\n",
+                us(p.target_host->seconds_per_launch).c_str(), p.target_host->from.size(),
+                p.target_host->from.size() == 1 ? "" : "s", runs.c_str(), ours.c_str());
+    std::printf("  predicted step %.2f ms = max(that host launching %.0f kernels %.2f ms, the GPU's kernels and "
+                "waits %.2f ms)\n",
+                p.predicted_step_seconds * 1e3, *p.launches_per_step, *p.target_host_step_seconds * 1e3,
+                *p.target_device_step_seconds * 1e3);
   }
   warn_of_a_host_held_step(r, p);
   std::printf("  roofline: step %.1f ms (calibrated at %.0f%% of the measured device's peak)\n",
@@ -273,9 +317,11 @@ void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
   std::printf("  naive peak-TFLOPS ratio: epoch %s (step %.1f ms)\n", format_duration(p.naive_epoch_seconds).c_str(),
               p.naive_step_seconds * 1e3);
   if (p.actual_epoch_seconds) {
+    std::string others;
+    if (p.additive_error_pct) others += "with the source's host " + signed_pct(*p.additive_error_pct) + ", ";
+    if (p.overlapped_error_pct && !p.target_host) others += "overlapped " + signed_pct(*p.overlapped_error_pct) + ", ";
     std::printf("  actual: epoch %s: error %s (%sroofline %s, naive %s)\n", format_duration(*p.actual_epoch_seconds).c_str(),
-                signed_pct(*p.error_pct).c_str(),
-                p.overlapped_error_pct ? ("overlapped " + signed_pct(*p.overlapped_error_pct) + ", ").c_str() : "",
+                signed_pct(*p.error_pct).c_str(), others.c_str(),
                 signed_pct(*p.roofline_error_pct).c_str(), signed_pct(*p.naive_error_pct).c_str());
   }
 }
@@ -373,7 +419,9 @@ int predict_command() {
       for (const auto& g : known_gpus()) known.push_back(g.name);
       throw input_error("--target: '" + g_analysis.target + "' is not a known GPU (" + join(known) + ") or a spec file");
     }
-    const TargetPrediction p = predict_target(r, *target, actual.get());
+    std::vector<ResultFile> on_target;
+    const std::optional<HostPace> host = target_host_pace(r, *target, on_target);
+    const TargetPrediction p = predict_target(r, *target, actual.get(), host ? &*host : nullptr);
     if (actual) warn_of_another_gpu(*actual, *target);
     out["target"] = {{"source", p.source_device}, {"target", p.target_device}, {"precision", p.precision},
                      {"method", p.method}, {"flops_per_step", p.flops_per_step}, {"bytes_per_step", p.bytes_per_step},
@@ -389,12 +437,22 @@ int predict_command() {
       out["target"]["target_step_parts"] = parts(*p.target_parts);
       out["target"]["overlapped_step_seconds"] = *p.overlapped_step_seconds;
     }
+    if (p.target_host) {
+      out["target"]["target_host"] = {{"results", p.target_host->from},
+                                      {"seconds_per_launch", p.target_host->seconds_per_launch},
+                                      {"seconds_per_launch_by_run", p.target_host->by_run},
+                                      {"source_seconds_per_launch", or_null(p.source_seconds_per_launch)},
+                                      {"launches_per_step", *p.launches_per_step},
+                                      {"host_step_seconds", *p.target_host_step_seconds},
+                                      {"device_step_seconds", *p.target_device_step_seconds}};
+    }
     if (p.actual_epoch_seconds) {
       out["target"]["actual_epoch_seconds"] = *p.actual_epoch_seconds;
       out["target"]["error_pct"] = *p.error_pct;
       out["target"]["naive_error_pct"] = *p.naive_error_pct;
       out["target"]["roofline_error_pct"] = *p.roofline_error_pct;
       if (p.overlapped_error_pct) out["target"]["overlapped_error_pct"] = *p.overlapped_error_pct;
+      if (p.additive_error_pct) out["target"]["additive_error_pct"] = *p.additive_error_pct;
     }
     if (!g_analysis.as_json) print_target_prediction(r, p);
   }
@@ -438,8 +496,14 @@ void register_analysis_commands(CLI::App& app, std::function<int()>& action) {
   predict->add_option("result", g_analysis.result, "a measured result")->required()->check(CLI::ExistingFile);
   predict->add_option("--epochs", g_analysis.epochs, "predict the time of N epochs (1 to 1000000)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000000}));
-  predict->add_option("--target", g_analysis.target, "a GPU (H100, A100, V100, T4, ...) or a device spec JSON file");
+  auto* target = predict->add_option("--target", g_analysis.target, "a GPU (H100, A100, V100, T4, ...) or a device spec JSON file");
   predict->add_option("--actual", g_analysis.actual, "a real run to score the prediction against")->check(CLI::ExistingFile);
+  auto* target_host = predict->add_option("--target-host", g_analysis.target_host,
+                                          "runs on the target machine whose GPU waited for its host (any model): the "
+                                          "pace its host launches kernels at (repeat it for more runs)")
+                          ->check(CLI::ExistingFile)
+                          ->allow_extra_args(false);  // one file each: the result that follows is the source
+  target_host->needs(target);
   predict->add_flag("--json", g_analysis.as_json, "machine-readable output");
   predict->callback([&action] { action = predict_command; });
 }

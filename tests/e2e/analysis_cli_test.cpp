@@ -313,5 +313,67 @@ TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
   EXPECT_NE(bad.err.find("/profile/bounds/0/name"), std::string::npos) << bad.err;
 }
 
+// --target-host times the target's host on a run there that its host held, and paces the step by
+// it; a run the GPU held, or no --target, is refused (exit 2), and a run on another torch is
+// warned of, since a launch's cost is the software's too.
+TEST_F(AnalysisCli, PredictTargetWithTheTargetsHost) {
+  auto result_json = testing::read_json(result(2));
+  const double step_ms = result_json["summary"]["step_ms"]["median"].get<double>();
+  result_json["summary"]["peak_bytes_per_s"] = 3.35e12;
+  result_json["spec"]["device"] = "cuda";
+  result_json["env"]["torch"] = "2.11.0";
+  // Kernels for about half of each of the 2 profiled steps, 4 launches a step.
+  result_json["profile"] = {{"steps", {1, 2}}, {"measures", "device kernels"}, {"measured_ms", step_ms},
+                            {"bounds", {{{"name", "compute"}, {"calls", 8}, {"ms", step_ms}, {"share", 1}}}}};
+  const auto source = dir_->write("source.json", result_json.dump());
+  auto on_target = result_json;
+  // A host half as fast: every step, and so every epoch, twice as long.
+  for (auto& it : on_target["iterations"]) it["seconds"] = it["seconds"].get<double>() * 2;
+  for (auto& epoch : on_target["epochs"]) epoch["seconds"] = epoch["seconds"].get<double>() * 2;
+  const auto timing = dir_->write("on-target.json", on_target.dump());
+
+  const auto json_out = run_tbench("predict --json --target H200 --target-host " + timing + " " + source);
+  ASSERT_EQ(json_out.exit_code, 0) << json_out.err;
+  const auto target = nlohmann::json::parse(json_out.out)["target"];
+  EXPECT_EQ(target["method"], "kernel profile + target host");
+  EXPECT_EQ(target["bound"], "host");
+  EXPECT_EQ(target["target_host"]["results"], nlohmann::json::array({timing}));
+  EXPECT_DOUBLE_EQ(target["target_host"]["launches_per_step"].get<double>(), 4.0);
+  EXPECT_NEAR(target["target_host"]["seconds_per_launch"].get<double>(),
+              2 * target["target_host"]["source_seconds_per_launch"].get<double>(), 1e-12);
+  EXPECT_DOUBLE_EQ(target["predicted_step_seconds"].get<double>(), target["target_host"]["host_step_seconds"].get<double>());
+  EXPECT_TRUE(json_out.err.empty()) << json_out.err;
+
+  const auto text = run_tbench("predict --target H200 --target-host " + timing + " --target-host " + timing + " " + source);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("(the median of 2 runs on it: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("; the source's host "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("= max(that host launching 4 kernels"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("waiting for the host"), std::string::npos) << text.out;  // paced by the target's host
+
+  auto other_torch = on_target;
+  other_torch["env"]["torch"] = "1.13.1";
+  const auto older = dir_->write("older-torch.json", other_torch.dump());
+  const auto warned = run_tbench("predict --target H200 --target-host " + older + " " + source);
+  ASSERT_EQ(warned.exit_code, 0) << warned.err;
+  EXPECT_NE(warned.err.find("predict: warning: " + older + " ran on torch \"1.13.1\""), std::string::npos) << warned.err;
+
+  auto gpu_bound = on_target;
+  gpu_bound["profile"]["bounds"][0]["ms"] = 1e6;  // kernels through the whole step
+  const auto busy = dir_->write("busy.json", gpu_bound.dump());
+  const auto refused = run_tbench("predict --target H200 --target-host " + busy + " " + source);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find(busy + ": its GPU waited for the host 0% of the step"), std::string::npos) << refused.err;
+  const auto no_target = run_tbench("predict --epochs 2 --target-host " + timing + " " + source);
+  EXPECT_EQ(no_target.exit_code, 2);
+  EXPECT_NE(no_target.err.find("--target-host requires --target"), std::string::npos) << no_target.err;
+  // One file a --target-host: the source may follow it, and a second file needs its own flag.
+  const auto source_after = run_tbench("predict --target-host " + timing + " " + source + " --target H200");
+  ASSERT_EQ(source_after.exit_code, 0) << source_after.err;
+  EXPECT_NE(source_after.out.find("the median of 1 run on it"), std::string::npos) << source_after.out;
+  const auto two_files = run_tbench("predict " + source + " --target H200 --target-host " + timing + " " + timing);
+  EXPECT_EQ(two_files.exit_code, 2) << two_files.out;
+}
+
 }  // namespace
 }  // namespace tbench

@@ -25,11 +25,19 @@ void analyse(const tbench::ResultFile& r) {
   tbench::predict_target(r, *tbench::find_gpu("H100"), &r);
 }
 
+// predict --target --target-host with the result timing its own host: apart from analyse, which
+// stops at the first input error, so a result the plain prediction refuses still reaches it.
+void pace_by_its_own_host(const tbench::ResultFile& r) {
+  const tbench::HostPace pace = tbench::measure_host_pace({&r});
+  tbench::predict_target(r, *tbench::find_gpu("H100"), &r, &pace);
+}
+
 }  // namespace
 
 TBENCH_FUZZ_TARGET(result_file) {
   const std::string path = tbench::fuzz::write_scratch_file("result.json", bytes);
   expect_success_or_input_error([&] { analyse(tbench::load_result(path)); });
+  expect_success_or_input_error([&] { pace_by_its_own_host(tbench::load_result(path)); });
 }
 TBENCH_FUZZ_SEEDS(result_file) {
   // The committed benchmark results that are tbench's own (not the eager reference's files).
@@ -39,6 +47,8 @@ TBENCH_FUZZ_SEEDS(result_file) {
     seeds.push_back(tbench::fuzz::repo_file(path));
     if (seeds.size() == 6) break;
   }
+  // A GPU run whose host held its steps, with a kernel profile: one that times its host.
+  seeds.push_back(tbench::fuzz::repo_file("bench/results/gpu/NVIDIA-H200/raw/tbench-distilbert-base-uncased-seq128-bf16.json"));
   return seeds;
 }
 

@@ -1325,6 +1325,190 @@ TEST_F(Analysis, LoadRejectsAKernelSplitItCannotRead) {
   profile = device_profile(9, 10, 400, 200);
   profile["bounds"] = "compute";
   expect_error(profile, "/profile/bounds");
+  profile = device_profile(9, 10, 400, 200);
+  profile["bounds"][0]["calls"] = -3;
+  expect_error(profile, "/profile/bounds/0/calls");
+}
+
+// The kernels a profiled step launched: every bound's calls over the profiled steps, whatever the
+// tokens (a shorter batch runs the same kernels); none where an entry does not count its calls.
+TEST_F(Analysis, LoadCountsTheKernelsAProfiledStepLaunched) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["profile"] = device_profile(9, 10, 400, 200);  // 10 + 30 calls over 2 steps
+  source["profile"]["bounds"].push_back({{"name", "communication"}, {"calls", 4}, {"ms", 1.0}, {"share", 0.0}});
+  source["iterations"][8]["tokens"] = 64;
+  const ResultFile r = load_result(write("counted.json", source));
+  ASSERT_TRUE(r.kernel_launches_per_step);
+  EXPECT_DOUBLE_EQ(*r.kernel_launches_per_step, 22.0);
+  source["profile"]["bounds"][1].erase("calls");
+  const ResultFile uncounted = load_result(write("uncounted.json", source));
+  EXPECT_TRUE(uncounted.kernel_seconds_per_step);
+  EXPECT_FALSE(uncounted.kernel_launches_per_step);
+}
+
+// A single-process eager CUDA run of `step_seconds` a step whose profile holds `compute_ms` and
+// `memory_ms` of kernels over its last 2 steps, which launched 20 kernels each: what
+// --target-host times a machine's host on.
+json cuda_run(double step_seconds, double compute_ms, double memory_ms) {
+  json run = make_result("other-model", "target-host", step_seconds, 1, 10);
+  run["spec"]["device"] = "cuda:0";
+  run["summary"]["peak_bytes_per_s"] = 1e12;
+  run["profile"] = device_profile(9, 10, compute_ms, memory_ms);
+  return run;
+}
+
+// The source of the predictions below: a 0.4 s step whose last 2 steps' profile holds `compute_ms`
+// and `memory_ms` of kernels, with the bandwidth its memory kernels scale by.
+json profiled_source(double compute_ms, double memory_ms) {
+  json source = make_result("m", "h", 0.4, 1, 10);
+  source["summary"]["peak_bytes_per_s"] = 1e12;
+  source["profile"] = device_profile(9, 10, compute_ms, memory_ms);
+  return source;
+}
+
+DeviceSpec gpu_spec(const std::string& name, double fp32_tflops, double memory_gbps) {
+  DeviceSpec spec;
+  spec.name = name;
+  spec.fp32_tflops = fp32_tflops;
+  spec.memory_gbps = memory_gbps;
+  return spec;
+}
+
+// A step its host held lasts as long as its launching: the target's host, timed on runs on it
+// (the median of their step over their launches), launches the source's kernels at its own pace,
+// and the step is the larger of that and the target GPU's kernels.
+TEST_F(Analysis, PredictTargetPacesTheStepByTheTargetsHost) {
+  // 0.2 + 0.1 s of kernels: held 25 %, its host's.
+  const ResultFile r = load_result(write("source.json", profiled_source(400, 200)));
+  ASSERT_NEAR(*host_held_share(r), 0.25, 1e-12);
+  const DeviceSpec target = gpu_spec("Four times the FLOPs and the bandwidth", 0.4, 4000);
+  // Three runs on the target, each held by its host (0.1 s of kernels a step), whose 20 launches
+  // a step took 0.2, 0.3 and 2 s: 10, 15 and 100 ms a launch, 15 the median.
+  const ResultFile a = load_result(write("a.json", cuda_run(0.2, 100, 100)));
+  const ResultFile b = load_result(write("b.json", cuda_run(0.3, 100, 100)));
+  const ResultFile c = load_result(write("c.json", cuda_run(2.0, 100, 100)));
+  const HostPace slow = measure_host_pace({&a, &b, &c});
+  EXPECT_NEAR(slow.seconds_per_launch, 0.015, 1e-12);
+  EXPECT_EQ(slow.from, (std::vector<std::string>{a.path, b.path, c.path}));
+  ASSERT_EQ(slow.by_run.size(), 3u);
+  EXPECT_NEAR(slow.by_run[2], 0.1, 1e-12);
+
+  const TargetPrediction p = predict_target(r, target, nullptr, &slow);
+  EXPECT_EQ(p.method, "kernel profile + target host");
+  ASSERT_TRUE(p.launches_per_step && p.target_host_step_seconds && p.target_device_step_seconds);
+  EXPECT_DOUBLE_EQ(*p.launches_per_step, 20.0);
+  EXPECT_NEAR(*p.target_host_step_seconds, 0.3, 1e-12);
+  EXPECT_NEAR(*p.target_device_step_seconds, 0.075, 1e-12);  // its kernels; the held time was the host's
+  EXPECT_NEAR(p.predicted_step_seconds, 0.3, 1e-12);
+  EXPECT_EQ(p.bound, "host");
+  EXPECT_NEAR(*p.source_seconds_per_launch, 0.02, 1e-12);  // 0.4 s over 20 launches
+  EXPECT_NEAR(p.predicted_epoch_seconds, 10 * 0.3, 1e-12);
+
+  // A host quick enough leaves the GPU's kernels to set the step.
+  const ResultFile quick = load_result(write("quick.json", cuda_run(0.02, 5, 5)));  // 1 ms a launch
+  const HostPace quick_pace = measure_host_pace({&quick});
+  const TargetPrediction fast = predict_target(r, target, nullptr, &quick_pace);
+  EXPECT_NEAR(fast.predicted_step_seconds, 0.075, 1e-12);
+  EXPECT_EQ(fast.bound, "compute");
+
+  // Scored: its error, and the kernel profile's with the source's host beside it.
+  json on_target = make_result("m", "h2", 0.25, 1, 10);
+  on_target["spec"]["device"] = "cuda";
+  const ResultFile actual = load_result(write("actual.json", on_target));
+  const TargetPrediction scored = predict_target(r, target, &actual, &slow);
+  EXPECT_NEAR(*scored.error_pct, 20, 1e-9);
+  EXPECT_NEAR(*scored.additive_error_pct, -30, 1e-9);  // 0.175 s with the source's host
+  EXPECT_FALSE(predict_target(r, target, &actual).additive_error_pct);
+}
+
+// A step the GPU bounds keeps the gaps between its kernels on the target: its held time is the
+// GPU's, not its host's. The less the GPU bounded it, the less of that time counts as gaps, down
+// to none where its host held it (kHostHeldShare), so the prediction moves smoothly across.
+TEST_F(Analysis, PredictTargetWithTheTargetsHostKeepsAGpuBoundStepsGaps) {
+  const DeviceSpec same = gpu_spec("The same GPU", 0.1, 1000);
+  const ResultFile on_target = load_result(write("t.json", cuda_run(0.2, 100, 100)));
+  const HostPace pace = measure_host_pace({&on_target});  // 10 ms a launch: 0.2 s for 20
+  const auto predicted = [&](double compute_ms, double memory_ms) {
+    return predict_target(load_result(write("source.json", profiled_source(compute_ms, memory_ms))), same, nullptr,
+                          &pace);
+  };
+  const TargetPrediction busy = predicted(700, 60);  // 0.35 + 0.03 s of kernels: held 0.02 s, 5 %
+  EXPECT_NEAR(*busy.target_device_step_seconds, 0.38 + 0.02 * 0.75, 1e-12);  // three quarters of it gaps
+  EXPECT_NEAR(busy.predicted_step_seconds, 0.395, 1e-12);
+  EXPECT_EQ(busy.bound, "compute");
+  EXPECT_FALSE(busy.source_seconds_per_launch);  // its host did not hold it: its step does not time it
+  const TargetPrediction idle = predicted(800, 0);  // no time held
+  EXPECT_NEAR(idle.predicted_step_seconds, 0.4, 1e-12);
+  // 19 % and 21 % held: 0.324 and 0.316 s of kernels, gaps of 5 % of 0.076 s and none.
+  const TargetPrediction below = predicted(600, 48), above = predicted(600, 32);
+  EXPECT_NEAR(below.predicted_step_seconds, 0.324 + 0.076 * 0.05, 1e-12);
+  EXPECT_NEAR(above.predicted_step_seconds, 0.316, 1e-12);
+  EXPECT_TRUE(above.source_seconds_per_launch);
+}
+
+// A data-parallel source keeps its all-reduce waits on the target's GPU, whichever host held it:
+// they are the network's, not the host's.
+TEST_F(Analysis, PredictTargetWithTheTargetsHostKeepsTheAllReduceWaits) {
+  json source = profiled_source(300, 100);  // 0.15 + 0.05 s of kernels; held 0.2 s, 0.1 s the host's
+  source["summary"]["comm_share"] = 0.25;   // 0.1 s a step waiting for all-reduces
+  source["dist"] = {{"world_size", 2}};
+  const ResultFile r = load_result(write("dp.json", source));
+  EXPECT_NEAR(*host_held_share(r), 0.25, 1e-12);
+  const DeviceSpec same = gpu_spec("The same GPU", 0.1, 1000);
+  const ResultFile quick = load_result(write("quick.json", cuda_run(0.02, 5, 5)));  // 1 ms a launch
+  const HostPace pace = measure_host_pace({&quick});
+  const TargetPrediction p = predict_target(r, same, nullptr, &pace);
+  EXPECT_NEAR(*p.target_host_step_seconds, 0.02, 1e-12);
+  EXPECT_NEAR(*p.target_device_step_seconds, 0.3, 1e-12);  // kernels and all-reduce waits
+  EXPECT_NEAR(p.predicted_step_seconds, 0.3, 1e-12);
+}
+
+// A run that cannot time its host's launching is refused by name, and so is a source whose step
+// no host launches kernel by kernel, or whose launches are unknown.
+TEST_F(Analysis, TargetHostRefusesRunsThatDoNotTimeTheirHost) {
+  using testing::expect_input_error;
+  const auto refused = [&](json run, const std::vector<std::string>& why) {
+    const ResultFile bad = load_result(write("bad.json", run));
+    expect_input_error([&] { measure_host_pace({&bad}); }, why);
+  };
+  const json good = cuda_run(0.2, 100, 100);
+  json cpu = good;
+  cpu["spec"]["device"] = "cpu";
+  refused(cpu, {"bad.json", "ran on cpu"});
+  json graphed = good;
+  graphed["spec"]["train"]["cuda_graph"] = true;
+  refused(graphed, {"bad.json", "CUDA graph (spec.train.cuda_graph)"});
+  json parallel = good;
+  parallel["dist"] = {{"world_size", 2}};
+  refused(parallel, {"bad.json", "data-parallel (dist.world_size 2)"});
+  json none_counted = good;
+  for (auto& bound : none_counted["profile"]["bounds"]) bound["calls"] = 0;
+  refused(none_counted, {"bad.json", "counted no kernel launches"});
+  json unprofiled = good;
+  unprofiled.erase("profile");
+  refused(unprofiled, {"bad.json", "no kernel profile"});
+  json uncounted = good;
+  for (auto& bound : uncounted["profile"]["bounds"]) bound.erase("calls");
+  refused(uncounted, {"bad.json", "counts its launches"});
+  refused(cuda_run(0.2, 300, 92), {"bad.json", "waited for the host 2% of the step", "the GPU set its pace"});
+  expect_input_error([] { measure_host_pace({}); }, {"--target-host"});
+
+  const ResultFile on_target = load_result(write("t.json", good));
+  const HostPace pace = measure_host_pace({&on_target});
+  const DeviceSpec target = gpu_spec("Test GPU", 0.2, 2000);
+  const json source = profiled_source(400, 200);
+  json replayed = source;
+  replayed["spec"]["train"]["cuda_graph"] = true;
+  expect_input_error([&] { predict_target(load_result(write("graph.json", replayed)), target, nullptr, &pace); },
+                     {"graph.json", "CUDA graph", "--target-host"});
+  json no_profile = source;
+  no_profile.erase("profile");
+  expect_input_error([&] { predict_target(load_result(write("plain.json", no_profile)), target, nullptr, &pace); },
+                     {"plain.json", "counts its launches"});
+  json no_bandwidth = source;
+  no_bandwidth["summary"].erase("peak_bytes_per_s");
+  expect_input_error([&] { predict_target(load_result(write("nobw.json", no_bandwidth)), target, nullptr, &pace); },
+                     {"nobw.json", "peak_bytes_per_s"});
 }
 
 // SDPA's kernels recompute attention's [S, S] scores in backward instead of storing them.

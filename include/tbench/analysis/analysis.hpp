@@ -57,6 +57,9 @@ struct ResultFile {
     double compute = 0, memory = 0;
   };
   std::optional<KernelSeconds> kernel_seconds_per_step;
+  // The same profile's kernels launched a profiled step (every bound's `calls`): what the host
+  // launches to run one step eagerly. None where an entry does not count its calls.
+  std::optional<double> kernel_launches_per_step;
   // The profile itself (timing.profile_steps), per profiled step: what it measures ("device
   // kernels", "host operators, self time"), the time of all its entries, and its `top` entries by
   // name. None where the run profiled nothing (or its profile lists no entries by name).
@@ -325,6 +328,31 @@ struct StepParts {
   double total() const { return compute + memory + held; }
 };
 
+// A step whose GPU sat idle for this share of it or more, waiting for the host to launch its
+// kernels, is held by the host: its host, not its GPU, set its pace.
+constexpr double kHostHeldShare = 0.2;
+
+// That share, from a CUDA run's kernel profile: the mean step less its kernels and its
+// communication (comm_share), over the step. None without a kernel profile.
+std::optional<double> host_held_share(const ResultFile& r);
+
+// How fast a machine's host launches a training step's kernels: the mean step over the kernels a
+// step launched, on eager single-process runs whose GPU waited for their host (held by it, so the
+// step lasted about as long as its launching), the median over the runs. To first order any model
+// and precision will do: a launch's cost is the host's and the software's more than the work's.
+// It is an upper bound (the step's fixed host work and the GPU's busy stretches count as
+// launching), and noisy: runs on one host ranged over about +-13 % (the H200 machine's six, 14 to
+// 19 us, bench/results/gpu/NVIDIA-H100-80GB-HBM3/cross-gpu.md), so several runs are better than
+// one. Refuses (exit 2), by file, a run that cannot time it: on the CPU, a CUDA graph,
+// data-parallel, without a kernel profile that counts its launches, or with a GPU the host did
+// not hold.
+struct HostPace {
+  std::vector<std::string> from;  // the results it was measured on
+  std::vector<double> by_run;     // each one's seconds a launch, in `from`'s order
+  double seconds_per_launch = 0;  // their median
+};
+HostPace measure_host_pace(const std::vector<const ResultFile*>& runs);
+
 struct TargetPrediction {
   std::string source_device, target_device, precision;
   // "kernel profile" where the source has one (profile.bounds) and both bandwidths are known,
@@ -343,11 +371,24 @@ struct TargetPrediction {
   // the measured step and the target's kernel time (compute + memory). The additive prediction
   // keeps the idle time beside slower kernels instead. Real runs on both GPUs decide between them.
   std::optional<double> overlapped_step_seconds;
+  // With the target machine's host pace (predict --target-host): the time that host takes to launch
+  // the kernels the source's step launched, and the target GPU's own time for the step (its
+  // kernels, the source's all-reduce waits, and the gaps between its kernels where the GPU bound
+  // the source's step). An eager step lasts as long as the slower of the two, so that larger one
+  // is the prediction ("kernel profile + target host"); target_parts stay the additive one's.
+  std::optional<HostPace> target_host;
+  std::optional<double> launches_per_step, target_host_step_seconds, target_device_step_seconds;
+  // The source's own host pace, where its GPU waited for that host (host_held_share): beside the
+  // target's, how much faster or slower the target's host launches.
+  std::optional<double> source_seconds_per_launch;
   // compute or memory; kernel profile also "host" (the held part is the target's largest)
   std::string bound;
   std::optional<double> actual_epoch_seconds, error_pct, naive_error_pct, roofline_error_pct, overlapped_error_pct;
+  // With the target's host: the error of the kernel profile's own prediction (the source's host kept).
+  std::optional<double> additive_error_pct;
 };
-TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual);
+TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, const ResultFile* actual,
+                                const HostPace* target_host = nullptr);
 
 // Bytes one training step moves through memory (weights, gradients, AdamW state, activations):
 // an estimate for the roofline's memory side, its activations at the padded tokens the timed
