@@ -17,6 +17,7 @@ one (bench/gpu_side_by_side.sh profiles its last 3 steps), else the roofline: th
 which. Writes the markdown table to stdout, or to --out. Needs only the tbench binary (no GPU).
 """
 import argparse
+import functools
 import json
 import subprocess
 import sys
@@ -80,8 +81,9 @@ def held_share(prediction):
     return parts.get("held_seconds", 0.0) / step if step else None
 
 
+@functools.lru_cache(maxsize=None)
 def model_of(path):
-    """The model a result ran (model.name)."""
+    """The model a result ran (model.name), read once per file."""
     return json.loads(path.read_text()).get("model", {}).get("name")
 
 
@@ -144,9 +146,12 @@ def direction(tbench, source_rows, target_rows, target, timing_rows):
             p["roofline_step_seconds"] * 1e3, p["roofline_error_pct"], p["naive_step_seconds"] * 1e3,
             p["naive_error_pct"], p["bound"]))
     mae = {name: sum(e) / len(e) for name, e in errors.items() if e}
-    mae_by_held = {name: (sum(e) / len(e), len(e)) for name, e in by_held.items() if e}
-    host_mae_by_held = {name: (sum(e) / len(e), len(e)) for name, e in host_by_held.items() if e}
-    return lines, mae, mae_by_held, host_mae_by_held, len(errors["predicted"])
+    return lines, mae, mean_and_count(by_held), mean_and_count(host_by_held), len(errors["predicted"])
+
+
+def mean_and_count(errors_by_group):
+    """{group: (mean absolute error, rows)} for the groups with any rows."""
+    return {name: (sum(e) / len(e), len(e)) for name, e in errors_by_group.items() if e}
 
 
 def main():
@@ -157,10 +162,11 @@ def main():
     a_gpu = args.as_a or gpu_name(next(iter(a_rows.values())))
     b_gpu = args.as_b or gpu_name(next(iter(b_rows.values())))
     out = [f"# tbench predict --target, scored on real runs: {a_gpu or args.a.name} and {b_gpu or args.b.name}", ""]
-    held = {id(a_rows): host_held_rows(args.tbench, a_rows, b_gpu), id(b_rows): host_held_rows(args.tbench, b_rows, a_gpu)}
-    for source_rows, target_rows, source, target in ((a_rows, b_rows, a_gpu, b_gpu), (b_rows, a_rows, b_gpu, a_gpu)):
+    a_held, b_held = host_held_rows(args.tbench, a_rows, b_gpu), host_held_rows(args.tbench, b_rows, a_gpu)
+    for source_rows, target_rows, source, target, target_held in ((a_rows, b_rows, a_gpu, b_gpu, b_held),
+                                                                  (b_rows, a_rows, b_gpu, a_gpu, a_held)):
         lines, mae, mae_by_held, host_mae_by_held, scored = direction(args.tbench, source_rows, target_rows, target,
-                                                                      held[id(target_rows)])
+                                                                      target_held)
         out += [f"## {source} -> {target}", "",
                 "| row | method | held by the host | predicted ms/step | actual ms/step | error | overlapped ms/step "
                 "| overlapped error | with target host ms/step | with target host error | roofline ms/step "
@@ -185,7 +191,7 @@ def main():
                             + ("GPU bounds" if k == "device" else "host holds")
                             for k in ("device", "host") if k in host_mae_by_held]
             if hosted_split:
-                timed = ", ".join(sorted(held[id(target_rows)])) or "none"
+                timed = ", ".join(sorted(target_held)) or "none"
                 out += ["With the target's host (`--target-host`, timed on the target's rows of the other models "
                         f"among those its host held: {timed}): " + "; ".join(hosted_split) + ".", ""]
     out += ["Made by `bench/score_cross_gpu.py` from the raw results in each machine's folder."]

@@ -130,12 +130,6 @@ std::optional<double> timed_step_mean(const ResultFile& r, Figure of) {
 
 double train_flops_of(const ResultIteration& it) { return it.train_flops; }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 // The mean step over the kernels it launched: for a step its host held, the host's time a launch.
 std::optional<double> seconds_per_launch(const ResultFile& r) {
   if (!r.kernel_launches_per_step || !(*r.kernel_launches_per_step > 0) || r.step_seconds.empty()) return std::nullopt;
@@ -147,7 +141,7 @@ std::string why_not_a_host_pace(const ResultFile& r) {
   if (r.device.rfind("cuda", 0) != 0) return "ran on " + r.device + ", not on the target machine's GPU";
   if (r.cuda_graph) return "replayed a CUDA graph (spec.train.cuda_graph), whose kernels the device launches, not the host";
   if (r.world_size > 1) return "ran data-parallel (dist.world_size " + std::to_string(r.world_size) + "): its steps also waited for all-reduces";
-  if (!r.kernel_seconds_per_step || !r.kernel_launches_per_step) {
+  if (!r.kernel_launches_per_step) {  // counted only beside a kernel split
     return "has no kernel profile that counts its launches (profile.bounds with calls: timing.profile_steps on a "
            "CUDA run)";
   }
@@ -185,8 +179,10 @@ void pace_by_the_target_host(const ResultFile& r, const HostPace& host, TargetPr
   // step its host held, that rest was the host's. In between, the rest counts as gaps in
   // proportion, all of it with no time held by the host and none from kHostHeldShare on, so the
   // prediction moves smoothly with the source's split.
-  const double share = host_held_share(r).value_or(0.0);
   const double communication = std::min(p.source_parts->held, r.comm_share.value_or(0.0) * p.source_step_seconds);
+  // host_held_share(r), from the parts already split (none for a step of 0 s, as there).
+  const double share =
+      p.source_step_seconds > 0 ? (p.source_parts->held - communication) / p.source_step_seconds : 0.0;
   const double gaps = (p.source_parts->held - communication) * std::max(0.0, 1.0 - share / kHostHeldShare);
   const double waits = communication + gaps;
   p.target_device_step_seconds = p.target_parts->compute + p.target_parts->memory + waits;
@@ -213,15 +209,13 @@ std::optional<double> host_held_share(const ResultFile& r) {
 HostPace measure_host_pace(const std::vector<const ResultFile*>& runs) {
   if (runs.empty()) throw input_error("--target-host: no result given");
   HostPace pace;
-  std::vector<double> paces;
   for (const ResultFile* r : runs) {
     const std::string why = why_not_a_host_pace(*r);
     if (!why.empty()) throw input_error(r->path + ": " + why + "; --target-host takes a run whose GPU waited for its host");
-    paces.push_back(*seconds_per_launch(*r));
     pace.from.push_back(r->path);
-    pace.by_run.push_back(paces.back());
+    pace.by_run.push_back(*seconds_per_launch(*r));
   }
-  pace.seconds_per_launch = median(paces);
+  pace.seconds_per_launch = percentile(pace.by_run, 50);
   return pace;
 }
 

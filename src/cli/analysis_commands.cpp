@@ -265,9 +265,9 @@ void warn_of_other_software(const ResultFile& source, const ResultFile& run) {
 }
 
 // The runs on the target machine that time its host (--target-host), loaded and checked.
-std::optional<HostPace> target_host_pace(const ResultFile& source, const DeviceSpec& target,
-                                         std::vector<ResultFile>& runs) {
+std::optional<HostPace> target_host_pace(const ResultFile& source, const DeviceSpec& target) {
   if (g_analysis.target_host.empty()) return std::nullopt;
+  std::vector<ResultFile> runs;
   std::vector<const ResultFile*> pointers;
   for (const auto& path : g_analysis.target_host) runs.push_back(load_result_for("predict", path));
   for (const auto& run : runs) {
@@ -419,8 +419,7 @@ int predict_command() {
       for (const auto& g : known_gpus()) known.push_back(g.name);
       throw input_error("--target: '" + g_analysis.target + "' is not a known GPU (" + join(known) + ") or a spec file");
     }
-    std::vector<ResultFile> on_target;
-    const std::optional<HostPace> host = target_host_pace(r, *target, on_target);
+    const std::optional<HostPace> host = target_host_pace(r, *target);
     const TargetPrediction p = predict_target(r, *target, actual.get(), host ? &*host : nullptr);
     if (actual) warn_of_another_gpu(*actual, *target);
     out["target"] = {{"source", p.source_device}, {"target", p.target_device}, {"precision", p.precision},

@@ -1,6 +1,8 @@
 // Fuzz targets for files tbench reads back: result files (report, compare, predict, scaling all
 // start from load_result), a peer's rank report (data-parallel runs exchange them through the
 // store) and a GPU spec file (predict --target-spec).
+#include <optional>
+
 #include "fuzz_target.hpp"
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/env/hardware.hpp"
@@ -36,8 +38,11 @@ void pace_by_its_own_host(const tbench::ResultFile& r) {
 
 TBENCH_FUZZ_TARGET(result_file) {
   const std::string path = tbench::fuzz::write_scratch_file("result.json", bytes);
-  expect_success_or_input_error([&] { analyse(tbench::load_result(path)); });
-  expect_success_or_input_error([&] { pace_by_its_own_host(tbench::load_result(path)); });
+  std::optional<tbench::ResultFile> r;
+  expect_success_or_input_error([&] { r = tbench::load_result(path); });
+  if (!r) return;
+  expect_success_or_input_error([&] { analyse(*r); });
+  expect_success_or_input_error([&] { pace_by_its_own_host(*r); });
 }
 TBENCH_FUZZ_SEEDS(result_file) {
   // The committed benchmark results that are tbench's own (not the eager reference's files).
