@@ -24,7 +24,9 @@
 # because a machine left idle 30 s goes back and the next call starts bare:
 #   run(carry=[".deps.tar.xz"], command="BUDGET_S=560 scripts/gpu_session.sh build test perf", timeout_s=600)
 # then, with what is left, at once (within seconds) on the same machine:
-#   run(carry=[".deps.tar.xz"], command="BUDGET_S=... scripts/gpu_session.sh profile")
+#   run(carry=[".deps.tar.xz"], command="BUDGET_S=... scripts/gpu_session.sh norm profile")
+# (norm: the fused LayerNorm's bf16 copy and one-kernel backward, new 2026-11-28, whose kernel
+# tests run in `test`; about 8 runs of ~15 s.)
 # and in a session lent the other kind: scripts/gpu_session.sh rows (train.cuda_graph, unset, is
 # used wherever the step can be captured since 2026-11-27: TBENCH_SET="train.cuda_graph=false" for eager rows)
 # Stages:
@@ -38,6 +40,8 @@
 #   nccl      NCCL at world size 1 (a group of one) against the same spec without a launcher, two
 #             alternated rounds and `tbench compare`; 2 ranks on the one GPU (NCCL refuses them)
 #   tf32      bert-base-cased fp32 with and without TF32 tensor cores (cuda.tf32): speed and loss curves
+#   norm      model.fused_layer_norm (its bf16 copy for the matmul and one-kernel backward) against
+#             LibTorch's ops, bert-base-cased bf16 at seq 128 and 512, graphed, two alternated rounds
 #   perf      bench/gpu_side_by_side.sh: HF eager and tbench (its defaults: the CUDA graph where the
 #             step can be captured), row by row (batch 32, seq 128 in
 #             fp32/fp16/bf16 for the four models, bert-base-cased seq 512 bf16), and its table
@@ -208,6 +212,30 @@ stage_tf32() {
   { "$tbench" compare "$out/tf32/bert-base-cased-fp32.json" "$out/tf32/bert-base-cased-tf32.json"
     python3 bench/loss_curves.py "$out/tf32/bert-base-cased-fp32.json" "$out/tf32/bert-base-cased-tf32.json"
   } > "$out/tf32/compare.txt" 2>&1
+}
+
+# model.fused_layer_norm against LibTorch's ops on the rows where the step's memory-bound passes
+# weigh most (bert-base-cased bf16, seq 128 and 512, the default CUDA graph), alternated twice so
+# drift shows: since 2026-11-28 the pass also writes the bf16 copy the next matmul reads and its
+# backward is one kernel (on the H100, 2026-11-27, the forward-only version ran 0.98x at seq 512).
+# Then `tbench compare` per seq and the loss curves (bench/loss_curves.py).
+stage_norm() {
+  ensure_built || return
+  local seq round variant
+  for seq in 128 512; do
+    local row=(--set device=cuda:0 --set model=bert-base-cased --set precision=bf16 --set train.batch_size=32
+               --set data.seq_len="$seq" --set data.num_samples=2560 --set train.max_steps=70
+               --set timing.warmup_steps=10 --set train.warmup_steps=0)
+    for round in 1 2; do
+      for variant in ops fused; do
+        run_one_in norm "bert-base-cased-seq$seq-bf16-$variant-$round" "${row[@]}" \
+          --set model.fused_layer_norm=$([[ $variant == fused ]] && echo true || echo false)
+      done
+    done
+    { "$tbench" compare "$out/norm/bert-base-cased-seq$seq-bf16-ops-"{1,2}.json --vs "$out/norm/bert-base-cased-seq$seq-bf16-fused-"{1,2}.json
+      python3 bench/loss_curves.py "$out/norm/bert-base-cased-seq$seq-bf16-ops-1.json" "$out/norm/bert-base-cased-seq$seq-bf16-fused-1.json"
+    } > "$out/norm/compare-seq$seq.txt" 2>&1
+  done
 }
 
 machine_name() { python3 -c "import torch; print(torch.cuda.get_device_name(0))" | tr ' ' '-' | tr -cd 'A-Za-z0-9._-'; }

@@ -65,19 +65,19 @@ torch::Tensor LayerImpl::self_attention(const torch::Tensor& x, const torch::Ten
                                 {num_heads_, fused_qkv_, attention_dropout_, is_training(), attention_kernel_});
 }
 
-torch::Tensor LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
-                                      torch::nn::LayerNorm& norm) {
+layers::NormedHidden LayerImpl::add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
+                                             torch::nn::LayerNorm& norm) {
   return layers::residual_layer_norm(sublayer, residual, norm, dropout->p(), is_training(), fused_layer_norm_);
 }
 
-torch::Tensor LayerImpl::forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
-                                std::optional<int64_t> at) {
+layers::NormedHidden LayerImpl::forward(const layers::NormedHidden& x, const torch::Tensor& bias,
+                                       const layers::TokenLayout& layout, std::optional<int64_t> at) {
   // x' = LayerNorm(x + Dropout(W_o · MultiHeadAttention(x)))
-  auto attended =
-      add_and_norm(attention_out(self_attention(x, bias, layout, at)), layers::rows_at(x, layout, at), attention_norm);
+  auto attended = add_and_norm(attention_out(self_attention(x.matmul_input, bias, layout, at)),
+                               layers::rows_at(x.stream, layout, at), attention_norm);
   // y = LayerNorm(x' + Dropout(W_2 · act(W_1 · x')))
-  auto hidden = layers::activation(activation_, intermediate(attended));
-  return add_and_norm(output(hidden), attended, output_norm);
+  auto hidden = layers::activation(activation_, intermediate(attended.matmul_input));
+  return add_and_norm(output(hidden), attended.stream, output_norm);
 }
 
 EncoderImpl::EncoderImpl(const ModelConfig& c) : mask_every_batch_(c.mask_every_batch) {
@@ -89,10 +89,11 @@ torch::Tensor EncoderImpl::forward(torch::Tensor x, const ModelInputs& in, const
                                    std::optional<int64_t> last_layer_at) {
   const auto bias = layers::attention_bias(in, mask_every_batch_, x.scalar_type());
   const auto count = layers->size();
+  auto hidden = layers::NormedHidden::of(x);
   for (std::size_t i = 0; i < count; ++i) {
-    x = layers[i]->as<Layer>()->forward(x, bias, layout, i + 1 == count ? last_layer_at : std::nullopt);
+    hidden = layers[i]->as<Layer>()->forward(hidden, bias, layout, i + 1 == count ? last_layer_at : std::nullopt);
   }
-  return x;
+  return hidden.stream;
 }
 
 namespace {

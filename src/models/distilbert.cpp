@@ -59,16 +59,17 @@ class TransformerBlockImpl : public torch::nn::Module {
   }
 
   // The block's output at every token of x (in `layout`), or with `at` only at that position (the
-  // query, the residual and the FFN there; keys and values from every token).
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
-                        std::optional<int64_t> at = std::nullopt) {
-    auto context = layers::self_attention(x, bias, layout, at, q_lin_, k_lin_, v_lin_,
+  // query, the residual and the FFN there; keys and values from every token). x's matmul input
+  // feeds the projections, its stream the residual; the output comes the same way for the next block.
+  layers::NormedHidden forward(const layers::NormedHidden& x, const torch::Tensor& bias,
+                               const layers::TokenLayout& layout, std::optional<int64_t> at = std::nullopt) {
+    auto context = layers::self_attention(x.matmul_input, bias, layout, at, q_lin_, k_lin_, v_lin_,
                                           {num_heads_, fused_qkv_, attention_dropout_, is_training(), attention_kernel_});
     // Unlike BERT, DistilBERT applies no dropout to the attention output projection.
-    auto attended = layers::residual_layer_norm(out_lin_(context), layers::rows_at(x, layout, at), sa_layer_norm_,
-                                                /*dropout_p=*/0.0, is_training(), fused_layer_norm_);
-    auto ffn = lin2_(layers::activation(activation_, lin1_(attended)));
-    return layers::residual_layer_norm(ffn, attended, output_layer_norm_, dropout_->p(), is_training(),
+    auto attended = layers::residual_layer_norm(out_lin_(context), layers::rows_at(x.stream, layout, at),
+                                                sa_layer_norm_, /*dropout_p=*/0.0, is_training(), fused_layer_norm_);
+    auto ffn = lin2_(layers::activation(activation_, lin1_(attended.matmul_input)));
+    return layers::residual_layer_norm(ffn, attended.stream, output_layer_norm_, dropout_->p(), is_training(),
                                        fused_layer_norm_);
   }
 
@@ -113,10 +114,12 @@ struct Body {
     auto x = embeddings(layout.to_rows(in.input_ids), /*token_type_ids=*/torch::Tensor(), layout.to_rows(positions));
     const auto bias = layers::attention_bias(in, mask_every_batch, x.scalar_type());
     const auto count = blocks->size();
+    auto hidden = layers::NormedHidden::of(x);
     for (std::size_t i = 0; i < count; ++i) {
-      x = blocks[i]->as<TransformerBlock>()->forward(x, bias, layout, i + 1 == count ? last_layer_at : std::nullopt);
+      hidden = blocks[i]->as<TransformerBlock>()->forward(hidden, bias, layout,
+                                                           i + 1 == count ? last_layer_at : std::nullopt);
     }
-    return x;
+    return hidden.stream;
   }
 };
 

@@ -41,6 +41,8 @@ bool autocast_enabled(bool cuda) {
 #endif
 }
 
+torch::ScalarType current_autocast_dtype(bool cuda) { return get_autocast_dtype(cuda); }
+
 torch::ScalarType autocast_dtype(Precision precision) {
   switch (precision) {
     case Precision::fp16: return torch::kHalf;

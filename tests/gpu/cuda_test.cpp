@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "support/cli.hpp"
 #include "support/ranks.hpp"
@@ -177,7 +178,7 @@ TEST(CudaResidualLayerNorm, GradientsFollowTheKernelsMaskAndMatchTheCpu) {
   auto x = x0.to(kGpu).requires_grad_(true), residual = r0.to(kGpu).requires_grad_(true);
   at::Generator generator = at::cuda::detail::getDefaultCUDAGenerator();  // a handle: the same generator
   const auto cuda_state = generator.get_state();
-  const auto out = layers::residual_layer_norm(x, residual, norm, 0.1, /*training=*/true, /*fused=*/true);
+  const auto out = layers::residual_layer_norm(x, residual, norm, 0.1, /*training=*/true, /*fused=*/true).stream;
   const auto weights = torch::randn(out.sizes(), out.options());
   (out * weights).sum().backward();
   // The same draw again, for the mask.
@@ -199,6 +200,73 @@ TEST(CudaResidualLayerNorm, GradientsFollowTheKernelsMaskAndMatchTheCpu) {
                                                     norm->bias.detach(), 1e-12, 0.0);
   EXPECT_TRUE(torch::allclose(cpu.output, gpu.output.cpu(), 1e-5, 1e-5));
   EXPECT_TRUE(torch::allclose(cpu.rstd, gpu.rstd.cpu(), 1e-5, 1e-5));
+}
+
+// Under autocast the kernel also writes the matmul's copy: the output as the cast rounds it.
+TEST(CudaResidualLayerNorm, KernelWritesTheMatmulsCopyAsTheCastWould) {
+  REQUIRE_CUDA();
+  if (!features::kCudaKernels) GTEST_SKIP() << "this build has no tbench CUDA kernels (no nvcc)";
+  torch::manual_seed(5);
+  const auto opts = torch::TensorOptions().device(kGpu);
+  const auto x = torch::randn({8, 129, 768}, opts).to(torch::kBFloat16), residual = torch::randn({8, 129, 768}, opts);
+  const auto weight = torch::randn({768}, opts), bias = torch::randn({768}, opts);
+  for (const auto dtype : {torch::kBFloat16, torch::kHalf}) {
+    const auto pass = layers::residual_layer_norm_pass(x, residual, weight, bias, 1e-12, 0.1, dtype);
+    ASSERT_TRUE(pass.matmul_copy.defined());
+    EXPECT_TRUE(torch::equal(pass.matmul_copy, pass.output.to(dtype))) << dtype;
+  }
+}
+
+// The one-pass backward kernel against autograd through LibTorch's three ops on the kernel's own
+// mask, for the incoming gradient stream + copy: in each dtype pairing the models give it, at
+// BERT-base's width and an odd one, over more rows than the grid holds warps (so a warp takes
+// several rows), and at a width past the kernel's column sums (LibTorch's ops then).
+TEST(CudaResidualLayerNorm, BackwardKernelEqualsTheThreeOpsGradients) {
+  REQUIRE_CUDA();
+  if (!features::kCudaKernels) GTEST_SKIP() << "this build has no tbench CUDA kernels (no nvcc)";
+  struct Pairing {
+    torch::ScalarType x, residual;
+    std::optional<torch::ScalarType> copy;
+  };
+  const std::vector<Pairing> pairings = {{torch::kFloat, torch::kFloat, std::nullopt},
+                                         {torch::kBFloat16, torch::kFloat, torch::kBFloat16},
+                                         {torch::kHalf, torch::kFloat, torch::kHalf},
+                                         {torch::kBFloat16, torch::kBFloat16, std::nullopt}};
+  const double p = 0.1;
+  for (const auto& pairing : pairings) {
+    for (const int64_t cols : {768, 1000, 2048}) {
+      SCOPED_TRACE(std::string(c10::toString(pairing.x)) + " onto " + c10::toString(pairing.residual) + ", " +
+                   std::to_string(cols) + " columns");
+      torch::manual_seed(6);
+      const auto opts = torch::TensorOptions().device(kGpu);
+      const auto x = torch::randn({8, 700, cols}, opts).to(pairing.x);
+      const auto residual = (torch::randn({8, 700, cols}, opts) * 3 + 1).to(pairing.residual);
+      const auto weight = torch::randn({cols}, opts) * 0.5 + 1, bias = torch::randn({cols}, opts);
+      const auto pass = layers::residual_layer_norm_pass(x, residual, weight, bias, 1e-12, p, pairing.copy);
+      const auto grad_output = torch::randn(pass.output.sizes(), pass.output.options());
+      const auto grad_copy = pairing.copy ? torch::randn(pass.output.sizes(), opts).to(*pairing.copy) : torch::Tensor();
+      const auto g = layers::residual_layer_norm_backward(grad_output, grad_copy, pass, weight, p, pairing.x);
+
+      auto rx = x.detach().clone().requires_grad_(true), rr = residual.detach().clone().requires_grad_(true);
+      auto rw = weight.clone().requires_grad_(true), rb = bias.clone().requires_grad_(true);
+      const auto kept = (rx.to(torch::kFloat) * static_cast<float>(1 / (1 - p))).to(pairing.x) * pass.keep_mask;
+      const auto sum = rr + kept;
+      const auto out = torch::layer_norm(sum.to(torch::kFloat), {cols}, rw, rb, 1e-12);
+      auto incoming = grad_output.to(torch::kFloat);
+      if (grad_copy.defined()) incoming = incoming + grad_copy.to(torch::kFloat);
+      out.backward(incoming);
+      const double tol = pairing.residual == torch::kFloat && pairing.x == torch::kFloat ? 1e-4 : 3e-2;
+      const auto close = [&](const torch::Tensor& got, const torch::Tensor& want, double scale_tol) {
+        return torch::allclose(got.to(torch::kFloat), want.to(torch::kFloat), scale_tol, scale_tol);
+      };
+      EXPECT_EQ(g.x.scalar_type(), pairing.x);
+      EXPECT_TRUE(close(g.x, rx.grad(), tol)) << (g.x.to(torch::kFloat) - rx.grad().to(torch::kFloat)).abs().max();
+      EXPECT_TRUE(close(g.residual, rr.grad(), tol));
+      // 5600 rows summed: float rounding grows with the rows.
+      EXPECT_TRUE(close(g.weight, rw.grad(), 1e-2)) << (g.weight - rw.grad()).abs().max();
+      EXPECT_TRUE(close(g.bias, rb.grad(), 1e-2)) << (g.bias - rb.grad()).abs().max();
+    }
+  }
 }
 
 // --- whole runs of the binary on the GPU -------------------------------------------------------

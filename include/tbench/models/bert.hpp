@@ -3,6 +3,7 @@
 // its missing pooler and its classification head). DistilBERT uses the embeddings alone.
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/layers.hpp"
+#include "tbench/models/residual_layer_norm.hpp"
 
 namespace tbench::bert {
 
@@ -27,15 +28,17 @@ class LayerImpl : public torch::nn::Module {
   explicit LayerImpl(const ModelConfig& c);
   // The block over x (in `layout`: [B, S, H], or the real tokens' rows [1, T, H]): its output at every
   // token, or with `at` only at that position ([B, 1, H]): the query, the residual and the MLP
-  // there, keys and values from every token.
-  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
-                        std::optional<int64_t> at = std::nullopt);
+  // there, keys and values from every token. x's matmul input feeds the projections, its stream
+  // the residual; the output comes the same way for the next block.
+  layers::NormedHidden forward(const layers::NormedHidden& x, const torch::Tensor& bias,
+                               const layers::TokenLayout& layout, std::optional<int64_t> at = std::nullopt);
 
  private:
   torch::Tensor self_attention(const torch::Tensor& x, const torch::Tensor& bias, const layers::TokenLayout& layout,
                                std::optional<int64_t> at);
   // LayerNorm(residual + Dropout(sublayer)): the "add & norm" after attention and after the MLP.
-  torch::Tensor add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual, torch::nn::LayerNorm& norm);
+  layers::NormedHidden add_and_norm(const torch::Tensor& sublayer, const torch::Tensor& residual,
+                                    torch::nn::LayerNorm& norm);
 
   int64_t num_heads_;
   double attention_dropout_;

@@ -28,4 +28,7 @@ torch::ScalarType autocast_dtype(Precision precision);
 // Whether autocast is on now, for CUDA (`cuda`) or the CPU.
 bool autocast_enabled(bool cuda);
 
+// The dtype autocast casts to now, for CUDA (`cuda`) or the CPU (whether or not it is on).
+torch::ScalarType current_autocast_dtype(bool cuda);
+
 }  // namespace tbench
