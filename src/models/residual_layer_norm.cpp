@@ -224,8 +224,12 @@ ResidualNormGradients residual_norm_backward_by_ops(const torch::Tensor& grad, c
                                                     const torch::Tensor& weight, double dropout_p,
                                                     torch::ScalarType x_dtype) {
   const auto& sum = saved.sum;
-  auto [grad_sum, grad_weight, grad_bias] = at::native_layer_norm_backward(
-      grad.contiguous(), sum, {sum.size(-1)}, saved.mean, saved.rstd, weight, torch::Tensor(), {true, true, true});
+  const int64_t cols = sum.size(-1);
+  // The bias's gradient is the incoming gradient summed over rows: LibTorch's CUDA backward would
+  // make it only with the bias at hand, which the pass does not keep.
+  auto [grad_sum, grad_weight, no_grad_bias] = at::native_layer_norm_backward(
+      grad.contiguous(), sum, {cols}, saved.mean, saved.rstd, weight, torch::Tensor(), {true, true, false});
+  const auto grad_bias = grad.reshape({-1, cols}).sum(0, /*keepdim=*/false, torch::kFloat);
   auto grad_x = grad_sum.to(x_dtype);
   if (saved.keep_mask.defined()) grad_x = grad_x.mul(saved.keep_mask).mul_(1.0 / (1.0 - dropout_p));
   return {grad_x, grad_sum, grad_weight, grad_bias};
@@ -283,10 +287,7 @@ ResidualNormGradients residual_layer_norm_backward(const torch::Tensor& grad_out
                                                    const ResidualNormPass& saved, const torch::Tensor& weight,
                                                    double dropout_p, torch::ScalarType x_dtype) {
   const auto& sum = saved.sum;
-  if (!grad_output.defined() && !grad_copy.defined()) {
-    return {torch::zeros(sum.sizes(), sum.options().dtype(x_dtype)), torch::zeros_like(sum),
-            torch::zeros_like(weight), torch::zeros_like(weight)};
-  }
+  if (!grad_output.defined() && !grad_copy.defined()) return {};  // no gradient reached the output: none flows back
   const auto incoming = [&] {
     if (!grad_copy.defined()) return grad_output;
     const auto copy = grad_copy.to(sum.scalar_type());
@@ -336,7 +337,8 @@ NormedHidden residual_layer_norm(const torch::Tensor& x, const torch::Tensor& re
   // Under autocast a float output feeds a matmul that would cast it: the pass writes that copy.
   std::optional<torch::ScalarType> copy_dtype;
   if (autocast_enabled(x.is_cuda()) && sum_dtype(x, residual) == torch::kFloat) {
-    copy_dtype = current_autocast_dtype(x.is_cuda());
+    const auto cast_to = current_autocast_dtype(x.is_cuda());
+    if (cast_to == torch::kHalf || cast_to == torch::kBFloat16) copy_dtype = cast_to;
   }
   const auto outputs =
       FusedResidualLayerNorm::apply(x, residual, norm->weight, norm->bias, norm->options.eps(), p, copy_dtype);

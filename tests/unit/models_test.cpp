@@ -390,21 +390,27 @@ TEST_P(ArchitectureTest, UnpaddedTokensGiveThePaddedLogitsAndGradients) {
   }
 }
 
+// Calls check(plain, fused) under CPU bf16 autocast for each tiny model with a fused residual
+// LayerNorm (XLNet has none): its shipped config, and the same with model.fused_layer_norm.
+template <typename Check>
+void for_each_fused_norm_model_under_autocast(Check check) {
+  for (const char* name : {"tiny-bert", "tiny-distilbert", "tiny-roberta"}) {
+    SCOPED_TRACE(name);
+    const ModelConfig plain = shipped_model_config(name);
+    ModelConfig fused = plain;
+    fused.fused_layer_norm = true;
+    AutocastGuard autocast(Precision::bf16, torch::kCPU);
+    check(plain, fused);
+  }
+}
+
 // Under autocast the fused residual LayerNorm hands each block's matmuls its own bf16 copy of the
 // float stream, and its one-pass backward merges the two gradients: the logits and gradients are
 // the unfused model's, whose matmuls cast the stream themselves, within bf16's rounding.
-// (XLNet has no fused residual LayerNorm.)
-const std::vector<std::string> kFusedNormModels = {"tiny-bert", "tiny-distilbert", "tiny-roberta"};
-
 TEST(FusedLayerNorm, UnderAutocastGivesTheCastingModelsLogitsAndGradients) {
-  for (const auto& name : kFusedNormModels) {
-    SCOPED_TRACE(name);
-    const ModelConfig c = shipped_model_config(name);
-    ModelConfig fused = c;
-    fused.fused_layer_norm = true;
-    AutocastGuard autocast(Precision::bf16, torch::kCPU);
-    expect_same_logits_and_gradients(c, fused, padded_inputs(c), 2e-2, /*bf16_gradients=*/true);
-  }
+  for_each_fused_norm_model_under_autocast([](const ModelConfig& plain, const ModelConfig& fused) {
+    expect_same_logits_and_gradients(plain, fused, padded_inputs(plain), 2e-2, /*bf16_gradients=*/true);
+  });
 }
 
 // The activations a forward casts from float to bf16 (aten::_to_copy of a 3-D tensor, [B, S, H]
@@ -435,20 +441,13 @@ int activation_casts_in_forward(SequenceClassifier& model, const ModelInputs& in
 // three projections (query, key, value), so the fused model casts 1 + 3 activations fewer a block,
 // less the three projections of the first block, which read the embeddings.
 TEST(FusedLayerNorm, UnderAutocastSavesTheMatmulsCasts) {
-  for (const auto& name : kFusedNormModels) {
-    SCOPED_TRACE(name);
-    const ModelConfig c = shipped_model_config(name);
-    ModelConfig fused = c;
-    fused.fused_layer_norm = true;
-    const auto in = padded_inputs(c);
-    AutocastGuard autocast(Precision::bf16, torch::kCPU);
-    const auto plain_model = build_classifier(c, 3);
-    const auto fused_model = build_classifier(fused, 3);
-    const int plain = activation_casts_in_forward(*plain_model, in);
-    const int fused_casts = activation_casts_in_forward(*fused_model, in);
-    EXPECT_EQ(plain - fused_casts, 4 * static_cast<int>(c.num_layers) - 3) << plain << " casts unfused";
+  for_each_fused_norm_model_under_autocast([](const ModelConfig& plain, const ModelConfig& fused) {
+    const auto in = padded_inputs(plain);
+    const int plain_casts = activation_casts_in_forward(*build_classifier(plain, 3), in);
+    const int fused_casts = activation_casts_in_forward(*build_classifier(fused, 3), in);
+    EXPECT_EQ(plain_casts - fused_casts, 4 * static_cast<int>(plain.num_layers) - 3) << plain_casts << " casts unfused";
     EXPECT_EQ(fused_casts, 3) << "only the embeddings, into the first block's three projections";
-  }
+  });
 }
 
 // Unpadded, nothing is computed at the padding: with the padding token's embedding poisoned
