@@ -43,7 +43,7 @@ void forward_kernel(const torch::Tensor& x, torch::Tensor& y, torch::Tensor& mas
   uint8_t* keep = mask.data_ptr<uint8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, x.scalar_type(), "tbench_dropout", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    const acc_t scale = static_cast<acc_t>(1.0 / (1.0 - p));
+    const acc_t scale = static_cast<acc_t>(keep_scale(p));
     const scalar_t* in = x.data_ptr<scalar_t>();
     scalar_t* out = y.data_ptr<scalar_t>();
     // Pairs of elements, so a chunk never splits one draw's two halves.
@@ -70,7 +70,7 @@ torch::Tensor backward_kernel(const torch::Tensor& dy_in, const torch::Tensor& m
   const uint8_t* keep = mask.data_ptr<uint8_t>();
   AT_DISPATCH_FLOATING_TYPES_AND2(at::kBFloat16, at::kHalf, dy.scalar_type(), "tbench_dropout_backward", [&] {
     using acc_t = at::opmath_type<scalar_t>;
-    const acc_t scale = static_cast<acc_t>(1.0 / (1.0 - p));
+    const acc_t scale = static_cast<acc_t>(keep_scale(p));
     const scalar_t* in = dy.data_ptr<scalar_t>();
     scalar_t* out = dx.data_ptr<scalar_t>();
     cpu_parallel_for(n, kGrain, [&](int64_t begin, int64_t end) {

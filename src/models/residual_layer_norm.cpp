@@ -92,7 +92,7 @@ void residual_norm_on_cpu(const torch::Tensor& x, const torch::Tensor& residual,
                           const torch::Tensor& bias, double eps, double dropout_p, ResidualNormPass& pass) {
   // The mask is drawn as native_dropout draws it (uniform < 1 - p), from the CPU generator.
   if (dropout_p > 0) pass.keep_mask = torch::rand(x.sizes(), x.options().dtype(torch::kFloat)) < (1.0 - dropout_p);
-  const float scale = dropout_p > 0 ? static_cast<float>(1.0 / (1.0 - dropout_p)) : 1.0f;
+  const float scale = static_cast<float>(keep_scale(dropout_p));
   with_input_and_copy_types(x.scalar_type(), pass.matmul_copy, [&](auto in, auto copy) {
     residual_norm_cpu<decltype(in), decltype(copy)>(x, residual, weight, bias, eps, scale, pass);
   });
@@ -220,18 +220,23 @@ class FusedResidualLayerNorm : public torch::autograd::Function<FusedResidualLay
 
 // LibTorch's ops for the backward, where no one-pass backward takes the tensors (a CUDA row wider
 // than the kernel's column sums hold): the gradients' float sum, layer_norm's backward, dropout's.
-ResidualNormGradients residual_norm_backward_by_ops(const torch::Tensor& grad, const ResidualNormPass& saved,
-                                                    const torch::Tensor& weight, double dropout_p,
-                                                    torch::ScalarType x_dtype) {
+ResidualNormGradients residual_norm_backward_by_ops(const torch::Tensor& grad_output, const torch::Tensor& grad_copy,
+                                                    const ResidualNormPass& saved, const torch::Tensor& weight,
+                                                    double dropout_p, torch::ScalarType x_dtype) {
   const auto& sum = saved.sum;
   const int64_t cols = sum.size(-1);
+  auto grad = grad_output;
+  if (grad_copy.defined()) {
+    const auto copy = grad_copy.to(sum.scalar_type());
+    grad = grad_output.defined() ? grad_output + copy : copy;
+  }
   // The bias's gradient is the incoming gradient summed over rows: LibTorch's CUDA backward would
   // make it only with the bias at hand, which the pass does not keep.
   auto [grad_sum, grad_weight, no_grad_bias] = at::native_layer_norm_backward(
       grad.contiguous(), sum, {cols}, saved.mean, saved.rstd, weight, torch::Tensor(), {true, true, false});
   const auto grad_bias = grad.reshape({-1, cols}).sum(0, /*keepdim=*/false, torch::kFloat);
   auto grad_x = grad_sum.to(x_dtype);
-  if (saved.keep_mask.defined()) grad_x = grad_x.mul(saved.keep_mask).mul_(1.0 / (1.0 - dropout_p));
+  if (saved.keep_mask.defined()) grad_x = grad_x.mul(saved.keep_mask).mul_(keep_scale(dropout_p));
   return {grad_x, grad_sum, grad_weight, grad_bias};
 }
 
@@ -288,24 +293,19 @@ ResidualNormGradients residual_layer_norm_backward(const torch::Tensor& grad_out
                                                    double dropout_p, torch::ScalarType x_dtype) {
   const auto& sum = saved.sum;
   if (!grad_output.defined() && !grad_copy.defined()) return {};  // no gradient reached the output: none flows back
-  const auto incoming = [&] {
-    if (!grad_copy.defined()) return grad_output;
-    const auto copy = grad_copy.to(sum.scalar_type());
-    return grad_output.defined() ? grad_output + copy : copy;
-  };
   const bool on_cpu = sum.is_cpu();
   bool one_pass = on_cpu;
 #if TBENCH_WITH_CUDA_KERNELS
   one_pass = one_pass || (sum.is_cuda() && sum.size(-1) <= cuda::kResidualNormBackwardMaxCols);
 #endif
-  if (!one_pass) return residual_norm_backward_by_ops(incoming(), saved, weight, dropout_p, x_dtype);
+  if (!one_pass) return residual_norm_backward_by_ops(grad_output, grad_copy, saved, weight, dropout_p, x_dtype);
 
   // x's gradient is the residual's where nothing was dropped and the dtypes agree: one tensor.
   const bool own_grad_x = saved.keep_mask.defined() || x_dtype != sum.scalar_type();
   ResidualNormGradients g;
   g.residual = torch::empty_like(sum);
   g.x = own_grad_x ? torch::empty(sum.sizes(), sum.options().dtype(x_dtype)) : torch::Tensor();
-  const float scale = dropout_p > 0 ? static_cast<float>(1.0 / (1.0 - dropout_p)) : 1.0f;
+  const float scale = static_cast<float>(keep_scale(dropout_p));
   const auto grad_out = grad_output.defined() ? grad_output.contiguous() : grad_output;
   const auto grad_cp = grad_copy.defined() ? grad_copy.contiguous() : grad_copy;
   torch::Tensor partials;

@@ -27,6 +27,10 @@ CpuDropoutChoice cpu_dropout_kernel();
 
 torch::Tensor dropout(const torch::Tensor& x, double p, bool training);
 
+// What a kept element is multiplied by: 1 / (1 − p), so the output's expectation is the input's;
+// 1 where nothing is dropped.
+inline double keep_scale(double p) { return p > 0 ? 1.0 / (1.0 - p) : 1.0; }
+
 // The fused kernel itself, with the key given (tests; dropout() draws it).
 torch::Tensor fused_dropout(const torch::Tensor& x, double p, uint64_t key);
 

@@ -59,10 +59,9 @@ ResidualNormPass residual_layer_norm_pass(const torch::Tensor& x, const torch::T
 
 // The pass's backward, without autograd: `grad_output` (the output's dtype) and `grad_copy` (the
 // copy's), either of which may be undefined (both: no gradients, all undefined), onto what the
-// pass saved. Same arithmetic as
-// layer_norm's backward on their float sum, then dropout's (the gradient rounded to x's dtype,
-// then times keep · 1/(1 - p), rounded again). `x_dtype` is x's dtype; the residual's gradient is
-// in the sum's.
+// pass saved. Same arithmetic as layer_norm's backward on their float sum, then dropout's (the
+// gradient rounded to x's dtype, then times keep · 1/(1 − p), rounded again). `x_dtype` is x's
+// dtype; the residual's gradient is in the sum's.
 ResidualNormGradients residual_layer_norm_backward(const torch::Tensor& grad_output, const torch::Tensor& grad_copy,
                                                    const ResidualNormPass& saved, const torch::Tensor& weight,
                                                    double dropout_p, torch::ScalarType x_dtype);
