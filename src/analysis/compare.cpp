@@ -6,6 +6,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/results/summary.hpp"
 #include "tbench/spec/spec.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
@@ -97,6 +98,13 @@ ComparedSide compared_side(const std::vector<const ResultFile*>& runs, std::opti
       side.lag1_autocorrelation = t.lag1_autocorrelation;
       side.effective_steps = t.effective_steps;
       known = t.log_mean();
+    }
+  }
+  for (const auto* r : runs) {
+    const auto spread = probe_spread(r->peak_probes_flops_per_s);
+    if (spread && (!side.peak_probe_spread || *spread > *side.peak_probe_spread)) {
+      side.peak_probe_spread = spread;
+      side.peak_probes_flops_per_s = r->peak_probes_flops_per_s;
     }
   }
   const Spread means = spread(run_means);

@@ -166,6 +166,21 @@ std::vector<double> planned_epoch_flops(const ResultReader& read) {
   return planned;
 }
 
+// A CPU run's peak probes (before and after its timed epochs); none for a datasheet's peak or a
+// result from before the field.
+std::vector<double> peak_probes(const ResultReader& read) {
+  std::vector<double> probes;
+  const json* list = read.find("/summary/peak_probes_flops_per_s");
+  if (!list || list->is_null()) return probes;
+  if (!list->is_array()) throw read.bad("/summary/peak_probes_flops_per_s", "expected a list of rates, or null");
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const std::string where = "/summary/peak_probes_flops_per_s/" + std::to_string(i);
+    probes.push_back(read.number((*list)[i], where));
+    if (!(probes.back() > 0)) throw read.bad(where, "a probed rate is more than 0");
+  }
+  return probes;
+}
+
 void read_iterations(const ResultReader& read, const json& list, ResultFile& r) {
   if (!list.is_array()) throw read.bad("/iterations", "expected a list");
   for (std::size_t i = 0; i < list.size(); ++i) {
@@ -396,6 +411,7 @@ ResultFile load_result(const std::string& path) {
   r.gpu = gpu_name(read, device_used(r));
   r.machine = r.host + " (" + processor_of(r) + ")";
   r.peak_source = read.string_or("/summary/peak_source", r.machine);
+  r.peak_probes_flops_per_s = peak_probes(read);
   read_iterations(read, read.require("/iterations"), r);
   read_epochs(read, read.require("/epochs"), r);
   read_kernel_seconds(read, r);

@@ -102,6 +102,17 @@ std::optional<double> mean_device_idle_at_start(const std::vector<ResultFile>& r
   return counted > 0 ? std::optional<double>(sum / counted) : std::nullopt;
 }
 
+// A CPU run whose peak probes before and after its epochs lie far apart ran on a machine whose
+// speed moved meanwhile: its throughput carries that, beside the setting's effect.
+void print_machine_speed_moved(std::size_t runs, const ComparedSide& side) {
+  if (!side.peak_probe_spread || *side.peak_probe_spread <= kPeakProbeSpreadWarning) return;
+  std::vector<std::string> rates;
+  for (const double rate : side.peak_probes_flops_per_s) rates.push_back(format_fixed(rate / 1e9, 1));
+  std::printf("   the machine's speed moved during %s: its CPU peak probes before and after the epochs gave %s "
+              "GFLOP/s, %.0f%% apart\n",
+              runs > 1 ? "one of its runs" : "the run", join(rates, " and ").c_str(), 100 * *side.peak_probe_spread);
+}
+
 // One side of a comparison: its runs, its throughput, and what the interval knows of it: one run's
 // steps (what they were worth as independent ones, where neighbouring steps were alike) or the
 // repeats' spread.
@@ -113,6 +124,7 @@ void print_compared_side(const char* name, const std::vector<ResultFile>& runs, 
   if (const auto idle = mean_device_idle_at_start(runs); is_host_paced(idle)) {
     std::printf("   host-paced: the GPU had run all queued work before %.0f%% of its steps began\n", 100 * *idle);
   }
+  print_machine_speed_moved(runs.size(), side);
   std::printf("   %.2f samples/s", side.samples_per_s);
   if (side.runs_cv_pct) {
     std::printf(", the mean of %lld runs (their spread %.1f%%) over %lld steady steps\n",
@@ -140,6 +152,7 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
           {name + "_effective_steps", or_null(side.effective_steps)},
           {name + "_step_lag1_autocorrelation", or_null(side.lag1_autocorrelation)},
           {name + "_runs_cv_pct", or_null(side.runs_cv_pct)},
+          {name + "_peak_probe_spread", or_null(side.peak_probe_spread)},
           {name + "_device_idle_at_start_fraction", or_null(mean_device_idle_at_start(runs))}};
 }
 

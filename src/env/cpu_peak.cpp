@@ -75,7 +75,7 @@ CpuPeak measure_cpu_peak(const CpuPeakProbe& probe) {
   torch::set_num_threads(previous_threads);
   std::vector<std::string> tried;
   for (const auto& shape : shapes) tried.push_back(shape.text());
-  peak.how = "measured: best of " + std::to_string(probe.trials) + " trials of >= " +
+  peak.how = "best of " + std::to_string(probe.trials) + " trials of >= " +
              std::to_string(static_cast<int>(probe.trial_seconds * 1000)) + " ms each of " +
              (probe.bf16 ? "bf16" : "fp32") + " matmuls " + join(tried) + " (fastest " + fastest + "), " +
              std::to_string(probe.threads) + " thread(s)";

@@ -166,6 +166,8 @@ json to_json(const Summary& s) {
             {"peak_flops_per_s", s.peak.flops_per_s > 0 ? json(s.peak.flops_per_s) : json(nullptr)},
             {"peak_bytes_per_s", s.peak.bytes_per_s > 0 ? json(s.peak.bytes_per_s) : json(nullptr)},
             {"peak_source", s.peak.source},
+            {"peak_probes_flops_per_s",
+             s.peak.probes_flops_per_s.empty() ? json(nullptr) : json(s.peak.probes_flops_per_s)},
             {"mfu", or_null(s.mfu)},
             {"mfu_error", or_null(s.mfu_error)}};
   if (s.world_size) {

@@ -153,6 +153,20 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   return s;
 }
 
+std::optional<double> probe_spread(const std::vector<double>& probes_flops_per_s) {
+  if (probes_flops_per_s.size() < 2) return std::nullopt;
+  const auto [slowest, fastest] = std::minmax_element(probes_flops_per_s.begin(), probes_flops_per_s.end());
+  if (!(*slowest > 0)) return std::nullopt;
+  return *fastest / *slowest - 1.0;
+}
+
+DevicePeak with_later_probe(DevicePeak peak, double flops_per_s) {
+  if (peak.probes_flops_per_s.empty() && peak.flops_per_s > 0) peak.probes_flops_per_s.push_back(peak.flops_per_s);
+  peak.probes_flops_per_s.push_back(flops_per_s);
+  peak.flops_per_s = std::max(peak.flops_per_s, flops_per_s);
+  return peak;
+}
+
 void set_utilisation(Summary& s, const DevicePeak& per_device_peak, int64_t devices) {
   s.peak = per_device_peak;
   s.mfu.reset();

@@ -195,20 +195,29 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params, std::vector<doub
   return m;
 }
 
+// A measured peak's source begins so; the probe's own words follow.
+const std::string kMeasuredPeak = "measured: ";
+
+// The CPU peak's probe for this run: its precision and thread count, the model's largest GEMMs.
+CpuPeakProbe cpu_peak_probe(const RunPlan& plan) {
+  CpuPeakProbe probe;
+  probe.threads = plan.threads;
+  probe.bf16 = plan.spec.precision == Precision::bf16;
+  probe.shapes = transformer_gemm_shapes(plan.spec.train.batch_size * plan.spec.data.seq_len, plan.model.hidden_size,
+                                         plan.model.intermediate_size);
+  return probe;
+}
+
 // The device's best case for this precision, the denominator of MFU: on CPUs measured with the
 // model's own largest GEMMs (no vendor table applies), the dense datasheet figure on known GPUs.
 DevicePeak device_peak(const RunPlan& plan) {
   const RunSpec& spec = plan.spec;
   DevicePeak peak;
   if (!spec.device.is_cuda()) {
-    CpuPeakProbe probe;
-    probe.threads = plan.threads;
-    probe.bf16 = spec.precision == Precision::bf16;
-    probe.shapes = transformer_gemm_shapes(spec.train.batch_size * spec.data.seq_len, plan.model.hidden_size,
-                                           plan.model.intermediate_size);
-    const CpuPeak measured = measure_cpu_peak(probe);
+    const CpuPeak measured = measure_cpu_peak(cpu_peak_probe(plan));
     peak.flops_per_s = measured.flops_per_s;
-    peak.source = measured.how;
+    peak.source = kMeasuredPeak + measured.how;
+    peak.probes_flops_per_s = {measured.flops_per_s};
     return peak;
   }
   const std::string name = cuda_device_name(std::max<int64_t>(0, spec.device.index));
@@ -219,6 +228,30 @@ DevicePeak device_peak(const RunPlan& plan) {
                   (spec.cuda.tf32 && spec.precision == Precision::fp32 && gpu->tf32_tflops > 0 ? ", TF32" : "");
   } else {
     peak.source = "unknown GPU '" + name + "': no datasheet entry";
+  }
+  return peak;
+}
+
+// A CPU's peak probed once more after a completed run's timed epochs. A shared machine's speed
+// drifts: on the 2-core test VM three runs a minute apart probed 65 and 64, 38 and 31, and 32 and
+// 64 GFLOP/s before and after their epochs, and an earlier run's steps did 45 against the 38 its
+// one probe had found. The best of probes either side of the epochs bounds the rate they ran at
+// more often than one before them, and their spread says whether the machine's speed moved.
+DevicePeak probe_cpu_peak_again(const RunPlan& plan, const Summary& summary, DevicePeak peak) {
+  if (plan.spec.device.is_cuda() || summary.status != RunStatus::completed || !(peak.flops_per_s > 0)) return peak;
+  const CpuPeak after = measure_cpu_peak(cpu_peak_probe(plan));
+  // The probes differ only in which GEMM was fastest: the best probe's words are kept.
+  const std::string how = after.flops_per_s > peak.flops_per_s ? after.how : peak.source.substr(kMeasuredPeak.size());
+  peak = with_later_probe(std::move(peak), after.flops_per_s);
+  std::vector<std::string> rates;
+  for (const double rate : peak.probes_flops_per_s) rates.push_back(format_fixed(rate / 1e9, 1));
+  peak.source = "measured before and after the timed epochs, " + join(rates, " and ") +
+                " GFLOP/s (the best counts): " + how;
+  if (const auto spread = probe_spread(peak.probes_flops_per_s); spread && *spread > kPeakProbeSpreadWarning) {
+    spdlog::warn("the CPU's matmul rate moved during the run: the peak probes before and after the timed epochs gave "
+                 "{} GFLOP/s, {:.0f}% apart. Something else shared the machine, so this run's rates and MFU carry "
+                 "that noise; compare settings on repeated, interleaved runs (tbench compare A1 A2 ... --vs B1 B2 ...)",
+                 join(rates, " and "), 100 * *spread);
   }
   return peak;
 }
@@ -767,7 +800,7 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
     result.dist = gather_rank_reports(*comm, plan.spec, rank_report(*comm, device, run, sync.get()), sync.get());
     make_global(result.summary, *result.dist);
   }
-  set_utilisation(result.summary, peak, plan.launch.world_size);
+  set_utilisation(result.summary, probe_cpu_peak_again(plan, result.summary, peak), plan.launch.world_size);
   save_weights_if_asked(plan, model, result);
   try {
     write_file_atomically(plan.output_path, json_text(to_json(result), 2) + "\n");

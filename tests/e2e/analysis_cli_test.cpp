@@ -70,6 +70,20 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
             std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("host-paced"), text.out.rfind("host-paced")) << "only side B is: " << text.out;
   EXPECT_GT(text.out.find("host-paced"), text.out.find("\nB: ")) << "side B is: " << text.out;
+  // A side whose CPU peak probes before and after its epochs lie far apart ran on a machine whose
+  // speed moved: compare says so under that side.
+  auto moved = testing::read_json(result(2));
+  moved["summary"]["peak_probes_flops_per_s"] = {32e9, 64e9};
+  const auto drifted = run_tbench("compare " + result(1) + " " + dir_->write("moved.json", moved.dump()));
+  ASSERT_EQ(drifted.exit_code, 0) << drifted.err;
+  const auto said = drifted.out.find("the machine's speed moved during the run: its CPU peak probes before and after "
+                                     "the epochs gave 32.0 and 64.0 GFLOP/s, 100% apart");
+  EXPECT_NE(said, std::string::npos) << drifted.out;
+  EXPECT_GT(said, drifted.out.find("\nB: ")) << "side B's: " << drifted.out;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(run_tbench("compare --json " + result(1) + " " +
+                                                    dir_->write("moved.json", moved.dump())).out)["b_peak_probe_spread"]
+                       .get<double>(),
+                   1.0);
 }
 
 // Repeats on each side (`A... --vs B...`): the interval from the runs' spread; the sides' runs are

@@ -57,6 +57,13 @@ TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   EXPECT_GT(result["env"]["cpu"]["allocator"]["hits"].get<int64_t>(), 0);
   EXPECT_EQ(result["model"]["name"], "tiny-bert");
   EXPECT_GT(result["summary"]["peak_rss_bytes"].get<int64_t>(), 0);
+  // A CPU's peak is probed before the timed epochs and again after them; the best counts.
+  const auto& probes = result["summary"]["peak_probes_flops_per_s"];
+  ASSERT_EQ(probes.size(), 2u) << probes;
+  EXPECT_DOUBLE_EQ(result["summary"]["peak_flops_per_s"].get<double>(),
+                   std::max(probes[0].get<double>(), probes[1].get<double>()));
+  EXPECT_NE(result["summary"]["peak_source"].get<std::string>().find("before and after the timed epochs"),
+            std::string::npos);
 
   // The stream holds the same iterations, one JSON object per line.
   std::istringstream stream(testing::read_text(dir.file("out/tiny.iterations.jsonl")));
@@ -345,6 +352,8 @@ TEST_F(Cli, InterruptStillWritesTheMeasuredSteps) {
   EXPECT_EQ(result["summary"]["status"], "interrupted");
   EXPECT_GT(result["iterations"].size(), 0u);
   EXPECT_FALSE(result["epochs"].back()["complete"].get<bool>());
+  // Stopped on request: the peak is not probed again on the way out.
+  EXPECT_EQ(result["summary"]["peak_probes_flops_per_s"].size(), 1u);
 }
 
 TEST_F(Cli, ValidateChecksWithoutRunning) {

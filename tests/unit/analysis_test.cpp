@@ -163,6 +163,10 @@ TEST_F(Analysis, LoadRejectsFiguresItWouldReportWrongly) {
   expect_refused("negative_power", edited([](json& r) { r["summary"]["gpu_power_w_mean"] = -100; }),
                  "/summary/gpu_power_w_mean");
   expect_refused("string_share", edited([](json& r) { r["summary"]["comm_share"] = "0.2"; }), "/summary/comm_share");
+  expect_refused("zero_probe", edited([](json& r) { r["summary"]["peak_probes_flops_per_s"] = {40e9, 0}; }),
+                 "/summary/peak_probes_flops_per_s/1: a probed rate is more than 0");
+  expect_refused("probe_text", edited([](json& r) { r["summary"]["peak_probes_flops_per_s"] = "fast"; }),
+                 "/summary/peak_probes_flops_per_s: expected a list of rates, or null");
   expect_refused("status", edited([](json& r) { r["summary"]["status"] = "bogus"; }),
                  "/summary/status: expected completed, interrupted or failed, got \"bogus\"");
   // A warm-up flag read as false would count the warm-up among the steady steps.
@@ -559,6 +563,24 @@ TEST_F(Analysis, CompareCountsADriftingRunsStepsAsTheirEffectiveNumber) {
   const Comparison few = compare_results(load_result(write("a9.json", drifting_result(1.0, 1.1, 0.01, 9))), b);
   EXPECT_FALSE(few.a.lag1_autocorrelation);
   EXPECT_EQ(*few.a.effective_steps, 9);
+}
+
+// A CPU run's peak probes before and after its epochs say whether the machine's speed moved
+// during it: each side keeps its runs' widest spread, and the probes of that run.
+TEST_F(Analysis, CompareKeepsEachSidesWidestPeakProbeSpread) {
+  json steady = make_result("m", "h", 1.0, 1, 10), moved = make_result("m", "h", 1.0, 1, 10);
+  steady["summary"]["peak_probes_flops_per_s"] = {60e9, 62e9};
+  moved["summary"]["peak_probes_flops_per_s"] = {32e9, 64e9};
+  const ResultFile a1 = load_result(write("a1.json", steady)), a2 = load_result(write("a2.json", moved));
+  const ResultFile b = load_result(write("b.json", make_result("m", "h", 0.9, 1, 10)));  // a datasheet's peak
+  const Comparison c = compare_results({&a1, &a2}, {&b});
+  ASSERT_TRUE(c.a.peak_probe_spread);
+  EXPECT_DOUBLE_EQ(*c.a.peak_probe_spread, 1.0);
+  EXPECT_EQ(c.a.peak_probes_flops_per_s, (std::vector<double>{32e9, 64e9}));
+  EXPECT_FALSE(c.b.peak_probe_spread);
+  // One probe (a run stopped before the second) has no spread.
+  steady["summary"]["peak_probes_flops_per_s"] = {60e9};
+  EXPECT_FALSE(compare_results(load_result(write("one.json", steady)), b).a.peak_probe_spread);
 }
 
 // Repeats on each side: the interval comes from the spread of the runs' means (each run an

@@ -218,7 +218,7 @@ TEST(Summary, EpochTimeLeavesOutTheProfilerAndNoTimedStepsMeansNullSpreads) {
 TEST(Utilisation, ARateAboveThePeakGivesNoMfuButAReason) {
   Summary s;
   s.train_flops_per_s = 117e9;
-  set_utilisation(s, {87e9, 0, "measured: 1024^3"}, 1);
+  set_utilisation(s, {87e9, 0, "measured: 1024^3", {87e9}}, 1);
   EXPECT_FALSE(s.mfu.has_value());
   EXPECT_NE(s.mfu_error.find("117.0 GFLOP/s"), std::string::npos) << s.mfu_error;
   EXPECT_NE(s.mfu_error.find("not an upper bound"), std::string::npos) << s.mfu_error;
@@ -226,11 +226,37 @@ TEST(Utilisation, ARateAboveThePeakGivesNoMfuButAReason) {
   EXPECT_TRUE(j["mfu"].is_null());
   EXPECT_EQ(j["mfu_error"], s.mfu_error);
 
-  set_utilisation(s, {200e9, 0, "measured"}, 1);
+  set_utilisation(s, {200e9, 0, "measured", {200e9}}, 1);
   ASSERT_TRUE(s.mfu.has_value());
   EXPECT_DOUBLE_EQ(*s.mfu, 117.0 / 200.0);
   EXPECT_TRUE(s.mfu_error.empty());
   EXPECT_TRUE(to_json(s)["mfu_error"].is_null());
+}
+
+// A shared CPU's speed drifts: a run whose steps outran the probe before them gets its MFU from
+// the best of that probe and the one after its epochs, and keeps both.
+TEST(Utilisation, TheBestOfTheProbesBeforeAndAfterIsThePeak) {
+  Summary s;
+  s.train_flops_per_s = 45e9;
+  DevicePeak before{38e9, 0, "measured: 1024^3", {38e9}};
+  EXPECT_FALSE(probe_spread(before.probes_flops_per_s).has_value());
+  const DevicePeak both = with_later_probe(before, 60e9);
+  EXPECT_DOUBLE_EQ(both.flops_per_s, 60e9);
+  EXPECT_EQ(both.probes_flops_per_s, (std::vector<double>{38e9, 60e9}));
+  EXPECT_NEAR(*probe_spread(both.probes_flops_per_s), 60.0 / 38.0 - 1.0, 1e-12);
+  set_utilisation(s, both, 1);
+  ASSERT_TRUE(s.mfu.has_value());
+  EXPECT_DOUBLE_EQ(*s.mfu, 0.75);
+  EXPECT_EQ(to_json(s)["peak_probes_flops_per_s"], nlohmann::json::array({38e9, 60e9}));
+
+  // A slower probe after the epochs leaves the peak where it was, and the spread is the same.
+  const DevicePeak slower_after = with_later_probe({60e9, 0, "measured", {60e9}}, 38e9);
+  EXPECT_DOUBLE_EQ(slower_after.flops_per_s, 60e9);
+  EXPECT_NEAR(*probe_spread(slower_after.probes_flops_per_s), 60.0 / 38.0 - 1.0, 1e-12);
+
+  // A datasheet's peak is no probe.
+  set_utilisation(s, {100e9, 0, "datasheet", {}}, 1);
+  EXPECT_TRUE(to_json(s)["peak_probes_flops_per_s"].is_null());
 }
 
 // Data-parallel: the global FLOP rate is over every device's peak, not one device's.
@@ -247,7 +273,7 @@ TEST(Utilisation, DataParallelMfuIsOverEveryDevicesPeak) {
   r1.step_ms.median = 110;
   dist.ranks = {r0, r1};
   make_global(s, dist);
-  set_utilisation(s, {100e9, 0, "datasheet"}, dist.world_size);
+  set_utilisation(s, {100e9, 0, "datasheet", {}}, dist.world_size);
   EXPECT_EQ(s.scope, "global");
   EXPECT_DOUBLE_EQ(*s.train_flops_per_s, 120e9);
   EXPECT_DOUBLE_EQ(*s.per_device_train_flops_per_s, 60e9);

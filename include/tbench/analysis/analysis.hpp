@@ -39,6 +39,7 @@ struct ResultFile {
   bool tf32 = false;  // spec.cuda.tf32: fp32 matmuls ran on TF32 tensor cores, so TF32's peak applies
   bool cuda_graph = false;  // spec.train.cuda_graph as the run resolved it: its steps replayed a CUDA graph
   std::optional<double> peak_flops_per_s, peak_bytes_per_s;
+  std::vector<double> peak_probes_flops_per_s;  // a CPU's, before and after the timed epochs
   std::optional<double> gpu_power_w_mean, gpu_energy_j_per_sample;  // summary: NVML's, CUDA runs only
   std::vector<ResultIteration> iterations;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
@@ -253,6 +254,10 @@ struct ComparedSide {
   // One run: its steps' lag-1 autocorrelation (none under kSerialStepsMin steps) and what they are
   // worth as independent ones. Repeats: the runs' means' coefficient of variation, in percent.
   std::optional<double> lag1_autocorrelation, effective_steps, runs_cv_pct;
+  // CPU runs: the largest spread of one run's peak probes (fastest over slowest − 1), and that
+  // run's probes. Over kPeakProbeSpreadWarning, the machine's speed moved during it.
+  std::optional<double> peak_probe_spread;
+  std::vector<double> peak_probes_flops_per_s;
 };
 
 struct Comparison {

@@ -22,7 +22,7 @@ std::vector<GemmShape> transformer_gemm_shapes(int64_t rows, int64_t hidden, int
 
 struct CpuPeak {
   double flops_per_s = 0;
-  std::string how;  // what was timed, e.g. "measured: best of 3 x 0.1 s, bf16 matmul 4096x768x3072, 2 thread(s)"
+  std::string how;  // what was timed, e.g. "best of 3 trials of >= 100 ms each of bf16 matmuls 4096x768x3072, ..."
 };
 
 struct CpuPeakProbe {

@@ -30,7 +30,21 @@ struct DevicePeak {
   double flops_per_s = 0;  // 0: unknown
   double bytes_per_s = 0;  // 0: unknown
   std::string source;      // how it was found: measured (how) or which datasheet
+  // A CPU's probes, in the order they ran (before and after the timed epochs); flops_per_s is the
+  // best of them. Empty for a datasheet's figure.
+  std::vector<double> probes_flops_per_s;
 };
+
+// How far apart peak probes are, fastest over slowest − 1; none with fewer than two.
+std::optional<double> probe_spread(const std::vector<double>& probes_flops_per_s);
+
+// Probes farther apart than this (fastest over slowest) mean the machine's speed moved during the
+// run: the run says so, as its rates and MFU carry that noise.
+constexpr double kPeakProbeSpreadWarning = 0.2;
+
+// The peak with a later probe of it added: the best of every probe is the peak, and `source`
+// names them all.
+DevicePeak with_later_probe(DevicePeak peak, double flops_per_s);
 
 // Steps most of which began with the GPU idle (device_idle_at_start_fraction) were paced by the host.
 inline bool is_host_paced(std::optional<double> device_idle_at_start_fraction) {
