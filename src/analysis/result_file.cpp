@@ -170,13 +170,16 @@ std::vector<double> planned_epoch_flops(const ResultReader& read) {
 // result from before the field.
 std::vector<double> peak_probes(const ResultReader& read) {
   std::vector<double> probes;
-  const json* list = read.find("/summary/peak_probes_flops_per_s");
-  if (!list || list->is_null()) return probes;
-  if (!list->is_array()) throw read.bad("/summary/peak_probes_flops_per_s", "expected a list of rates, or null");
+  const json* list = read.given("/summary/peak_probes_flops_per_s");
+  if (!list) return probes;
+  if (!list->is_array() || list->empty()) {
+    throw read.bad("/summary/peak_probes_flops_per_s", "expected a list of at least one probed rate, or null, got " +
+                                                           json_text(*list));
+  }
   for (std::size_t i = 0; i < list->size(); ++i) {
     const std::string where = "/summary/peak_probes_flops_per_s/" + std::to_string(i);
     probes.push_back(read.number((*list)[i], where));
-    if (!(probes.back() > 0)) throw read.bad(where, "a probed rate is more than 0");
+    if (!(probes.back() > 0)) throw read.bad(where, "a probed rate is more than 0, got " + json_text((*list)[i]));
   }
   return probes;
 }

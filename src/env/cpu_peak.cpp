@@ -20,8 +20,10 @@ constexpr double kMaxFlopsPerCall = 8e9;
 constexpr int64_t kSquareSide = 1024;
 constexpr uint64_t kProbeSeed = 0x7beec;
 
+bool stopped(const CpuPeakProbe& probe) { return probe.stop && probe.stop->load(); }
+
 // The best rate of `trials` timed trials of one GEMM (after one untimed call that sizes the
-// thread pool and the BLAS's buffers).
+// thread pool and the BLAS's buffers); 0 once the probe is stopped.
 double best_rate(const GemmShape& shape, torch::ScalarType dtype, const CpuPeakProbe& probe, at::Generator& generator) {
   torch::NoGradGuard no_grad;
   const auto a = torch::randn({shape.m, shape.k}, generator).to(dtype);
@@ -34,6 +36,7 @@ double best_rate(const GemmShape& shape, torch::ScalarType dtype, const CpuPeakP
     const auto start = Clock::now();
     double elapsed = 0;
     while (elapsed < probe.trial_seconds || calls < 2) {
+      if (stopped(probe)) return 0;
       c = torch::mm(a, b);
       ++calls;
       elapsed = seconds_since(start);
@@ -73,6 +76,7 @@ CpuPeak measure_cpu_peak(const CpuPeakProbe& probe) {
     }
   }
   torch::set_num_threads(previous_threads);
+  if (stopped(probe)) return {};
   std::vector<std::string> tried;
   for (const auto& shape : shapes) tried.push_back(shape.text());
   peak.how = "best of " + std::to_string(probe.trials) + " trials of >= " +

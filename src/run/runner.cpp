@@ -237,16 +237,34 @@ DevicePeak device_peak(const RunPlan& plan) {
 // 64 GFLOP/s before and after their epochs, and an earlier run's steps did 45 against the 38 its
 // one probe had found. The best of probes either side of the epochs bounds the rate they ran at
 // more often than one before them, and their spread says whether the machine's speed moved.
+// The run is over and measured: Ctrl-C or a failure here keeps the first probe, and the result.
 DevicePeak probe_cpu_peak_again(const RunPlan& plan, const Summary& summary, DevicePeak peak) {
-  if (plan.spec.device.is_cuda() || summary.status != RunStatus::completed || !(peak.flops_per_s > 0)) return peak;
-  const CpuPeak after = measure_cpu_peak(cpu_peak_probe(plan));
-  // The probes differ only in which GEMM was fastest: the best probe's words are kept.
-  const std::string how = after.flops_per_s > peak.flops_per_s ? after.how : peak.source.substr(kMeasuredPeak.size());
+  if (plan.spec.device.is_cuda() || summary.status != RunStatus::completed || !(peak.flops_per_s > 0) ||
+      !summary.train_flops_per_s) {
+    return peak;
+  }
+  spdlog::info("probing the CPU's peak again, after the timed epochs");
+  CpuPeak after;
+  try {
+    InterruptScope interrupts;
+    CpuPeakProbe probe = cpu_peak_probe(plan);
+    probe.stop = &g_stop_requested;
+    after = measure_cpu_peak(probe);
+  } catch (const std::exception& e) {
+    spdlog::warn("the CPU peak's probe after the epochs failed ({}): the peak is the probe before them", e.what());
+    return peak;
+  }
+  if (!(after.flops_per_s > 0)) {
+    spdlog::warn("the CPU peak's probe after the epochs was stopped: the peak is the probe before them");
+    return peak;
+  }
+  const bool after_is_best = after.flops_per_s > peak.flops_per_s;
   peak = with_later_probe(std::move(peak), after.flops_per_s);
   std::vector<std::string> rates;
   for (const double rate : peak.probes_flops_per_s) rates.push_back(format_fixed(rate / 1e9, 1));
-  peak.source = "measured before and after the timed epochs, " + join(rates, " and ") +
-                " GFLOP/s (the best counts): " + how;
+  // The words of the best probe, then every probe's rate.
+  if (after_is_best) peak.source = kMeasuredPeak + after.how;
+  peak.source += "; probed before and after the timed epochs: " + join(rates, " and ") + " GFLOP/s, the best counts";
   if (const auto spread = probe_spread(peak.probes_flops_per_s); spread && *spread > kPeakProbeSpreadWarning) {
     spdlog::warn("the CPU's matmul rate moved during the run: the peak probes before and after the timed epochs gave "
                  "{} GFLOP/s, {:.0f}% apart. Something else shared the machine, so this run's rates and MFU carry "

@@ -80,6 +80,10 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
                                      "the epochs gave 32.0 and 64.0 GFLOP/s, 100% apart");
   EXPECT_NE(said, std::string::npos) << drifted.out;
   EXPECT_GT(said, drifted.out.find("\nB: ")) << "side B's: " << drifted.out;
+  auto steady_run = moved;
+  steady_run["summary"]["peak_probes_flops_per_s"] = {60e9, 62e9};  // 3 % apart: nothing to say
+  const auto steady = run_tbench("compare " + result(1) + " " + dir_->write("steady.json", steady_run.dump()));
+  EXPECT_EQ(steady.out.find("probes before and after the epochs gave 60.0"), std::string::npos) << steady.out;
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(run_tbench("compare --json " + result(1) + " " +
                                                     dir_->write("moved.json", moved.dump())).out)["b_peak_probe_spread"]
                        .get<double>(),

@@ -164,9 +164,11 @@ TEST_F(Analysis, LoadRejectsFiguresItWouldReportWrongly) {
                  "/summary/gpu_power_w_mean");
   expect_refused("string_share", edited([](json& r) { r["summary"]["comm_share"] = "0.2"; }), "/summary/comm_share");
   expect_refused("zero_probe", edited([](json& r) { r["summary"]["peak_probes_flops_per_s"] = {40e9, 0}; }),
-                 "/summary/peak_probes_flops_per_s/1: a probed rate is more than 0");
+                 "/summary/peak_probes_flops_per_s/1: a probed rate is more than 0, got 0");
   expect_refused("probe_text", edited([](json& r) { r["summary"]["peak_probes_flops_per_s"] = "fast"; }),
-                 "/summary/peak_probes_flops_per_s: expected a list of rates, or null");
+                 "/summary/peak_probes_flops_per_s: expected a list of at least one probed rate, or null, got \"fast\"");
+  expect_refused("no_probes", edited([](json& r) { r["summary"]["peak_probes_flops_per_s"] = json::array(); }),
+                 "/summary/peak_probes_flops_per_s: expected a list of at least one probed rate, or null, got []");
   expect_refused("status", edited([](json& r) { r["summary"]["status"] = "bogus"; }),
                  "/summary/status: expected completed, interrupted or failed, got \"bogus\"");
   // A warm-up flag read as false would count the warm-up among the steady steps.
@@ -572,7 +574,11 @@ TEST_F(Analysis, CompareKeepsEachSidesWidestPeakProbeSpread) {
   steady["summary"]["peak_probes_flops_per_s"] = {60e9, 62e9};
   moved["summary"]["peak_probes_flops_per_s"] = {32e9, 64e9};
   const ResultFile a1 = load_result(write("a1.json", steady)), a2 = load_result(write("a2.json", moved));
-  const ResultFile b = load_result(write("b.json", make_result("m", "h", 0.9, 1, 10)));  // a datasheet's peak
+  // A result from before the field (none), and one with a datasheet's peak (null): no probes.
+  const ResultFile b = load_result(write("b.json", make_result("m", "h", 0.9, 1, 10)));
+  json datasheet = make_result("m", "h", 0.9, 1, 10);
+  datasheet["summary"]["peak_probes_flops_per_s"] = nullptr;
+  EXPECT_TRUE(load_result(write("datasheet.json", datasheet)).peak_probes_flops_per_s.empty());
   const Comparison c = compare_results({&a1, &a2}, {&b});
   ASSERT_TRUE(c.a.peak_probe_spread);
   EXPECT_DOUBLE_EQ(*c.a.peak_probe_spread, 1.0);

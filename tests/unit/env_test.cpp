@@ -1,5 +1,8 @@
 // The machine description: NVML is optional at run time, the CUDA arch list comes from LibTorch's
 // build configuration, and TF32 switches are recorded.
+#include <atomic>
+#include <chrono>
+
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -68,6 +71,20 @@ TEST(CpuPeak, TheProbeLeavesTheGlobalRngAlone) {
   EXPECT_GT(peak.flops_per_s, 0);
   EXPECT_NE(peak.how.find("16x8x32"), std::string::npos) << peak.how;
   EXPECT_NE(peak.how.find("1024x1024x1024"), std::string::npos) << peak.how;
+}
+
+// A stop (Ctrl-C after a run's epochs) ends the probe at its next GEMM call, with no rate: its
+// trials would otherwise take 4 GEMMs x 3 trials x 10 s here.
+TEST(CpuPeak, AStopEndsTheProbeWithNoRate) {
+  CpuPeakProbe probe;
+  probe.shapes = transformer_gemm_shapes(16, 8, 32);
+  probe.trial_seconds = 10;
+  std::atomic<bool> stop{true};
+  probe.stop = &stop;
+  const auto start = std::chrono::steady_clock::now();
+  const CpuPeak peak = measure_cpu_peak(probe);
+  EXPECT_EQ(peak.flops_per_s, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(CpuPeak, ProbesTheLayersOwnGemmsCappedInRows) {

@@ -3,6 +3,7 @@
 // thread count sustain. It is the denominator of MFU on CPUs, so it must be an upper bound:
 // the best of several trials of the model's own largest GEMMs (what its training time is made
 // of), and of a square GEMM, each long enough to reach the BLAS's plateau.
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,9 +32,12 @@ struct CpuPeakProbe {
   std::vector<GemmShape> shapes;  // plus a 1024^3 square
   int trials = 3;                 // per shape; the best counts
   double trial_seconds = 0.1;     // each trial repeats its GEMM at least this long
+  // Read after every GEMM call: once set, the probe stops and returns no rate (Ctrl-C after a
+  // run's epochs must not hold up, or lose, its result).
+  const std::atomic<bool>* stop = nullptr;
 };
 
-// Times the probe's GEMMs and returns the best rate. Its operands come from its own generator:
+// Times the probe's GEMMs and returns the best rate (0 where `stop` cut it short). Its operands come from its own generator:
 // the global RNG that seeds dropout and weights is left untouched, so results do not depend on
 // whether the probe ran.
 CpuPeak measure_cpu_peak(const CpuPeakProbe& probe);

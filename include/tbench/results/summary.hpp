@@ -38,12 +38,12 @@ struct DevicePeak {
 // How far apart peak probes are, fastest over slowest − 1; none with fewer than two.
 std::optional<double> probe_spread(const std::vector<double>& probes_flops_per_s);
 
-// Probes farther apart than this (fastest over slowest) mean the machine's speed moved during the
-// run: the run says so, as its rates and MFU carry that noise.
-constexpr double kPeakProbeSpreadWarning = 0.2;
+// A probe spread (probe_spread) above this means the machine's speed moved during the run: the
+// run says so, as its rates and MFU carry that noise.
+inline constexpr double kPeakProbeSpreadWarning = 0.2;
 
-// The peak with a later probe of it added: the best of every probe is the peak, and `source`
-// names them all.
+// The peak with a later probe of it added: the best of every probe is the peak (`source` is the
+// caller's to reword).
 DevicePeak with_later_probe(DevicePeak peak, double flops_per_s);
 
 // Steps most of which began with the GPU idle (device_idle_at_start_fraction) were paced by the host.
