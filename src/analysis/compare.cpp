@@ -99,8 +99,6 @@ ComparedSide compared_side(const std::vector<const ResultFile*>& runs, std::opti
       side.effective_steps = t.effective_steps;
       known = t.log_mean();
     }
-  }
-  for (const auto* r : runs) {
     const auto spread = probe_spread(r->peak_probes_flops_per_s);
     if (spread && (!side.peak_probe_spread || *spread > *side.peak_probe_spread)) {
       side.peak_probe_spread = spread;

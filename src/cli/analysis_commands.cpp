@@ -106,11 +106,10 @@ std::optional<double> mean_device_idle_at_start(const std::vector<ResultFile>& r
 // speed moved meanwhile: its throughput carries that, beside the setting's effect.
 void print_machine_speed_moved(std::size_t runs, const ComparedSide& side) {
   if (!side.peak_probe_spread || *side.peak_probe_spread <= kPeakProbeSpreadWarning) return;
-  std::vector<std::string> rates;
-  for (const double rate : side.peak_probes_flops_per_s) rates.push_back(format_fixed(rate / 1e9, 1));
   std::printf("   the machine's speed moved during %s: its CPU peak probes before and after the epochs gave %s "
               "GFLOP/s, %.0f%% apart\n",
-              runs > 1 ? "one of its runs" : "the run", join(rates, " and ").c_str(), 100 * *side.peak_probe_spread);
+              runs > 1 ? "one of its runs" : "the run", probes_gflops_text(side.peak_probes_flops_per_s).c_str(),
+              100 * *side.peak_probe_spread);
 }
 
 // One side of a comparison: its runs, its throughput, and what the interval knows of it: one run's

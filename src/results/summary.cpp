@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tbench/text.hpp"
 #include "tbench/timing/steady_step.hpp"
 
 namespace tbench {
@@ -160,8 +161,13 @@ std::optional<double> probe_spread(const std::vector<double>& probes_flops_per_s
   return *fastest / *slowest - 1.0;
 }
 
+std::string probes_gflops_text(const std::vector<double>& probes_flops_per_s) {
+  std::vector<std::string> rates;
+  for (const double rate : probes_flops_per_s) rates.push_back(format_fixed(rate / 1e9, 1));
+  return join(rates, " and ");
+}
+
 DevicePeak with_later_probe(DevicePeak peak, double flops_per_s) {
-  if (peak.probes_flops_per_s.empty() && peak.flops_per_s > 0) peak.probes_flops_per_s.push_back(peak.flops_per_s);
   peak.probes_flops_per_s.push_back(flops_per_s);
   peak.flops_per_s = std::max(peak.flops_per_s, flops_per_s);
   return peak;

@@ -260,16 +260,15 @@ DevicePeak probe_cpu_peak_again(const RunPlan& plan, const Summary& summary, Dev
   }
   const bool after_is_best = after.flops_per_s > peak.flops_per_s;
   peak = with_later_probe(std::move(peak), after.flops_per_s);
-  std::vector<std::string> rates;
-  for (const double rate : peak.probes_flops_per_s) rates.push_back(format_fixed(rate / 1e9, 1));
+  const std::string rates = probes_gflops_text(peak.probes_flops_per_s);
   // The words of the best probe, then every probe's rate.
   if (after_is_best) peak.source = kMeasuredPeak + after.how;
-  peak.source += "; probed before and after the timed epochs: " + join(rates, " and ") + " GFLOP/s, the best counts";
+  peak.source += "; probed before and after the timed epochs: " + rates + " GFLOP/s, the best counts";
   if (const auto spread = probe_spread(peak.probes_flops_per_s); spread && *spread > kPeakProbeSpreadWarning) {
     spdlog::warn("the CPU's matmul rate moved during the run: the peak probes before and after the timed epochs gave "
                  "{} GFLOP/s, {:.0f}% apart. Something else shared the machine, so this run's rates and MFU carry "
                  "that noise; compare settings on repeated, interleaved runs (tbench compare A1 A2 ... --vs B1 B2 ...)",
-                 join(rates, " and "), 100 * *spread);
+                 rates, 100 * *spread);
   }
   return peak;
 }

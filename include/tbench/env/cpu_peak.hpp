@@ -37,9 +37,9 @@ struct CpuPeakProbe {
   const std::atomic<bool>* stop = nullptr;
 };
 
-// Times the probe's GEMMs and returns the best rate (0 where `stop` cut it short). Its operands come from its own generator:
-// the global RNG that seeds dropout and weights is left untouched, so results do not depend on
-// whether the probe ran.
+// Times the probe's GEMMs and returns the best rate (0 where `stop` cut it short). Its operands
+// come from its own generator: the global RNG that seeds dropout and weights is left untouched,
+// so results do not depend on whether the probe ran.
 CpuPeak measure_cpu_peak(const CpuPeakProbe& probe);
 
 }  // namespace tbench

@@ -38,11 +38,14 @@ struct DevicePeak {
 // How far apart peak probes are, fastest over slowest − 1; none with fewer than two.
 std::optional<double> probe_spread(const std::vector<double>& probes_flops_per_s);
 
+// The probes as the run's log and compare write them: "32.0 and 64.0" (GFLOP/s).
+std::string probes_gflops_text(const std::vector<double>& probes_flops_per_s);
+
 // A probe spread (probe_spread) above this means the machine's speed moved during the run: the
 // run says so, as its rates and MFU carry that noise.
 inline constexpr double kPeakProbeSpreadWarning = 0.2;
 
-// The peak with a later probe of it added: the best of every probe is the peak (`source` is the
+// The peak with a later probe added to its probes: the best of them is the peak (`source` is the
 // caller's to reword).
 DevicePeak with_later_probe(DevicePeak peak, double flops_per_s);
 
