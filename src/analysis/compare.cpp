@@ -99,11 +99,10 @@ ComparedSide compared_side(const std::vector<const ResultFile*>& runs, std::opti
       side.effective_steps = t.effective_steps;
       known = t.log_mean();
     }
-    const auto spread = probe_spread(r->peak_probes_flops_per_s);
-    if (spread && (!side.peak_probe_spread || *spread > *side.peak_probe_spread)) {
-      side.peak_probe_spread = spread;
-      side.peak_probes_flops_per_s = r->peak_probes_flops_per_s;
-    }
+  }
+  if (const auto widest = widest_peak_probe_spread(runs)) {
+    side.peak_probe_spread = widest->spread;
+    side.peak_probes_flops_per_s = widest->run->peak_probes_flops_per_s;
   }
   const Spread means = spread(run_means);
   side.samples_per_s = 1.0 / means.mean;

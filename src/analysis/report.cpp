@@ -7,6 +7,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/results/summary.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/text.hpp"
@@ -39,6 +40,7 @@ std::string cell_text(const ReportCell& c) {
     text += " (" + format_fixed(c.speedup_ci95->low, 2) + "-" + format_fixed(c.speedup_ci95->high, 2) + ")";
     if (c.speedup_ci95_basis != "repeats") text += "*";
   }
+  if (c.machine_speed_moved()) text += " !";
   if (c.gpu_power_w) text += ", " + format_fixed(*c.gpu_power_w, 0) + " W";
   if (c.gpu_energy_j_per_sample) text += ", " + format_fixed(*c.gpu_energy_j_per_sample, 2) + " J/sample";
   if (c.runs > 1) text += " (n=" + std::to_string(c.runs) + ")";
@@ -51,7 +53,19 @@ std::string header_note(const Report& r) {
   });
   return "epoch time (mm:ss; ~ = projected from steady steps, [ ] its 95% interval; ± = stdev over repeats), "
          "samples/s, speedup vs '" +
-         r.baseline + "' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift)" + (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
+         r.baseline + "' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift)" +
+         (r.speed_moved.empty() ? "" : "; ! = the machine's speed moved during one of its runs (its CPU peak probes "
+                                       "before and after the epochs lay over " +
+                                           format_fixed(100 * kPeakProbeSpreadWarning, 0) + "% apart)") +
+         (any_gpu_figures ? "; W, J/sample: one GPU's mean power and energy per sample (NVML)" : "");
+}
+
+// The warning for a cell one of whose runs ran on a machine whose speed moved.
+std::string speed_moved_line(const std::string& model, const std::string& label, const WidestProbeSpread& widest) {
+  return model + " / " + label + ": the machine's speed moved during " + widest.run->path +
+         ": its CPU peak probes before and after the epochs gave " +
+         probes_gflops_text(widest.run->peak_probes_flops_per_s) + " GFLOP/s, " + format_fixed(100 * widest.spread, 0) +
+         "% apart, and its rates carry that";
 }
 
 // The mean of a figure over the runs that have it; none if no run does.
@@ -130,7 +144,8 @@ Table records_table(const Report& r, const std::string& label_header) {
   table.columns = {{"model"},      {label_header}, {"runs"},          {"epoch_seconds_mean"}, {"epoch_seconds_stdev"},
                    {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"},            {"gpu_power_w"},
                    {"gpu_energy_j_per_sample"},    {"projected_ci95_low"},  {"projected_ci95_high"},
-                   {"speedup_ci95_low"},           {"speedup_ci95_high"},   {"speedup_ci95_basis"}};
+                   {"speedup_ci95_low"},           {"speedup_ci95_high"},   {"speedup_ci95_basis"},
+                   {"peak_probe_spread"},          {"machine_speed_moved"}};
   for (const auto& model : r.models) {
     const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
@@ -146,13 +161,18 @@ Table records_table(const Report& r, const std::string& label_header) {
                             Cell::number_or_blank(c.gpu_power_w, 1), Cell::number_or_blank(c.gpu_energy_j_per_sample, 4),
                             bound(c.projected_ci95, &Interval::low, 3), bound(c.projected_ci95, &Interval::high, 3),
                             bound(c.speedup_ci95, &Interval::low, 4), bound(c.speedup_ci95, &Interval::high, 4),
-                            Cell::text_or_null(c.speedup_ci95_basis)});
+                            Cell::text_or_null(c.speedup_ci95_basis), Cell::number_or_blank(c.peak_probe_spread, 4),
+                            Cell::boolean(c.machine_speed_moved())});
     }
   }
   return table;
 }
 
 }  // namespace
+
+bool ReportCell::machine_speed_moved() const {
+  return peak_probe_spread && *peak_probe_spread > kPeakProbeSpreadWarning;
+}
 
 json report_json(const Report& r) {
   return {{"by", r.by}, {"baseline", r.baseline}, {"models", r.models}, {"labels", r.labels},
@@ -256,6 +276,10 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
       if (runs.size() == 1 && runs.front()->epoch_projected) cell.projected_ci95 = runs.front()->projected_epoch_ci95;
       cell.gpu_power_w = mean_where_measured(runs, &ResultFile::gpu_power_w_mean);
       cell.gpu_energy_j_per_sample = mean_where_measured(runs, &ResultFile::gpu_energy_j_per_sample);
+      if (const auto widest = widest_peak_probe_spread(runs)) {
+        cell.peak_probe_spread = widest->spread;
+        if (cell.machine_speed_moved()) report.speed_moved.push_back(speed_moved_line(model, label, *widest));
+      }
       report.cells[model][label] = cell;
     }
   }

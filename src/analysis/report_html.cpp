@@ -116,10 +116,12 @@ function table() {
       `<br>${c.samples_per_s.toFixed(1)}/s${c.speedup !== null ? "<br>" + c.speedup.toFixed(2) + "x" : ""}` +
       `${c.speedup_ci95_low !== null ? " (" + c.speedup_ci95_low.toFixed(2) + "-" + c.speedup_ci95_high.toFixed(2) + ")" +
         (c.speedup_ci95_basis !== "repeats" ? "*" : "") : ""}` +
+      `${c.machine_speed_moved ? " !" : ""}` +
       `${c.gpu_power_w !== null ? "<br>" + c.gpu_power_w.toFixed(0) + " W" : ""}` +
       `${c.gpu_energy_j_per_sample !== null ? ", " + c.gpu_energy_j_per_sample.toFixed(2) + " J/sample" : ""}</td>`; }).join("") + "</tr>"; });
   t.innerHTML = html;
-  document.getElementById("note").textContent = `Columns by ${r.by}; speedup vs '${r.baseline}' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift). ~ = epoch time projected from steady-state steps, [ ] its 95% interval.`;
+  document.getElementById("note").textContent = `Columns by ${r.by}; speedup vs '${r.baseline}' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift). ~ = epoch time projected from steady-state steps, [ ] its 95% interval.` +
+    (r.rows.some(c => c.machine_speed_moved) ? " ! = the machine's speed moved during one of the cell's runs (its CPU peak probes before and after the epochs lay far apart)." : "");
 }
 table();
 groupedBars("epochs", c => c.epoch_seconds_mean, mmss, "epoch (mm:ss)");

@@ -8,6 +8,7 @@
 #include "tbench/files.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/results/result.hpp"
+#include "tbench/results/summary.hpp"
 #include "tbench/timing/stats.hpp"
 
 namespace tbench {
@@ -455,6 +456,15 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths) {
 std::string processor_of(const ResultFile& r) {
   if (r.device == "cpu") return "cpu";
   return r.gpu.empty() ? "cuda" : r.gpu;
+}
+
+std::optional<WidestProbeSpread> widest_peak_probe_spread(const std::vector<const ResultFile*>& runs) {
+  std::optional<WidestProbeSpread> widest;
+  for (const auto* r : runs) {
+    const auto spread = probe_spread(r->peak_probes_flops_per_s);
+    if (spread && (!widest || *spread > widest->spread)) widest = WidestProbeSpread{r, *spread};
+  }
+  return widest;
 }
 
 std::string device_used(const ResultFile& r) {

@@ -78,6 +78,7 @@ int report_command() {
   for (const auto& line : report.mixed) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
   for (const auto& line : report.unlike_epochs) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
   for (const auto& line : report.unlike_columns) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
+  for (const auto& line : report.speed_moved) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
   emit(render_report(report, g_analysis.format), g_analysis.output);
   return 0;
 }

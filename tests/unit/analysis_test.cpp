@@ -322,10 +322,10 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup,"
             "gpu_power_w,gpu_energy_j_per_sample,projected_ci95_low,projected_ci95_high,speedup_ci95_low,"
-            "speedup_ci95_high,speedup_ci95_basis");
+            "speedup_ci95_high,speedup_ci95_basis,peak_probe_spread,machine_speed_moved");
   // S1's two repeats (10 s, 12 s) know their mean with one degree of freedom, S2's one run's
   // identical steps know theirs exactly: 2.2x (0.69-6.98).
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps\n"),
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps,,false\n"),
             std::string::npos)
       << csv;
   EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention
@@ -377,7 +377,7 @@ TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
   EXPECT_EQ(one.speedup_ci95_basis, "steps");
   EXPECT_NE(render_report(one_each, "table").find("2.00x (1.10-3.62)*"), std::string::npos)
       << render_report(one_each, "table");
-  EXPECT_NE(render_report(one_each, "csv").find(",1.1036,3.6245,steps\n"), std::string::npos)
+  EXPECT_NE(render_report(one_each, "csv").find(",1.1036,3.6245,steps,,false\n"), std::string::npos)
       << render_report(one_each, "csv");
 
   // Dynamic padding: a run's step times follow their FLOPs, so its epoch is known from the line
@@ -419,7 +419,7 @@ TEST_F(Analysis, ReportShowsAProjectedEpochsInterval) {
   ASSERT_TRUE(r.cells.at("bert").at("S1").projected_ci95);
   EXPECT_NE(render_report(r, "table").find("~01:40 [01:35, 01:44]"), std::string::npos) << render_report(r, "table");
   EXPECT_NE(render_report(r, "table").find("[ ] its 95% interval"), std::string::npos);
-  EXPECT_NE(render_report(r, "csv").find(",95.200,104.400,,,\n"), std::string::npos) << render_report(r, "csv");
+  EXPECT_NE(render_report(r, "csv").find(",95.200,104.400,,,,,false\n"), std::string::npos) << render_report(r, "csv");
   const json row = json::parse(render_report(r, "json"))["rows"][0];
   EXPECT_EQ(row["projected_ci95_low"], 95.2);
   EXPECT_EQ(row["projected_ci95_high"], 104.4);
@@ -587,6 +587,48 @@ TEST_F(Analysis, CompareKeepsEachSidesWidestPeakProbeSpread) {
   // One probe (a run stopped before the second) has no spread.
   steady["summary"]["peak_probes_flops_per_s"] = {60e9};
   EXPECT_FALSE(compare_results(load_result(write("one.json", steady)), b).a.peak_probe_spread);
+}
+
+// A report cell with a run whose CPU peak probes lay far apart is marked in every format, and
+// warned of by name; probes close together, one probe, or none mark nothing.
+TEST_F(Analysis, ReportMarksCellsWhereTheMachinesSpeedMoved) {
+  json steady = make_result("m", "h1", 1.0, 1, 10), moved = make_result("m", "h1", 1.1, 1, 10);
+  json other = make_result("m", "h2", 0.5, 1, 10);
+  steady["summary"]["peak_probes_flops_per_s"] = {60e9, 62e9};
+  moved["summary"]["peak_probes_flops_per_s"] = {32e9, 64e9};
+  other["summary"]["peak_probes_flops_per_s"] = {60e9, 66e9};  // 10% apart: within the noise
+  const std::string moved_path = write("moved.json", moved);
+  const auto results = load_results({write("steady.json", steady), moved_path, write("other.json", other)});
+  const Report r = build_report(results, "host", "");
+  const ReportCell& h1 = r.cells.at("m").at("h1");
+  ASSERT_TRUE(h1.peak_probe_spread);
+  EXPECT_DOUBLE_EQ(*h1.peak_probe_spread, 1.0);  // the widest of its runs
+  EXPECT_TRUE(h1.machine_speed_moved());
+  EXPECT_NEAR(*r.cells.at("m").at("h2").peak_probe_spread, 0.1, 1e-12);
+  EXPECT_FALSE(r.cells.at("m").at("h2").machine_speed_moved());
+  ASSERT_EQ(r.speed_moved.size(), 1u);
+  EXPECT_EQ(r.speed_moved[0], "m / h1: the machine's speed moved during " + moved_path +
+                                  ": its CPU peak probes before and after the epochs gave 32.0 and 64.0 GFLOP/s, "
+                                  "100% apart, and its rates carry that");
+  const std::string table = render_report(r, "table");
+  EXPECT_NE(table.find("! = the machine's speed moved during one of its runs"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.00x ! (n=2)"), std::string::npos) << table;
+  EXPECT_NE(render_report(r, "markdown").find("1.00x ! (n=2)"), std::string::npos);
+  const std::string csv = render_report(r, "csv");
+  EXPECT_NE(csv.find(",1.0000,true\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.1000,false\n"), std::string::npos) << csv;
+  const json rows = json::parse(render_report(r, "json"))["rows"];
+  EXPECT_EQ(rows[0]["machine_speed_moved"], true);
+  EXPECT_EQ(rows[1]["machine_speed_moved"], false);
+  EXPECT_NE(render_report(r, "html").find("c.machine_speed_moved ? \" !\""), std::string::npos);
+
+  // Runs without two probes (a GPU's datasheet peak, an older result, a run stopped early) mark nothing.
+  steady["summary"]["peak_probes_flops_per_s"] = {60e9};
+  const Report none = build_report(load_results({write("one.json", steady), write("old.json", make_result("m", "h2", 0.5, 1, 10))}),
+                                   "host", "");
+  EXPECT_FALSE(none.cells.at("m").at("h1").peak_probe_spread);
+  EXPECT_TRUE(none.speed_moved.empty());
+  EXPECT_EQ(render_report(none, "table").find("speed moved"), std::string::npos);
 }
 
 // Repeats on each side: the interval comes from the spread of the runs' means (each run an

@@ -109,6 +109,15 @@ std::string model_row(const ResultFile& r, const std::string& by = "");
 // cuda:LOCAL_RANK whatever the spec's index says. The machine label is the host and this.
 std::string processor_of(const ResultFile& r);
 
+// The run among `runs` whose CPU peak probes (before and after its timed epochs) lie furthest
+// apart, and their spread (probe_spread); none where no run has two probes. Over
+// kPeakProbeSpreadWarning, the machine's speed moved during that run, and its rates carry it.
+struct WidestProbeSpread {
+  const ResultFile* run = nullptr;
+  double spread = 0;
+};
+std::optional<WidestProbeSpread> widest_peak_probe_spread(const std::vector<const ResultFile*>& runs);
+
 // The device a run's steps ran on, "cpu" or "cuda:N": rank 0's own record where a data-parallel
 // result has one (it took cuda:LOCAL_RANK whatever the spec's index says); else spec.device, with
 // "cuda" as cuda:0, and cuda:0 for a data-parallel rank 0 (local rank 0). Columns by device and
@@ -165,6 +174,10 @@ struct ReportCell {
   std::string speedup_ci95_basis;
   // One GPU's mean power draw and energy per sample (NVML), over the repeats that measured them.
   std::optional<double> gpu_power_w, gpu_energy_j_per_sample;
+  // CPU runs: the widest spread of one of its runs' peak probes (widest_peak_probe_spread), where
+  // a run has two; over kPeakProbeSpreadWarning the machine's speed moved during that run.
+  std::optional<double> peak_probe_spread;
+  bool machine_speed_moved() const;
 };
 
 struct Report {
@@ -181,6 +194,9 @@ struct Report {
   // Columns whose runs differ from the baseline column's in more than the column key and the
   // seeds (a speedup of two workloads, not of one setting): one line each, naming the fields.
   std::vector<std::string> unlike_columns;
+  // Cells with a run whose CPU peak probes lay far apart (ReportCell::machine_speed_moved): one
+  // line each, naming the run and its probes, for the command to warn of.
+  std::vector<std::string> speed_moved;
 };
 
 Report build_report(const std::vector<ResultFile>& results, const std::string& by, const std::string& baseline);
