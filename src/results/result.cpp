@@ -79,6 +79,7 @@ json to_json(const DistSection& d) {
 json to_json(const ResultFiles& f) {
   json j = {{"result", f.result}, {"iterations", f.iterations}};
   if (!f.weights.empty()) j["weights"] = f.weights;
+  if (!f.mllog.empty()) j["mllog"] = f.mllog;
   return j;
 }
 

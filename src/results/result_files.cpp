@@ -31,9 +31,12 @@ std::string iterations_path_for(const std::string& result_path) { return beside_
 
 std::string trace_path_for(const std::string& result_path) { return beside_result(result_path, ".trace.json"); }
 
-void ensure_writable(const std::string& result_path, bool force, bool with_trace) {
+std::string mllog_path_for(const std::string& result_path) { return beside_result(result_path, ".mllog"); }
+
+void ensure_writable(const std::string& result_path, bool force, ResultSideFiles side) {
   std::vector<std::string> paths = {result_path, iterations_path_for(result_path)};
-  if (with_trace) paths.push_back(trace_path_for(result_path));
+  if (side.trace) paths.push_back(trace_path_for(result_path));
+  if (side.mllog) paths.push_back(mllog_path_for(result_path));
   for (const auto& path : paths) {
     if (!force && fs::exists(path)) {
       throw Error(ExitCode::result_exists,
@@ -57,26 +60,32 @@ void ensure_writable(const std::string& result_path, bool force, bool with_trace
   ::unlink(probe.c_str());
 }
 
-IterationStream::IterationStream(const std::string& path)
+WholeLineFile::WholeLineFile(const std::string& path, const std::string& what)
     : path_(path), fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) {
-  if (fd_ < 0) {
-    throw Error(ExitCode::bad_input, path + ": cannot open the iteration stream for writing: " + std::strerror(errno));
-  }
+  if (fd_ < 0) throw Error(ExitCode::bad_input, path + ": cannot open " + what + " for writing: " + std::strerror(errno));
 }
 
-IterationStream::~IterationStream() { ::close(fd_); }
+WholeLineFile::~WholeLineFile() { ::close(fd_); }
+
+std::string WholeLineFile::append(const std::string& line) {
+  const std::string failure = write_all(fd_, line.data(), line.size());
+  if (failure.empty()) {
+    whole_bytes_ += static_cast<long long>(line.size());
+  } else if (::ftruncate(fd_, static_cast<off_t>(whole_bytes_)) == 0) {
+    ::lseek(fd_, static_cast<off_t>(whole_bytes_), SEEK_SET);
+  }
+  return failure;
+}
+
+IterationStream::IterationStream(const std::string& path) : file_(path, "the iteration stream") {}
 
 void IterationStream::on_iteration(const IterationRecord& record) {
-  const std::string line = json_text(nlohmann::json(record)) + '\n';
-  const std::string failure = write_all(fd_, line.data(), line.size());
+  const std::string failure = file_.append(json_text(nlohmann::json(record)) + '\n');
   if (!failure.empty()) {
-    // Cut the half-written line off, so the file still holds only whole records.
-    if (::ftruncate(fd_, static_cast<off_t>(whole_bytes_)) == 0) ::lseek(fd_, static_cast<off_t>(whole_bytes_), SEEK_SET);
-    throw Error(ExitCode::run_failed, path_ + ": cannot write the iteration stream (epoch " +
+    throw Error(ExitCode::run_failed, file_.path() + ": cannot write the iteration stream (epoch " +
                                           std::to_string(record.epoch) + ", step " + std::to_string(record.step) +
                                           "): " + failure);
   }
-  whole_bytes_ += static_cast<long long>(line.size());
 }
 
 namespace {

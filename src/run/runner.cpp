@@ -27,6 +27,7 @@
 #include "tbench/train/optimizer.hpp"
 #include "tbench/progress/progress.hpp"
 #include "tbench/run/batch_flops.hpp"
+#include "tbench/results/mlperf_log.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/models/safetensors.hpp"
@@ -676,9 +677,55 @@ class InjectedFault final : public TrainObserver {
   int64_t global_step_;
 };
 
-// The training loop with its observers: the JSONL stream and the progress line (rank 0 only).
+struct RunClock {
+  std::string started_at = iso8601_now();
+  Clock::time_point start = Clock::now();
+  std::chrono::system_clock::time_point started = std::chrono::system_clock::now();  // the MLPerf log's init_start
+};
+
+// What the run's MLPerf log states before its first epoch (timing.mllog).
+MllogRunFacts mllog_facts(const RunPlan& plan) {
+  const RunSpec& spec = plan.spec;
+  const AdamWSettings adamw;  // the trainer's betas and epsilon: HF's defaults
+  MllogRunFacts f;
+  f.model = spec.model.name;
+  f.seed = spec.train.seed;
+  f.global_batch_size = spec.train.batch_size * spec.train.grad_accum_steps * plan.launch.world_size;
+  f.gradient_accumulation_steps = spec.train.grad_accum_steps;
+  f.max_sequence_length = spec.data.seq_len;
+  f.base_learning_rate = spec.train.lr;
+  f.weight_decay = spec.train.weight_decay;
+  f.beta1 = adamw.beta1;
+  f.beta2 = adamw.beta2;
+  f.epsilon = adamw.eps;
+  f.warmup_steps = spec.train.warmup_steps;
+  f.training_steps = plan.steps.total_steps;
+  f.gradient_clip_norm = spec.train.max_grad_norm;
+  f.train_samples = plan.data->train.size();
+  f.eval_samples = plan.data->eval.size();
+  f.precision = to_string(spec.precision);
+  f.device = spec.device.text();
+  f.task = to_string(spec.task);
+  f.world_size = plan.launch.world_size;
+  f.result_path = plan.output_path;
+  return f;
+}
+
+// run_stop ends the MLPerf log; a log that cannot be written fails a run that had not failed.
+void finish_mllog(MllogStream& log, TrainOutcome& outcome) {
+  try {
+    log.finish(outcome);
+  } catch (const Error& e) {
+    if (outcome.status == RunStatus::failed) return;
+    outcome.status = RunStatus::failed;
+    outcome.error = e.what();
+  }
+}
+
+// The training loop with its observers: the JSONL stream, the MLPerf log (timing.mllog) and the
+// progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
-               const RunOptions& options) {
+               const RunOptions& options, const RunClock& clock) {
   Trainer trainer(plan.trainer, objective, *plan.data, device, sync);
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   BatchFlops batch_flops(plan.spec, plan.model, teacher);
@@ -689,6 +736,10 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   auto progress = make_progress(choose_progress_mode(options.quiet || !writes_result));
   std::vector<TrainObserver*> observers;  // the stream first: a step is on disk before it is shown
   if (stream) observers.push_back(&*stream);
+  std::optional<MllogStream> mllog;
+  if (writes_result && plan.spec.timing.mllog) {
+    observers.push_back(&mllog.emplace(mllog_path_for(plan.output_path), clock.started, mllog_facts(plan)));
+  }
   observers.push_back(progress.get());
   std::optional<InjectedFault> failure, hang;
   if (options.fail_at_step > 0) observers.push_back(&failure.emplace(InjectedFault::Kind::fail, options.fail_at_step));
@@ -702,13 +753,10 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   const std::unique_ptr<GpuMonitor> gpu_monitor = gpu_monitor_for(device);  // this rank's own GPU
   trainer.set_gpu_monitor(gpu_monitor.get());
   InterruptScope interrupts;
-  return trainer.run(observers, g_stop_requested);
+  TrainRun run = trainer.run(observers, g_stop_requested);
+  if (mllog) finish_mllog(*mllog, run.outcome);
+  return run;
 }
-
-struct RunClock {
-  std::string started_at = iso8601_now();
-  Clock::time_point start = Clock::now();
-};
 
 Result assemble_result(const RunPlan& plan, const torch::nn::Module& model, const TrainRun& run,
                        const RunClock& clock) {
@@ -732,7 +780,8 @@ Result assemble_result(const RunPlan& plan, const torch::nn::Module& model, cons
   result.profile = run.profile;
   result.summary = summarize(run.records, inputs);
   result.summary.peak_rss_bytes = peak_rss_bytes();
-  result.files = {plan.output_path, iterations_path_for(plan.output_path), ""};
+  result.files = {plan.output_path, iterations_path_for(plan.output_path), "",
+                  plan.spec.timing.mllog ? mllog_path_for(plan.output_path) : ""};
   return result;
 }
 
@@ -791,14 +840,17 @@ ExitCode report_outcome(const Result& result, bool captured_its_step) {
 // result. `trained` is set once training has ended.
 ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator* comm, bool& trained) {
   const bool writes_result = plan.launch.rank == 0;
-  if (writes_result) ensure_writable(plan.output_path, options.force, /*with_trace=*/plan.trainer.profile_steps > 0);
+  if (writes_result) {
+    ensure_writable(plan.output_path, options.force,
+                    {/*trace=*/plan.trainer.profile_steps > 0, /*mllog=*/plan.spec.timing.mllog});
+  }
   const RunClock clock;
   const torch::Device device = set_up_process(plan);
   const RunModels models = build_models(plan, device);
   torch::nn::Module& model = models.trained();
   const DevicePeak peak = writes_result ? device_peak(plan) : DevicePeak{};  // only rank 0's is used
   const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
-  const TrainRun run = train(plan, *models.objective, device, sync.get(), options);
+  const TrainRun run = train(plan, *models.objective, device, sync.get(), options, clock);
   trained = true;
   if (comm) comm->note_progress("after training (its report)");
   if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement

@@ -300,6 +300,11 @@ const std::vector<Field>& fields() {
        "kernels (CPU: operators' self time) by kind and by name, and <output>.trace.json holds the trace for "
        "Perfetto; those steps are left out of the summary",
        set(&RunSpec::timing, &TimingSpec::profile_steps)},
+      {"timing.mllog", Kind::boolean, false, -1e300, {},
+       "also write <output>.mllog: the run's events as MLPerf's logging library writes them (':::MLLOG {json}' "
+       "lines: init, run, block, epoch and eval intervals, the hyperparameters, each epoch's throughput), streamed "
+       "as they happen, for MLPerf's log tools",
+       set(&RunSpec::timing, &TimingSpec::mllog)},
       {"cpu.allocator", Kind::choice, "caching", -1e300, choice_list<CpuAllocatorChoice>(),
        "CPU tensors: caching keeps freed blocks for reuse (no page faults per step); system is malloc, as PyTorch",
        set(&RunSpec::cpu, &CpuSpec::allocator)},

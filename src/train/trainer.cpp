@@ -316,7 +316,9 @@ TrainRun Trainer::run(const std::vector<TrainObserver*>& observers, const std::a
       });
     }
     run.records.epochs.push_back(record);
-    for (auto* o : observers) o->on_epoch_end(record);
+    fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch) + " end"; }, [&] {
+      for (auto* o : observers) o->on_epoch_end(record);
+    });
   }
   return run;
 }
@@ -333,7 +335,10 @@ EpochRecord Trainer::run_epoch(int64_t epoch, int64_t& global_step, PendingSteps
   const int64_t steps = std::min(plan_.steps_per_epoch, plan_.total_steps - global_step);
   epoch_steps.resize(static_cast<std::size_t>(steps));
   loader_.start_epoch(epoch_steps, epoch);
-  for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
+  // An observer that cannot record (a full disk) fails the run; what was measured stays.
+  fail_on_exception(run.outcome, [&] { return "epoch " + std::to_string(epoch) + " start"; }, [&] {
+    for (auto* o : observers) o->on_epoch_start(epoch, plan_.epochs, steps);
+  });
 
   EpochTotals totals;
   totals.record.epoch = epoch;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 #include <filesystem>
 #include <thread>
 
@@ -305,6 +306,69 @@ TEST_F(Cli, ExistingResultNeedsForce) {
   EXPECT_EQ(run_tbench("run -q --force " + spec).exit_code, 0);
 }
 
+// timing.mllog: the run's events as MLPerf's logger writes them, beside the result and named in
+// it: init, then the run, a block of one epoch each with its evaluation, and the samples trained.
+// An existing log is not overwritten without --force, like the result.
+TEST_F(Cli, MllogRecordsTheRunAsMlperfsLoggerWould) {
+  const std::string out = dir.file("m.json");
+  auto spec = testing::tiny_spec(out);
+  spec["timing"]["mllog"] = true;
+  spec["data"]["eval_fraction"] = 0.25;
+  const std::string path = spec_path(spec);
+  const auto r = run_tbench("run -q " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto result = testing::read_json(out);
+  const std::string log = dir.file("m.mllog");
+  EXPECT_EQ(result["files"]["mllog"], log);
+  const auto violations = testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+
+  const auto events = testing::read_mllog(log);
+  ASSERT_FALSE(events.empty());
+  std::map<std::string, int> count;
+  std::map<std::string, nlohmann::json> last;
+  for (const auto& e : events) {
+    count[e["key"]] += 1;
+    last[e["key"]] = e;
+  }
+  EXPECT_EQ(events.front()["key"], "init_start");
+  EXPECT_EQ(events.back()["key"], "run_stop");
+  EXPECT_EQ(events.back()["metadata"]["status"], "success");
+  for (const char* key : {"init_start", "init_stop", "run_start", "run_stop", "trained_samples"}) {
+    EXPECT_EQ(count[key], 1) << key;
+  }
+  for (const char* key : {"block_start", "epoch_start", "epoch_stop", "tracked_stats", "eval_start", "eval_stop",
+                          "eval_accuracy", "block_stop"}) {
+    EXPECT_EQ(count[key], 2) << key;
+  }
+  int64_t samples = 0;
+  for (const auto& it : result["iterations"]) samples += it["samples"].get<int64_t>();
+  EXPECT_EQ(last["trained_samples"]["value"], samples);
+  EXPECT_EQ(last["global_batch_size"]["value"], 8);
+  EXPECT_EQ(last["max_sequence_length"]["value"], 16);
+  EXPECT_EQ(last["seed"]["value"], 7);
+  EXPECT_EQ(last["train_samples"]["value"], 24);
+  EXPECT_EQ(last["eval_samples"]["value"], 8);
+  EXPECT_EQ(last["tbench_result"]["value"], out);
+  EXPECT_DOUBLE_EQ(last["eval_accuracy"]["value"].get<double>(), result["epochs"][1]["eval"]["accuracy"].get<double>());
+  EXPECT_DOUBLE_EQ(last["tracked_stats"]["value"]["throughput"].get<double>(),
+                   result["epochs"][1]["samples_per_s"].get<double>());
+  // The run's interval holds every epoch's.
+  const int64_t run_start = last["run_start"]["time_ms"], run_stop = last["run_stop"]["time_ms"];
+  for (const auto& e : events) {
+    if (e["key"] == "epoch_start" || e["key"] == "epoch_stop") {
+      EXPECT_GE(e["time_ms"].get<int64_t>(), run_start);
+      EXPECT_LE(e["time_ms"].get<int64_t>(), run_stop);
+    }
+  }
+
+  std::filesystem::remove(out);
+  std::filesystem::remove(dir.file("m.iterations.jsonl"));
+  const auto refused = run_tbench("run -q " + path);
+  EXPECT_EQ(refused.exit_code, 3);
+  EXPECT_NE(refused.err.find(log + ": a result already exists here"), std::string::npos) << refused.err;
+}
+
 TEST_F(Cli, YamlSpecWithOverrides) {
   const std::string out = dir.file("y.json");
   const std::string spec = dir.write("spec.yaml",
@@ -400,6 +464,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"cuda_without_gpu", "{spec}", {{"device", "cuda:3"}}, "device"},
         BadRun{"missing_spec", "/nonexistent/spec.json", nlohmann::json::object(), "/nonexistent/spec.json"},
         BadRun{"bad_override", "{spec} --set train.lr=fast", nlohmann::json::object(), "train.lr"},
+        BadRun{"mllog_not_a_flag", "{spec}", {{"timing", {{"mllog", "yes"}}}}, "timing.mllog"},
         BadRun{"bad_model_config", "{spec} --set model=" TBENCH_TEST_DATA "/bad_config.json", nlohmann::json::object(), "model_type"},
         BadRun{"unknown_option", "{spec} --frobnicate", nlohmann::json::object(), "frobnicate"}),
     [](const auto& info) { return info.param.name; });

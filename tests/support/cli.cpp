@@ -1,5 +1,7 @@
 #include "support/cli.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -27,6 +29,18 @@ std::string read_text(const std::string& path) {
 }
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_text(path)); }
+
+std::vector<nlohmann::json> read_mllog(const std::string& path) {
+  const std::string prefix = ":::MLLOG ";
+  std::vector<nlohmann::json> events;
+  std::istringstream text(read_text(path));
+  std::string line;
+  while (std::getline(text, line)) {
+    EXPECT_EQ(line.rfind(prefix, 0), 0u) << path << ": " << line;
+    if (line.rfind(prefix, 0) == 0) events.push_back(nlohmann::json::parse(line.substr(prefix.size())));
+  }
+  return events;
+}
 
 CommandResult run_tbench(const std::string& args, const std::string& cwd) {
   const fs::path out = fs::temp_directory_path() / ("tbench-out-" + std::to_string(getpid()) + "-" + std::to_string(rand()));

@@ -34,6 +34,9 @@ class ScratchDir {
 
 nlohmann::json read_json(const std::string& path);
 std::string read_text(const std::string& path);
+// An MLPerf log's events (timing.mllog): each line's JSON after ":::MLLOG "; a line without that
+// prefix fails the calling test.
+std::vector<nlohmann::json> read_mllog(const std::string& path);
 
 // A tiny, fast training spec (tiny-bert, 2 epochs of 4 steps) as a JSON object.
 nlohmann::json tiny_spec(const std::string& output);

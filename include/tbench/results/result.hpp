@@ -97,6 +97,7 @@ void make_global(Summary& summary, const DistSection& dist);
 struct ResultFiles {
   std::string result, iterations;
   std::string weights;  // empty: not saved
+  std::string mllog;    // the MLPerf log (timing.mllog); empty: none
 };
 
 struct Result {

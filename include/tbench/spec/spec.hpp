@@ -173,6 +173,7 @@ struct CudaSpec {
 struct TimingSpec {
   int64_t warmup_steps = 0;  // first optimizer steps excluded from the summary statistics
   int64_t profile_steps = 0;  // the run's last steps, run under the profiler (0: none)
+  bool mllog = false;         // also write <output>.mllog, the run's events as MLPerf logs them
 };
 
 // Data-parallel training (only used when a launcher starts several processes; see dist.hpp).

@@ -1,0 +1,79 @@
+#pragma once
+// timing.mllog: the run's events as MLPerf's logging library (mlperf_logging.mllog) writes them,
+// one ":::MLLOG {json}" line per event, so the tools built for MLPerf training logs (their log
+// parsers and result summarizers, anything that reads run_start to run_stop as the time to train)
+// read tbench runs too. Streamed beside the result as events happen, like the iteration stream.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tbench/results/result_files.hpp"
+#include "tbench/train/train_run.hpp"
+
+namespace tbench {
+
+// MLPerf's three event types.
+enum class MllogEvent { point_in_time, interval_start, interval_end };
+
+// One log line, as mllog encodes it: ":::MLLOG {"namespace": "", "time_ms": ..., "event_type":
+// ..., "key": ..., "value": ..., "metadata": {...}}" (keys in that order; time_ms in whole
+// milliseconds since the Unix epoch), without the newline.
+std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::json& value,
+                       const nlohmann::json& metadata);
+
+// What a run's log states between init_start and init_stop, under MLPerf's keys where MLPerf
+// has one (global_batch_size, opt_base_learning_rate, ...) and tbench_* ones for the rest.
+struct MllogRunFacts {
+  std::string model;  // submission_benchmark: not an MLPerf benchmark, the model trained
+  int64_t seed = 0;
+  int64_t global_batch_size = 0;  // samples per optimizer step over all processes
+  int64_t gradient_accumulation_steps = 1;
+  int64_t max_sequence_length = 0;
+  double base_learning_rate = 0;
+  double weight_decay = 0;
+  double beta1 = 0, beta2 = 0, epsilon = 0;
+  int64_t warmup_steps = 0;    // of the learning rate
+  int64_t training_steps = 0;  // optimizer steps the run plans
+  double gradient_clip_norm = 0;
+  int64_t train_samples = 0, eval_samples = 0;
+  std::string precision, device, task;
+  int64_t world_size = 1;
+  std::string result_path;  // the result the log belongs to
+};
+
+// The log file. Opening it writes init_start (at `init_started`: the device's set-up and the
+// model's build began then),
+// the facts, init_stop and run_start (now). Then each epoch is a block of one epoch (block_start,
+// epoch_start; epoch_stop, its throughput and loss as tracked_stats, its evaluation as
+// eval_start, eval_stop and eval_accuracy; block_stop); finish() writes run_stop. Each line is
+// written whole or not at all (WholeLineFile); a write that fails throws a run-failed Error naming
+// the file (the trainer ends the run as failed).
+class MllogStream : public TrainObserver {
+ public:
+  MllogStream(const std::string& path, std::chrono::system_clock::time_point init_started, const MllogRunFacts& facts);
+
+  void on_epoch_start(int64_t epoch, int64_t epochs, int64_t steps_in_epoch) override;
+  void on_iteration(const IterationRecord& record) override;
+  void on_epoch_end(const EpochRecord& record) override;
+  // run_stop: status "success" for a run that completed, "aborted" for one interrupted or failed
+  // (tbench_status says which, and tbench_error why), with the samples trained.
+  void finish(const TrainOutcome& outcome);
+
+ private:
+  void write(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::json& value,
+             const nlohmann::json& metadata = nlohmann::json::object());
+
+  WholeLineFile file_;
+  int64_t world_size_ = 1;
+  int64_t samples_ = 0;      // trained so far, by all processes: MLPerf's samples_count
+  int64_t global_step_ = 0;  // the last step reported
+  int64_t open_epoch_ = 0;   // started and not yet stopped (0: none)
+  int64_t epoch_started_ms_ = 0;
+};
+
+// Milliseconds since the Unix epoch, as mllog's time_ms.
+int64_t unix_ms(std::chrono::system_clock::time_point at);
+
+}  // namespace tbench

@@ -1,0 +1,136 @@
+#include "tbench/results/mlperf_log.hpp"
+
+#include <algorithm>
+
+#include "tbench/errors.hpp"
+
+namespace tbench {
+
+using nlohmann::json;
+
+namespace {
+
+const char* event_type_text(MllogEvent event) {
+  switch (event) {
+    case MllogEvent::point_in_time: return "POINT_IN_TIME";
+    case MllogEvent::interval_start: return "INTERVAL_START";
+    case MllogEvent::interval_end: return "INTERVAL_END";
+  }
+  return "POINT_IN_TIME";
+}
+
+// The epoch's number as MLPerf's metadata names it, in an epoch's and a block's events.
+json epoch_metadata(int64_t epoch) { return {{"epoch_num", epoch}}; }
+json block_metadata(int64_t epoch) { return {{"first_epoch_num", epoch}, {"epoch_count", 1}}; }
+
+int64_t ms_of(double seconds) { return static_cast<int64_t>(seconds * 1e3 + 0.5); }
+
+}  // namespace
+
+int64_t unix_ms(std::chrono::system_clock::time_point at) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
+}
+
+std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const json& value,
+                       const json& metadata) {
+  // Built by hand: mllog's own field order, which a json object (sorted keys) would not keep.
+  return ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(time_ms) + ", \"event_type\": \"" +
+         event_type_text(event) + "\", \"key\": " + json(key).dump() + ", \"value\": " + value.dump() +
+         ", \"metadata\": " + metadata.dump() + "}";
+}
+
+MllogStream::MllogStream(const std::string& path, std::chrono::system_clock::time_point init_started,
+                         const MllogRunFacts& facts)
+    : file_(path, "the MLPerf log (timing.mllog)"), world_size_(facts.world_size) {
+  write(unix_ms(init_started), MllogEvent::interval_start, "init_start", nullptr);
+  const int64_t now = unix_ms(std::chrono::system_clock::now());
+  const auto fact = [&](const std::string& key, const json& value) { write(now, MllogEvent::point_in_time, key, value); };
+  fact("submission_benchmark", facts.model);
+  fact("seed", facts.seed);
+  fact("global_batch_size", facts.global_batch_size);
+  fact("gradient_accumulation_steps", facts.gradient_accumulation_steps);
+  fact("max_sequence_length", facts.max_sequence_length);
+  fact("opt_name", "adamw");
+  fact("opt_base_learning_rate", facts.base_learning_rate);
+  fact("opt_adamw_weight_decay", facts.weight_decay);
+  fact("opt_adamw_beta_1", facts.beta1);
+  fact("opt_adamw_beta_2", facts.beta2);
+  fact("opt_adamw_epsilon", facts.epsilon);
+  fact("opt_learning_rate_warmup_steps", facts.warmup_steps);
+  fact("opt_learning_rate_training_steps", facts.training_steps);
+  fact("opt_gradient_clip_norm", facts.gradient_clip_norm);
+  fact("train_samples", facts.train_samples);
+  fact("eval_samples", facts.eval_samples);
+  fact("tbench_task", facts.task);
+  fact("tbench_precision", facts.precision);
+  fact("tbench_device", facts.device);
+  fact("tbench_world_size", facts.world_size);
+  fact("tbench_result", facts.result_path);
+  write(now, MllogEvent::interval_end, "init_stop", nullptr);
+  write(now, MllogEvent::interval_start, "run_start", nullptr);
+}
+
+void MllogStream::on_epoch_start(int64_t epoch, int64_t, int64_t) {
+  const int64_t now = unix_ms(std::chrono::system_clock::now());
+  write(now, MllogEvent::interval_start, "block_start", nullptr, block_metadata(epoch));
+  write(now, MllogEvent::interval_start, "epoch_start", nullptr, epoch_metadata(epoch));
+  open_epoch_ = epoch;
+  epoch_started_ms_ = now;
+}
+
+void MllogStream::on_iteration(const IterationRecord& record) {
+  samples_ += record.samples * world_size_;  // the ranks step together, each on its own samples
+  global_step_ = record.global_step;
+}
+
+// Called once the epoch's evaluation (if any) has run: the epoch ended eval_seconds before.
+void MllogStream::on_epoch_end(const EpochRecord& record) {
+  const int64_t now = unix_ms(std::chrono::system_clock::now());
+  // Never before its start: the evaluation's milliseconds are rounded.
+  const int64_t epoch_ended = std::max(epoch_started_ms_, now - ms_of(record.eval_seconds));
+  json ended = epoch_metadata(record.epoch);
+  ended["samples_count"] = samples_;
+  ended["complete"] = record.complete;
+  write(epoch_ended, MllogEvent::interval_end, "epoch_stop", nullptr, ended);
+  write(epoch_ended, MllogEvent::point_in_time, "tracked_stats",
+        {{"throughput", record.samples_per_s * static_cast<double>(world_size_)}, {"train_loss", record.loss}},
+        {{"epoch_num", record.epoch}, {"step", global_step_}, {"samples_count", samples_}});
+  if (record.eval_samples > 0) {
+    write(epoch_ended, MllogEvent::interval_start, "eval_start", nullptr, epoch_metadata(record.epoch));
+    write(now, MllogEvent::interval_end, "eval_stop", nullptr, epoch_metadata(record.epoch));
+    json scored = epoch_metadata(record.epoch);
+    scored["tbench_eval_loss"] = record.eval_loss;
+    write(now, MllogEvent::point_in_time, "eval_accuracy", record.eval_accuracy, scored);
+  }
+  write(now, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(record.epoch));
+  open_epoch_ = 0;
+}
+
+void MllogStream::finish(const TrainOutcome& outcome) {
+  const int64_t now = unix_ms(std::chrono::system_clock::now());
+  // An epoch a stop or failure ended before its first step has no epoch record: its intervals
+  // still end, so every start in the log has its stop.
+  if (open_epoch_ > 0) {
+    json ended = epoch_metadata(open_epoch_);
+    ended["samples_count"] = samples_;
+    ended["complete"] = false;
+    write(now, MllogEvent::interval_end, "epoch_stop", nullptr, ended);
+    write(now, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(open_epoch_));
+    open_epoch_ = 0;
+  }
+  write(now, MllogEvent::point_in_time, "trained_samples", samples_);
+  json stopped = {{"status", outcome.status == RunStatus::completed ? "success" : "aborted"},
+                  {"tbench_status", to_string(outcome.status)}};
+  if (!outcome.error.empty()) stopped["tbench_error"] = outcome.error;
+  write(now, MllogEvent::interval_end, "run_stop", nullptr, stopped);
+}
+
+void MllogStream::write(int64_t time_ms, MllogEvent event, const std::string& key, const json& value,
+                        const json& metadata) {
+  const std::string failure = file_.append(mllog_line(time_ms, event, key, value, metadata) + '\n');
+  if (!failure.empty()) {
+    throw Error(ExitCode::run_failed, file_.path() + ": cannot write the MLPerf log (" + key + "): " + failure);
+  }
+}
+
+}  // namespace tbench
