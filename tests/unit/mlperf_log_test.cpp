@@ -174,5 +174,17 @@ TEST(Mllog, AFileThatCannotBeOpenedIsNamed) {
   }
 }
 
+// A log that cannot be written (here /dev/full, which refuses every write with ENOSPC) is a run
+// failure naming the file, the event and the reason.
+TEST(Mllog, AWriteThatFailsIsARunFailureNamingTheLog) {
+  try {
+    MllogStream log("/dev/full", std::chrono::system_clock::now(), facts());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::run_failed);
+    EXPECT_EQ(std::string(e.what()), "/dev/full: cannot write the MLPerf log (init_start): No space left on device");
+  }
+}
+
 }  // namespace
 }  // namespace tbench

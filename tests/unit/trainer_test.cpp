@@ -116,6 +116,47 @@ TEST(Trainer, StopRequestEndsTheRunAsInterrupted) {
   EXPECT_EQ(observer.seen, 3);
 }
 
+// An observer that cannot record an epoch's start or end (a log on a full disk) fails the run with
+// its reason; the steps measured stay in the records, and the epoch that ran is kept.
+TEST(Trainer, AnObserverThatFailsAtAnEpochsStartOrEndFailsTheRun) {
+  const RunSpec spec = tiny_run(3, 8, 1);
+  const ModelConfig c = shipped_model_config(spec.model.name);
+  auto model = build_classifier(c, 2);
+  const PreparedData data = prepare_data(spec, c);
+  auto objective = classification_objective(*model, spec.precision, torch::kCPU);
+  struct FailsAt : TrainObserver {
+    int64_t start_of = 0, end_of = 0;
+    void on_epoch_start(int64_t epoch, int64_t, int64_t) override {
+      if (epoch == start_of) throw std::runtime_error("no room for epoch " + std::to_string(epoch) + "'s start");
+    }
+    void on_epoch_end(const EpochRecord& record) override {
+      if (record.epoch == end_of) throw std::runtime_error("no room for epoch " + std::to_string(record.epoch) + "'s end");
+    }
+  };
+  {
+    Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
+    FailsAt observer;
+    observer.end_of = 1;
+    std::atomic<bool> stop{false};
+    const auto run = trainer.run({&observer}, stop);
+    EXPECT_EQ(run.outcome.status, RunStatus::failed);
+    EXPECT_EQ(run.outcome.error, "epoch 1 end: no room for epoch 1's end");
+    ASSERT_EQ(run.records.epochs.size(), 1u);  // the epoch ran: its record stays
+    EXPECT_EQ(run.records.iterations.size(), 8u);
+  }
+  {
+    Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
+    FailsAt observer;
+    observer.start_of = 2;
+    std::atomic<bool> stop{false};
+    const auto run = trainer.run({&observer}, stop);
+    EXPECT_EQ(run.outcome.status, RunStatus::failed);
+    EXPECT_EQ(run.outcome.error, "epoch 2 start: no room for epoch 2's start");
+    EXPECT_EQ(run.records.iterations.size(), 8u);  // epoch 1's steps; epoch 2 took none
+    EXPECT_EQ(run.records.epochs.size(), 1u);
+  }
+}
+
 TEST(Trainer, MaxStepsCapsTheRun) {
   RunSpec spec = tiny_run(5, 8, 1);
   spec.train.max_steps = 11;
