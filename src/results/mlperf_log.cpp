@@ -88,10 +88,7 @@ void MllogStream::on_epoch_end(const EpochRecord& record) {
   const int64_t now = unix_ms(std::chrono::system_clock::now());
   // Never before its start: the evaluation's milliseconds are rounded.
   const int64_t epoch_ended = std::max(epoch_started_ms_, now - ms_of(record.eval_seconds));
-  json ended = epoch_metadata(record.epoch);
-  ended["samples_count"] = samples_;
-  ended["complete"] = record.complete;
-  write(epoch_ended, MllogEvent::interval_end, "epoch_stop", nullptr, ended);
+  write_epoch_stop(epoch_ended, record.epoch, record.complete);
   write(epoch_ended, MllogEvent::point_in_time, "tracked_stats",
         {{"throughput", record.samples_per_s * static_cast<double>(world_size_)}, {"train_loss", record.loss}},
         {{"epoch_num", record.epoch}, {"step", global_step_}, {"samples_count", samples_}});
@@ -111,10 +108,7 @@ void MllogStream::finish(const TrainOutcome& outcome) {
   // An epoch a stop or failure ended before its first step has no epoch record: its intervals
   // still end, so every start in the log has its stop.
   if (open_epoch_ > 0) {
-    json ended = epoch_metadata(open_epoch_);
-    ended["samples_count"] = samples_;
-    ended["complete"] = false;
-    write(now, MllogEvent::interval_end, "epoch_stop", nullptr, ended);
+    write_epoch_stop(now, open_epoch_, /*complete=*/false);
     write(now, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(open_epoch_));
     open_epoch_ = 0;
   }
@@ -123,6 +117,13 @@ void MllogStream::finish(const TrainOutcome& outcome) {
                   {"tbench_status", to_string(outcome.status)}};
   if (!outcome.error.empty()) stopped["tbench_error"] = outcome.error;
   write(now, MllogEvent::interval_end, "run_stop", nullptr, stopped);
+}
+
+void MllogStream::write_epoch_stop(int64_t time_ms, int64_t epoch, bool complete) {
+  json ended = epoch_metadata(epoch);
+  ended["samples_count"] = samples_;
+  ended["complete"] = complete;
+  write(time_ms, MllogEvent::interval_end, "epoch_stop", nullptr, ended);
 }
 
 void MllogStream::write(int64_t time_ms, MllogEvent event, const std::string& key, const json& value,

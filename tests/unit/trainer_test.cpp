@@ -133,28 +133,24 @@ TEST(Trainer, AnObserverThatFailsAtAnEpochsStartOrEndFailsTheRun) {
       if (record.epoch == end_of) throw std::runtime_error("no room for epoch " + std::to_string(record.epoch) + "'s end");
     }
   };
-  {
+  const auto run_failing_at = [&](int64_t start_of, int64_t end_of) {
     Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
     FailsAt observer;
-    observer.end_of = 1;
+    observer.start_of = start_of;
+    observer.end_of = end_of;
     std::atomic<bool> stop{false};
-    const auto run = trainer.run({&observer}, stop);
-    EXPECT_EQ(run.outcome.status, RunStatus::failed);
-    EXPECT_EQ(run.outcome.error, "epoch 1 end: no room for epoch 1's end");
-    ASSERT_EQ(run.records.epochs.size(), 1u);  // the epoch ran: its record stays
-    EXPECT_EQ(run.records.iterations.size(), 8u);
-  }
-  {
-    Trainer trainer(trainer_config(spec, LaunchEnv{}), *objective, data, torch::kCPU);
-    FailsAt observer;
-    observer.start_of = 2;
-    std::atomic<bool> stop{false};
-    const auto run = trainer.run({&observer}, stop);
-    EXPECT_EQ(run.outcome.status, RunStatus::failed);
-    EXPECT_EQ(run.outcome.error, "epoch 2 start: no room for epoch 2's start");
-    EXPECT_EQ(run.records.iterations.size(), 8u);  // epoch 1's steps; epoch 2 took none
-    EXPECT_EQ(run.records.epochs.size(), 1u);
-  }
+    return trainer.run({&observer}, stop);
+  };
+  const auto at_end = run_failing_at(0, 1);
+  EXPECT_EQ(at_end.outcome.status, RunStatus::failed);
+  EXPECT_EQ(at_end.outcome.error, "epoch 1 end: no room for epoch 1's end");
+  ASSERT_EQ(at_end.records.epochs.size(), 1u);  // the epoch ran: its record stays
+  EXPECT_EQ(at_end.records.iterations.size(), 8u);
+  const auto at_start = run_failing_at(2, 0);
+  EXPECT_EQ(at_start.outcome.status, RunStatus::failed);
+  EXPECT_EQ(at_start.outcome.error, "epoch 2 start: no room for epoch 2's start");
+  EXPECT_EQ(at_start.records.iterations.size(), 8u);  // epoch 1's steps; epoch 2 took none
+  EXPECT_EQ(at_start.records.epochs.size(), 1u);
 }
 
 TEST(Trainer, MaxStepsCapsTheRun) {

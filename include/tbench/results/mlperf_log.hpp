@@ -44,12 +44,11 @@ struct MllogRunFacts {
 };
 
 // The log file. Opening it writes init_start (at `init_started`: the device's set-up and the
-// model's build began then),
-// the facts, init_stop and run_start (now). Then each epoch is a block of one epoch (block_start,
-// epoch_start; epoch_stop, its throughput and loss as tracked_stats, its evaluation as
-// eval_start, eval_stop and eval_accuracy; block_stop); finish() writes run_stop. Each line is
-// written whole or not at all (WholeLineFile); a write that fails throws a run-failed Error naming
-// the file (the trainer ends the run as failed).
+// model's build began then), the facts, init_stop and run_start (now). Then each epoch is a
+// block of one epoch (block_start, epoch_start; epoch_stop, its throughput and loss as
+// tracked_stats, its evaluation as eval_start, eval_stop and eval_accuracy; block_stop);
+// finish() writes run_stop. Each line is written whole or not at all (WholeLineFile); a write
+// that fails throws a run-failed Error naming the file (the trainer ends the run as failed).
 class MllogStream : public TrainObserver {
  public:
   MllogStream(const std::string& path, std::chrono::system_clock::time_point init_started, const MllogRunFacts& facts);
@@ -64,6 +63,8 @@ class MllogStream : public TrainObserver {
  private:
   void write(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::json& value,
              const nlohmann::json& metadata = nlohmann::json::object());
+  // epoch_stop with the samples trained so far and whether the epoch ran all its steps.
+  void write_epoch_stop(int64_t time_ms, int64_t epoch, bool complete);
 
   WholeLineFile file_;
   int64_t world_size_ = 1;
