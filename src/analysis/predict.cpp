@@ -315,7 +315,8 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   p.target_device = target.name;
   const double source_peak = r.peak_flops_per_s.value_or(0.0);
   if (!(source_peak > 0)) {
-    throw input_error(r.path + ": summary.peak_flops_per_s: unknown, so the measured device cannot be calibrated");
+    throw input_error(r.path + ": summary.peak_flops_per_s: unknown (" + r.peak_source +
+                      "), so the measured device cannot be calibrated");
   }
   p.source_device = r.peak_source;
   p.source_peak_flops = source_peak;

@@ -1,12 +1,15 @@
 #include "tbench/results/mlperf_log.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "tbench/errors.hpp"
 
 namespace tbench {
 
-using nlohmann::json;
+// Objects keep their insertion order, as Python's dicts do. (Not `json`: a unity build shares this
+// namespace with files whose json is nlohmann::json.)
+using LogJson = nlohmann::ordered_json;
 
 namespace {
 
@@ -20,10 +23,40 @@ const char* event_type_text(MllogEvent event) {
 }
 
 // The epoch's number as MLPerf's metadata names it, in an epoch's and a block's events.
-json epoch_metadata(int64_t epoch) { return {{"epoch_num", epoch}}; }
-json block_metadata(int64_t epoch) { return {{"first_epoch_num", epoch}, {"epoch_count", 1}}; }
+LogJson epoch_metadata(int64_t epoch) { return {{"epoch_num", epoch}}; }
+LogJson block_metadata(int64_t epoch) { return {{"first_epoch_num", epoch}, {"epoch_count", 1}}; }
 
 int64_t ms_of(double seconds) { return static_cast<int64_t>(seconds * 1e3 + 0.5); }
+
+int64_t now_ms() { return unix_ms(std::chrono::system_clock::now()); }
+
+// A JSON value as Python's json.dumps writes it (mllog's encoder, default arguments).
+std::string python_json(const LogJson& value) {
+  switch (value.type()) {
+    case LogJson::value_t::object: {
+      std::string text = "{";
+      for (auto item = value.begin(); item != value.end(); ++item) {
+        if (item != value.begin()) text += ", ";
+        text += python_json(item.key()) + ": " + python_json(item.value());
+      }
+      return text + "}";
+    }
+    case LogJson::value_t::array: {
+      std::string text = "[";
+      for (std::size_t i = 0; i < value.size(); ++i) text += (i ? ", " : "") + python_json(value[i]);
+      return text + "]";
+    }
+    case LogJson::value_t::number_float: {
+      const double number = value.get<double>();
+      if (std::isnan(number)) return "NaN";
+      if (std::isinf(number)) return number > 0 ? "Infinity" : "-Infinity";
+      return value.dump();
+    }
+    case LogJson::value_t::string:  // ensure_ascii, as json.dumps; a byte that is not UTF-8 becomes U+FFFD
+      return value.dump(-1, ' ', /*ensure_ascii=*/true, LogJson::error_handler_t::replace);
+    default: return value.dump();
+  }
+}
 
 }  // namespace
 
@@ -31,20 +64,21 @@ int64_t unix_ms(std::chrono::system_clock::time_point at) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(at.time_since_epoch()).count();
 }
 
-std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const json& value,
-                       const json& metadata) {
-  // Built by hand: mllog's own field order, which a json object (sorted keys) would not keep.
-  return ":::MLLOG {\"namespace\": \"\", \"time_ms\": " + std::to_string(time_ms) + ", \"event_type\": \"" +
-         event_type_text(event) + "\", \"key\": " + json(key).dump() + ", \"value\": " + value.dump() +
-         ", \"metadata\": " + metadata.dump() + "}";
+std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const LogJson& value,
+                       const LogJson& metadata) {
+  const LogJson line = {{"namespace", ""},   {"time_ms", time_ms}, {"event_type", event_type_text(event)},
+                     {"key", key},         {"value", value},     {"metadata", metadata}};
+  return ":::MLLOG " + python_json(line);
 }
 
 MllogStream::MllogStream(const std::string& path, std::chrono::system_clock::time_point init_started,
                          const MllogRunFacts& facts)
     : file_(path, "the MLPerf log (timing.mllog)"), world_size_(facts.world_size) {
   write(unix_ms(init_started), MllogEvent::interval_start, "init_start", nullptr);
-  const int64_t now = unix_ms(std::chrono::system_clock::now());
-  const auto fact = [&](const std::string& key, const json& value) { write(now, MllogEvent::point_in_time, key, value); };
+  const int64_t now = now_ms();
+  const auto fact = [&](const std::string& key, const LogJson& value) {
+    write(now, MllogEvent::point_in_time, key, value);
+  };
   fact("submission_benchmark", facts.model);
   fact("seed", facts.seed);
   fact("global_batch_size", facts.global_batch_size);
@@ -70,12 +104,21 @@ MllogStream::MllogStream(const std::string& path, std::chrono::system_clock::tim
   write(now, MllogEvent::interval_start, "run_start", nullptr);
 }
 
+MllogStream::~MllogStream() {
+  if (finished_) return;
+  try {  // an error escaped between the training and the result: the log still ends
+    finish(RunStatus::failed, "the run ended before its result was made (see its log)");
+  } catch (...) {
+  }
+}
+
 void MllogStream::on_epoch_start(int64_t epoch, int64_t, int64_t) {
-  const int64_t now = unix_ms(std::chrono::system_clock::now());
+  const int64_t now = now_ms();
   write(now, MllogEvent::interval_start, "block_start", nullptr, block_metadata(epoch));
+  open_block_ = epoch;
+  epoch_started_ms_ = now;
   write(now, MllogEvent::interval_start, "epoch_start", nullptr, epoch_metadata(epoch));
   open_epoch_ = epoch;
-  epoch_started_ms_ = now;
 }
 
 void MllogStream::on_iteration(const IterationRecord& record) {
@@ -85,7 +128,7 @@ void MllogStream::on_iteration(const IterationRecord& record) {
 
 // Called once the epoch's evaluation (if any) has run: the epoch ended eval_seconds before.
 void MllogStream::on_epoch_end(const EpochRecord& record) {
-  const int64_t now = unix_ms(std::chrono::system_clock::now());
+  const int64_t now = now_ms();
   // Never before its start: the evaluation's milliseconds are rounded.
   const int64_t epoch_ended = std::max(epoch_started_ms_, now - ms_of(record.eval_seconds));
   write_epoch_stop(epoch_ended, record.epoch, record.complete);
@@ -94,40 +137,57 @@ void MllogStream::on_epoch_end(const EpochRecord& record) {
         {{"epoch_num", record.epoch}, {"step", global_step_}, {"samples_count", samples_}});
   if (record.eval_samples > 0) {
     write(epoch_ended, MllogEvent::interval_start, "eval_start", nullptr, epoch_metadata(record.epoch));
+    open_eval_ = record.epoch;
     write(now, MllogEvent::interval_end, "eval_stop", nullptr, epoch_metadata(record.epoch));
-    json scored = epoch_metadata(record.epoch);
+    open_eval_ = 0;
+    LogJson scored = epoch_metadata(record.epoch);
     scored["tbench_eval_loss"] = record.eval_loss;
     write(now, MllogEvent::point_in_time, "eval_accuracy", record.eval_accuracy, scored);
   }
   write(now, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(record.epoch));
-  open_epoch_ = 0;
+  open_block_ = 0;
 }
 
-void MllogStream::finish(const TrainOutcome& outcome) {
-  const int64_t now = unix_ms(std::chrono::system_clock::now());
-  // An epoch a stop or failure ended before its first step has no epoch record: its intervals
-  // still end, so every start in the log has its stop.
-  if (open_epoch_ > 0) {
-    write_epoch_stop(now, open_epoch_, /*complete=*/false);
-    write(now, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(open_epoch_));
-    open_epoch_ = 0;
+void MllogStream::end_training() {
+  training_ended_ms_ = now_ms();
+  stop_open_intervals(training_ended_ms_);
+}
+
+void MllogStream::finish(RunStatus status, const std::string& error) {
+  finished_ = true;  // tried once: a failure here is the caller's to report, not the destructor's
+  const int64_t ended = training_ended_ms_ >= 0 ? training_ended_ms_ : now_ms();
+  stop_open_intervals(ended);
+  write(ended, MllogEvent::point_in_time, "trained_samples", samples_);
+  LogJson stopped = {{"status", status == RunStatus::completed ? "success" : "aborted"},
+                  {"tbench_status", to_string(status)}};
+  if (!error.empty()) stopped["tbench_error"] = error;
+  write(ended, MllogEvent::interval_end, "run_stop", nullptr, stopped);
+}
+
+// An epoch a stop or failure ended before its first step has no epoch record, and a write that
+// failed may have left its interval's stop unwritten: each still ends, so every start has its stop.
+void MllogStream::stop_open_intervals(int64_t time_ms) {
+  if (open_eval_ > 0) {
+    write(time_ms, MllogEvent::interval_end, "eval_stop", nullptr, epoch_metadata(open_eval_));
+    open_eval_ = 0;
   }
-  write(now, MllogEvent::point_in_time, "trained_samples", samples_);
-  json stopped = {{"status", outcome.status == RunStatus::completed ? "success" : "aborted"},
-                  {"tbench_status", to_string(outcome.status)}};
-  if (!outcome.error.empty()) stopped["tbench_error"] = outcome.error;
-  write(now, MllogEvent::interval_end, "run_stop", nullptr, stopped);
+  if (open_epoch_ > 0) write_epoch_stop(time_ms, open_epoch_, /*complete=*/false);
+  if (open_block_ > 0) {
+    write(time_ms, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(open_block_));
+    open_block_ = 0;
+  }
 }
 
 void MllogStream::write_epoch_stop(int64_t time_ms, int64_t epoch, bool complete) {
-  json ended = epoch_metadata(epoch);
+  LogJson ended = epoch_metadata(epoch);
   ended["samples_count"] = samples_;
   ended["complete"] = complete;
   write(time_ms, MllogEvent::interval_end, "epoch_stop", nullptr, ended);
+  open_epoch_ = 0;
 }
 
-void MllogStream::write(int64_t time_ms, MllogEvent event, const std::string& key, const json& value,
-                        const json& metadata) {
+void MllogStream::write(int64_t time_ms, MllogEvent event, const std::string& key, const LogJson& value,
+                        const LogJson& metadata) {
   const std::string failure = file_.append(mllog_line(time_ms, event, key, value, metadata) + '\n');
   if (!failure.empty()) {
     throw Error(ExitCode::run_failed, file_.path() + ": cannot write the MLPerf log (" + key + "): " + failure);

@@ -198,6 +198,8 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params, std::vector<doub
 
 // A measured peak's source begins so; the probe's own words follow.
 const std::string kMeasuredPeak = "measured: ";
+// A CPU run that was told not to probe: no peak, so no MFU and no calibration for `predict`.
+const std::string kUnprobedCpuPeak = "not probed (timing.cpu_peak_probe is false)";
 
 // The CPU peak's probe for this run: its precision and thread count, the model's largest GEMMs.
 CpuPeakProbe cpu_peak_probe(const RunPlan& plan) {
@@ -215,6 +217,10 @@ DevicePeak device_peak(const RunPlan& plan) {
   const RunSpec& spec = plan.spec;
   DevicePeak peak;
   if (!spec.device.is_cuda()) {
+    if (!spec.timing.cpu_peak_probe) {
+      peak.source = kUnprobedCpuPeak;
+      return peak;
+    }
     const CpuPeak measured = measure_cpu_peak(cpu_peak_probe(plan));
     peak.flops_per_s = measured.flops_per_s;
     peak.source = kMeasuredPeak + measured.how;
@@ -711,21 +717,23 @@ MllogRunFacts mllog_facts(const RunPlan& plan) {
   return f;
 }
 
-// run_stop ends the MLPerf log; a log that cannot be written fails a run that had not failed.
-void finish_mllog(MllogStream& log, TrainOutcome& outcome) {
+// Writes to the MLPerf log after its trainer is done (`write`): a log that cannot be written fails
+// a run that had not failed; a run that had keeps its own reason.
+template <typename Write>
+void write_mllog_or_fail(Write&& write, RunStatus& status, std::string& error) {
   try {
-    log.finish(outcome);
-  } catch (const Error& e) {
-    if (outcome.status == RunStatus::failed) return;
-    outcome.status = RunStatus::failed;
-    outcome.error = e.what();
+    write();
+  } catch (const std::exception& e) {
+    if (status == RunStatus::failed) return;
+    status = RunStatus::failed;
+    error = e.what();
   }
 }
 
-// The training loop with its observers: the JSONL stream, the MLPerf log (timing.mllog) and the
-// progress line (rank 0 only).
+// The training loop with its observers: the JSONL stream, the MLPerf log (timing.mllog: rank 0's,
+// or null) and the progress line (rank 0 only).
 TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::Device& device, GradientSync* sync,
-               const RunOptions& options, const RunClock& clock) {
+               const RunOptions& options, MllogStream* mllog) {
   Trainer trainer(plan.trainer, objective, *plan.data, device, sync);
   const ModelConfig* teacher = plan.teacher ? &*plan.teacher : nullptr;
   BatchFlops batch_flops(plan.spec, plan.model, teacher);
@@ -736,10 +744,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   auto progress = make_progress(choose_progress_mode(options.quiet || !writes_result));
   std::vector<TrainObserver*> observers;  // the stream first: a step is on disk before it is shown
   if (stream) observers.push_back(&*stream);
-  std::optional<MllogStream> mllog;
-  if (writes_result && plan.spec.timing.mllog) {
-    observers.push_back(&mllog.emplace(mllog_path_for(plan.output_path), clock.started, mllog_facts(plan)));
-  }
+  if (mllog) observers.push_back(mllog);
   observers.push_back(progress.get());
   std::optional<InjectedFault> failure, hang;
   if (options.fail_at_step > 0) observers.push_back(&failure.emplace(InjectedFault::Kind::fail, options.fail_at_step));
@@ -754,7 +759,7 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   trainer.set_gpu_monitor(gpu_monitor.get());
   InterruptScope interrupts;
   TrainRun run = trainer.run(observers, g_stop_requested);
-  if (mllog) finish_mllog(*mllog, run.outcome);
+  if (mllog) write_mllog_or_fail([&] { mllog->end_training(); }, run.outcome.status, run.outcome.error);
   return run;
 }
 
@@ -850,7 +855,12 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   torch::nn::Module& model = models.trained();
   const DevicePeak peak = writes_result ? device_peak(plan) : DevicePeak{};  // only rank 0's is used
   const auto sync = comm ? make_gradient_sync(*comm, model, plan.spec.dist) : nullptr;  // rank 0's weights everywhere
-  const TrainRun run = train(plan, *models.objective, device, sync.get(), options, clock);
+  // Ended (run_stop) once the result's status is final, after the ranks' reports and the saving.
+  std::optional<MllogStream> mllog;
+  if (writes_result && plan.spec.timing.mllog) {
+    mllog.emplace(mllog_path_for(plan.output_path), clock.started, mllog_facts(plan));
+  }
+  const TrainRun run = train(plan, *models.objective, device, sync.get(), options, mllog ? &*mllog : nullptr);
   trained = true;
   if (comm) comm->note_progress("after training (its report)");
   if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement
@@ -871,6 +881,10 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   }
   set_utilisation(result.summary, probe_cpu_peak_again(plan, result.summary, peak), plan.launch.world_size);
   save_weights_if_asked(plan, model, result);
+  if (mllog) {
+    write_mllog_or_fail([&] { mllog->finish(result.summary.status, result.summary.error); }, result.summary.status,
+                        result.summary.error);
+  }
   try {
     write_file_atomically(plan.output_path, json_text(to_json(result), 2) + "\n");
   } catch (const Error& e) {

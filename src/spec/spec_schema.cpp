@@ -305,6 +305,11 @@ const std::vector<Field>& fields() {
        "lines: init, run, block, epoch and eval intervals, the hyperparameters, each epoch's throughput), streamed "
        "as they happen, for MLPerf's log tools",
        set(&RunSpec::timing, &TimingSpec::mllog)},
+      {"timing.cpu_peak_probe", Kind::boolean, true, -1e300, {},
+       "on a CPU, probe the peak matmul rate (the model's own GEMMs, about 1.2 s) before and after the timed "
+       "epochs: MFU's denominator. false: no probe and no MFU, for smoke runs and sweeps that need none (a GPU's "
+       "peak comes from its datasheet either way)",
+       set(&RunSpec::timing, &TimingSpec::cpu_peak_probe)},
       {"cpu.allocator", Kind::choice, "caching", -1e300, choice_list<CpuAllocatorChoice>(),
        "CPU tensors: caching keeps freed blocks for reuse (no page faults per step); system is malloc, as PyTorch",
        set(&RunSpec::cpu, &CpuSpec::allocator)},

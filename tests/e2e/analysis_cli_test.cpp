@@ -21,6 +21,7 @@ class AnalysisCli : public ::testing::Test {
       auto spec = testing::tiny_spec(dir_->file("t" + std::to_string(threads) + ".json"));
       spec["threads"] = threads;
       spec["data"]["seq_len"] = 64;
+      spec["timing"]["cpu_peak_probe"] = true;  // real runs' peaks: MFU and predict --target read them
       const auto path = dir_->write("spec" + std::to_string(threads) + ".json", spec.dump());
       const auto r = run_tbench("run -q " + path);
       ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -33,7 +33,9 @@ class Cli : public ::testing::Test {
 
 TEST_F(Cli, RunWritesAResultThatMatchesTheSchema) {
   const std::string out = dir.file("out/tiny.json");
-  const auto r = run_tbench("run --quiet " + spec_path(testing::tiny_spec(out)));
+  auto spec = testing::tiny_spec(out);
+  spec["timing"]["cpu_peak_probe"] = true;  // the default
+  const auto r = run_tbench("run --quiet " + spec_path(spec));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, out + "\n");  // stdout: just the result path
 
@@ -393,8 +395,35 @@ TEST_F(Cli, PlainLogLinesWhenNotATerminal) {
   EXPECT_NE(r.err.find("samples/s"), std::string::npos) << r.err;
 }
 
+// timing.cpu_peak_probe false: no probe before or after the epochs, so no peak and no MFU, and
+// the result says why; `predict --target` cannot calibrate from it and says so.
+TEST_F(Cli, ARunToldNotToProbeTheCpuPeakHasNoMfuAndSaysWhy) {
+  const std::string out = dir.file("unprobed.json");
+  auto spec = testing::tiny_spec(out);
+  spec["timing"]["cpu_peak_probe"] = false;
+  const auto r = run_tbench("run " + spec_path(spec));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("probing the CPU's peak"), std::string::npos) << r.err;
+  const auto result = testing::read_json(out);
+  EXPECT_TRUE(testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), result).empty());
+  const auto& summary = result["summary"];
+  EXPECT_EQ(summary["status"], "completed");
+  EXPECT_TRUE(summary["peak_flops_per_s"].is_null()) << summary.dump();
+  EXPECT_TRUE(summary["peak_probes_flops_per_s"].is_null()) << summary.dump();
+  EXPECT_TRUE(summary["mfu"].is_null()) << summary.dump();
+  EXPECT_EQ(summary["peak_source"], "not probed (timing.cpu_peak_probe is false)");
+  EXPECT_GT(summary["train_flops_per_s"].get<double>(), 0);  // the model's rate is still measured
+  const auto predicted = run_tbench("predict --target H100 " + out);
+  EXPECT_EQ(predicted.exit_code, 2);
+  EXPECT_NE(predicted.err.find(out + ": summary.peak_flops_per_s: unknown (not probed (timing.cpu_peak_probe is false))"),
+            std::string::npos)
+      << predicted.err;
+}
+
 TEST_F(Cli, InterruptStillWritesTheMeasuredSteps) {
   auto spec = testing::tiny_spec(dir.file("i.json"));
+  spec["timing"]["cpu_peak_probe"] = true;  // the probe before the epochs
+  spec["timing"]["mllog"] = true;
   spec["data"]["num_samples"] = 800000;  // one epoch of 100000 steps: would run for hours
   const std::string path = spec_path(spec);
   const pid_t child = fork();
@@ -416,8 +445,19 @@ TEST_F(Cli, InterruptStillWritesTheMeasuredSteps) {
   EXPECT_EQ(result["summary"]["status"], "interrupted");
   EXPECT_GT(result["iterations"].size(), 0u);
   EXPECT_FALSE(result["epochs"].back()["complete"].get<bool>());
+  ASSERT_EQ(result["spec"]["timing"]["cpu_peak_probe"], true);
   // Stopped on request: the peak is not probed again on the way out.
   EXPECT_EQ(result["summary"]["peak_probes_flops_per_s"].size(), 1u);
+  // The MLPerf log stops the epoch it was in and ends the run as aborted, saying why.
+  const auto events = testing::read_mllog(dir.file("i.mllog"));
+  std::vector<std::string> tail;
+  for (std::size_t i = events.size() - std::min<std::size_t>(5, events.size()); i < events.size(); ++i) {
+    tail.push_back(events[i]["key"]);
+  }
+  ASSERT_EQ(tail, (std::vector<std::string>{"epoch_stop", "tracked_stats", "block_stop", "trained_samples", "run_stop"}));
+  EXPECT_EQ(events[events.size() - 5]["metadata"]["complete"], false);
+  EXPECT_EQ(events.back()["metadata"]["status"], "aborted");
+  EXPECT_EQ(events.back()["metadata"]["tbench_status"], "interrupted");
 }
 
 TEST_F(Cli, ValidateChecksWithoutRunning) {
@@ -465,6 +505,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"missing_spec", "/nonexistent/spec.json", nlohmann::json::object(), "/nonexistent/spec.json"},
         BadRun{"bad_override", "{spec} --set train.lr=fast", nlohmann::json::object(), "train.lr"},
         BadRun{"mllog_not_a_flag", "{spec}", {{"timing", {{"mllog", "yes"}}}}, "timing.mllog"},
+        BadRun{"cpu_peak_probe_not_a_flag", "{spec} --set timing.cpu_peak_probe=sometimes", nlohmann::json::object(),
+               "timing.cpu_peak_probe"},
         BadRun{"bad_model_config", "{spec} --set model=" TBENCH_TEST_DATA "/bad_config.json", nlohmann::json::object(), "model_type"},
         BadRun{"unknown_option", "{spec} --frobnicate", nlohmann::json::object(), "frobnicate"}),
     [](const auto& info) { return info.param.name; });

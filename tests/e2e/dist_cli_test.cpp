@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -102,7 +103,9 @@ class DistCli : public ::testing::Test {
     if (!have_gloo()) return;  // every test skips
     const auto one = dir_->write("one.json", dp_spec(dir_->file("one/result.json"), 8).dump());
     *single_ = run_single(*dir_, {"run", "-q", one, "--dump-params", dir_->file("one/params")});
-    const auto two = dir_->write("two.json", dp_spec(dir_->file("two/result.json"), 4).dump());
+    auto two_ranks = dp_spec(dir_->file("two/result.json"), 4);
+    two_ranks["timing"]["mllog"] = true;  // rank 0's, with the global counts
+    const auto two = dir_->write("two.json", two_ranks.dump());
     *ranks_ = run_ranks(*dir_, {"run", two, "--dump-params", dir_->file("two/params")}, 2);
   }
   static void TearDownTestSuite() {
@@ -133,7 +136,16 @@ TEST_F(DistCli, RanksEndWithIdenticalParametersAndRankZeroWritesOneResult) {
   EXPECT_EQ((*ranks_)[1].out, "");
   std::set<std::string> files;
   for (const auto& f : fs::directory_iterator(dir_->file("two"))) files.insert(f.path().filename().string());
-  EXPECT_EQ(files, (std::set<std::string>{"result.json", "result.iterations.jsonl", "params.rank0", "params.rank1"}));
+  EXPECT_EQ(files, (std::set<std::string>{"result.json", "result.iterations.jsonl", "result.mllog", "params.rank0",
+                                          "params.rank1"}));
+  // The MLPerf log counts both ranks' samples: 32 an epoch, in global batches of 8.
+  std::map<std::string, json> logged;
+  for (const auto& event : testing::read_mllog(dir_->file("two/result.mllog"))) logged[event["key"]] = event;
+  EXPECT_EQ(logged["global_batch_size"]["value"], 8);
+  EXPECT_EQ(logged["tbench_world_size"]["value"], 2);
+  EXPECT_EQ(logged["trained_samples"]["value"], 64);
+  EXPECT_EQ(logged["tracked_stats"]["metadata"]["samples_count"], 64);  // the second epoch's
+  EXPECT_EQ(logged["run_stop"]["metadata"]["status"], "success");
 
   const auto result = testing::read_json(dir_->file("two/result.json"));
   const auto violations = testing::schema_violations(json::parse(embedded::result_schema()), result);
@@ -592,6 +604,7 @@ std::vector<RankRun> run_short_two_ranks(const ScratchDir& dir, const std::strin
                                          const std::vector<std::string>& peer_args, double& seconds) {
   auto spec = dp_spec(dir.file(result), 4);
   spec["dist"]["timeout_s"] = 300;
+  spec["timing"]["mllog"] = true;  // rank 0's
   const std::string path = dir.write("spec.json", spec.dump());
   const auto start = std::chrono::steady_clock::now();
   auto runs = run_two_ranks_apart(dir, path, {{}, peer_args}, 120);
@@ -639,6 +652,13 @@ TEST(DistFailure, APeerFailingAfterTrainingIsTheErrorOfRankZerosResult) {
   EXPECT_NE(result["summary"]["error"].get<std::string>().find("params"), std::string::npos)
       << result["summary"]["error"];
   EXPECT_EQ(result["dist"]["missing_ranks"], json::array({1}));
+  // Rank 0's own training completed; its MLPerf log ends with the result's status, not that.
+  const auto events = testing::read_mllog(dir.file("f.mllog"));
+  ASSERT_FALSE(events.empty());
+  const json& stop = events.back();
+  EXPECT_EQ(stop["key"], "run_stop");
+  EXPECT_EQ(stop["metadata"]["status"], "aborted");
+  EXPECT_EQ(stop["metadata"]["tbench_error"], result["summary"]["error"]);
 }
 
 TEST(DistFailure, InterruptingOneRankStopsAllAfterTheSameStep) {

@@ -80,7 +80,7 @@ nlohmann::json tiny_spec(const std::string& output) {
           {"data", {{"num_samples", 32}, {"seq_len", 16}}},
           {"train", {{"epochs", 2}, {"batch_size", 8}, {"lr", 1e-3}, {"seed", 7}}},
           {"threads", 1},
-          {"timing", {{"warmup_steps", 1}}},
+          {"timing", {{"warmup_steps", 1}, {"cpu_peak_probe", false}}},
           {"output", output}};
 }
 

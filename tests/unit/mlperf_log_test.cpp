@@ -2,7 +2,10 @@
 // stopped in order, however the run ends.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
+#include <thread>
 
 #include "support/cli.hpp"
 #include "tbench/errors.hpp"
@@ -41,14 +44,33 @@ IterationRecord step(int64_t global_step, int64_t samples) {
   return r;
 }
 
-// mllog's encoding: its six fields in its order, time_ms in whole milliseconds.
+// mllog's encoding: its six fields in its order, time_ms in whole milliseconds, and the JSON of
+// Python's json.dumps. The expected lines are what
+//   ":::MLLOG " + json.dumps({"namespace": "", "time_ms": 5, "event_type": "INTERVAL_END",
+//                             "key": "epoch_stop", "value": None, "metadata": {...}})
+// prints in Python 3 for the same dicts (spaces after ',' and ':' at every depth, keys in the
+// order given, non-ASCII as \uXXXX, NaN and Infinity bare).
 TEST(Mllog, ALineIsWhatMlperfsLoggerWrites) {
-  EXPECT_EQ(mllog_line(1593745543219, MllogEvent::point_in_time, "submission_benchmark", "bert", json::object()),
+  EXPECT_EQ(mllog_line(1593745543219, MllogEvent::point_in_time, "submission_benchmark", "bert",
+                       nlohmann::ordered_json::object()),
             ":::MLLOG {\"namespace\": \"\", \"time_ms\": 1593745543219, \"event_type\": \"POINT_IN_TIME\", "
             "\"key\": \"submission_benchmark\", \"value\": \"bert\", \"metadata\": {}}");
-  EXPECT_EQ(mllog_line(5, MllogEvent::interval_end, "epoch_stop", nullptr, {{"epoch_num", 2}}),
+  EXPECT_EQ(mllog_line(5, MllogEvent::interval_end, "epoch_stop", nullptr,
+                       {{"epoch_num", 2}, {"samples_count", 64}, {"complete", false}}),
             ":::MLLOG {\"namespace\": \"\", \"time_ms\": 5, \"event_type\": \"INTERVAL_END\", \"key\": \"epoch_stop\", "
-            "\"value\": null, \"metadata\": {\"epoch_num\":2}}");
+            "\"value\": null, \"metadata\": {\"epoch_num\": 2, \"samples_count\": 64, \"complete\": false}}");
+  EXPECT_EQ(mllog_line(7, MllogEvent::point_in_time, "tracked_stats",
+                       {{"throughput", 1.5e-05}, {"train_loss", std::nan("")}, {"list", {1, 2.5, "x"}}},
+                       {{"inf", std::numeric_limits<double>::infinity()}, {"neg", -std::numeric_limits<double>::infinity()}}),
+            ":::MLLOG {\"namespace\": \"\", \"time_ms\": 7, \"event_type\": \"POINT_IN_TIME\", \"key\": \"tracked_stats\", "
+            "\"value\": {\"throughput\": 1.5e-05, \"train_loss\": NaN, \"list\": [1, 2.5, \"x\"]}, "
+            "\"metadata\": {\"inf\": Infinity, \"neg\": -Infinity}}");
+  // Non-ASCII as json.dumps escapes it (ensure_ascii); bytes that are not UTF-8 (an OS error's
+  // text, a path) become U+FFFD instead of failing the line, and with it the run's end.
+  EXPECT_EQ(mllog_line(9, MllogEvent::interval_end, "run_stop", nullptr,
+                       {{"tbench_error", "caf\xc3\xa9 \xff/\x01"}}),
+            ":::MLLOG {\"namespace\": \"\", \"time_ms\": 9, \"event_type\": \"INTERVAL_END\", \"key\": \"run_stop\", "
+            "\"value\": null, \"metadata\": {\"tbench_error\": \"caf\\u00e9 \\ufffd/\\u0001\"}}");
   EXPECT_NE(mllog_line(5, MllogEvent::interval_start, "run_start", nullptr, json::object()).find("\"INTERVAL_START\""),
             std::string::npos);
 }
@@ -93,7 +115,8 @@ TEST(Mllog, ACompletedRunIsInitThenRunWithABlockPerEpoch) {
       }
       log.on_epoch_end(record);
     }
-    log.finish(TrainOutcome{});
+    log.end_training();
+    log.finish(RunStatus::completed, "");
   }
   const auto events = read_mllog(path);
   expect_intervals_close(events);
@@ -146,10 +169,7 @@ TEST(Mllog, AStoppedRunClosesItsOpenEpochAndIsAborted) {
     MllogStream log(path, std::chrono::system_clock::now(), two_ranks);
     log.on_epoch_start(1, 3, 2);
     log.on_iteration(step(1, 8));  // rank 0's 8 samples: 16 over both ranks
-    TrainOutcome failed;
-    failed.status = RunStatus::failed;
-    failed.error = "epoch 1 step 2: out of memory";
-    log.finish(failed);
+    log.finish(RunStatus::failed, "epoch 1 step 2: out of memory");
   }
   const auto events = read_mllog(path);
   expect_intervals_close(events);
@@ -162,6 +182,55 @@ TEST(Mllog, AStoppedRunClosesItsOpenEpochAndIsAborted) {
   EXPECT_EQ(stop["status"], "aborted");
   EXPECT_EQ(stop["tbench_status"], "failed");
   EXPECT_EQ(stop["tbench_error"], "epoch 1 step 2: out of memory");
+}
+
+// The status the result ends with, known after the training (a peer's failure, a failed save), is
+// run_stop's; its time is the training's end, not the result's.
+TEST(Mllog, RunStopCarriesTheResultsFinalStatusAtTheTrainingsEnd) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.mllog");
+  int64_t ended_before = 0, ended_after = 0;
+  {
+    MllogStream log(path, std::chrono::system_clock::now(), facts());
+    log.on_epoch_start(1, 1, 1);
+    log.on_iteration(step(1, 16));
+    ended_before = unix_ms(std::chrono::system_clock::now());
+    log.end_training();  // the epoch a stop cut short ends here
+    ended_after = unix_ms(std::chrono::system_clock::now());
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the ranks' reports, the saving
+    log.finish(RunStatus::failed, "saving weights failed: disk full");
+  }
+  const auto events = read_mllog(path);
+  expect_intervals_close(events);
+  const auto keys = keys_of(events);
+  const std::vector<std::string> tail = {"epoch_stop", "block_stop", "trained_samples", "run_stop"};
+  ASSERT_GE(keys.size(), tail.size());
+  EXPECT_EQ(std::vector<std::string>(keys.end() - 4, keys.end()), tail);
+  for (std::size_t i = keys.size() - 4; i < keys.size(); ++i) {
+    EXPECT_GE(events[i]["time_ms"].get<int64_t>(), ended_before) << keys[i];
+    EXPECT_LE(events[i]["time_ms"].get<int64_t>(), ended_after) << keys[i];
+  }
+  EXPECT_EQ(events.back()["metadata"]["status"], "aborted");
+  EXPECT_EQ(events.back()["metadata"]["tbench_error"], "saving weights failed: disk full");
+}
+
+// A log destroyed before finish() (an error escaped between the training and the result) still
+// stops what it started, and says the run was aborted.
+TEST(Mllog, ALogLeftUnfinishedEndsAborted) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.mllog");
+  {
+    MllogStream log(path, std::chrono::system_clock::now(), facts());
+    log.on_epoch_start(1, 2, 4);
+    log.on_iteration(step(1, 16));
+  }
+  const auto events = read_mllog(path);
+  expect_intervals_close(events);
+  EXPECT_EQ(events.back()["key"], "run_stop");
+  EXPECT_EQ(events.back()["metadata"]["status"], "aborted");
+  EXPECT_EQ(events.back()["metadata"]["tbench_status"], "failed");
+  EXPECT_NE(events.back()["metadata"]["tbench_error"].get<std::string>().find("before its result was made"),
+            std::string::npos);
 }
 
 TEST(Mllog, AFileThatCannotBeOpenedIsNamed) {

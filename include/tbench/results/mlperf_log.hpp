@@ -19,9 +19,11 @@ enum class MllogEvent { point_in_time, interval_start, interval_end };
 
 // One log line, as mllog encodes it: ":::MLLOG {"namespace": "", "time_ms": ..., "event_type":
 // ..., "key": ..., "value": ..., "metadata": {...}}" (keys in that order; time_ms in whole
-// milliseconds since the Unix epoch), without the newline.
-std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::json& value,
-                       const nlohmann::json& metadata);
+// milliseconds since the Unix epoch), without the newline. The JSON is Python's json.dumps's,
+// which mllog calls: ", " and ": " at every depth, objects in the order they were built, non-ASCII
+// text as \uXXXX (bytes that are not UTF-8 as U+FFFD), and NaN and Infinity for those floats.
+std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::ordered_json& value,
+                       const nlohmann::ordered_json& metadata);
 
 // What a run's log states between init_start and init_stop, under MLPerf's keys where MLPerf
 // has one (global_batch_size, opt_base_learning_rate, ...) and tbench_* ones for the rest.
@@ -47,31 +49,46 @@ struct MllogRunFacts {
 // model's build began then), the facts, init_stop and run_start (now). Then each epoch is a
 // block of one epoch (block_start, epoch_start; epoch_stop, its throughput and loss as
 // tracked_stats, its evaluation as eval_start, eval_stop and eval_accuracy; block_stop);
-// finish() writes run_stop. Each line is written whole or not at all (WholeLineFile); a write
-// that fails throws a run-failed Error naming the file (the trainer ends the run as failed).
+// finish() writes run_stop once the result's status is final. Each line is written whole or not
+// at all (WholeLineFile); a write that fails throws a run-failed Error naming the file (the
+// trainer ends the run as failed). Every interval started is stopped: finish() stops the ones a
+// stop, a failure or a failed write left open, and a log destroyed unfinished (an error escaped
+// before the result was made) ends with run_stop "aborted".
 class MllogStream : public TrainObserver {
  public:
   MllogStream(const std::string& path, std::chrono::system_clock::time_point init_started, const MllogRunFacts& facts);
+  ~MllogStream() override;
+  MllogStream(const MllogStream&) = delete;
+  MllogStream& operator=(const MllogStream&) = delete;
 
   void on_epoch_start(int64_t epoch, int64_t epochs, int64_t steps_in_epoch) override;
   void on_iteration(const IterationRecord& record) override;
   void on_epoch_end(const EpochRecord& record) override;
-  // run_stop: status "success" for a run that completed, "aborted" for one interrupted or failed
-  // (tbench_status says which, and tbench_error why), with the samples trained.
-  void finish(const TrainOutcome& outcome);
+  // The training ended (now): the intervals still open stop here, and so will the run.
+  void end_training();
+  // run_stop at the training's end (now, if end_training() was not called), with the result's
+  // final status: "success" for a completed run, "aborted" for one interrupted or failed
+  // (tbench_status says which, and tbench_error why); before it, the samples trained.
+  void finish(RunStatus status, const std::string& error);
 
  private:
-  void write(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::json& value,
-             const nlohmann::json& metadata = nlohmann::json::object());
+  void write(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::ordered_json& value,
+             const nlohmann::ordered_json& metadata = nlohmann::ordered_json::object());
   // epoch_stop with the samples trained so far and whether the epoch ran all its steps.
   void write_epoch_stop(int64_t time_ms, int64_t epoch, bool complete);
+  // Stops what is still open, innermost first: an evaluation, an epoch (incomplete), a block.
+  void stop_open_intervals(int64_t time_ms);
 
   WholeLineFile file_;
   int64_t world_size_ = 1;
   int64_t samples_ = 0;      // trained so far, by all processes: MLPerf's samples_count
   int64_t global_step_ = 0;  // the last step reported
-  int64_t open_epoch_ = 0;   // started and not yet stopped (0: none)
+  // Each interval's epoch from the line that started it to the line that stopped it (0: none), so
+  // a write that fails between the two leaves finish() knowing what to stop.
+  int64_t open_block_ = 0, open_epoch_ = 0, open_eval_ = 0;
   int64_t epoch_started_ms_ = 0;
+  int64_t training_ended_ms_ = -1;  // set by end_training()
+  bool finished_ = false;           // run_stop was written (or tried)
 };
 
 // Milliseconds since the Unix epoch, as mllog's time_ms.

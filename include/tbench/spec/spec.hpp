@@ -174,6 +174,9 @@ struct TimingSpec {
   int64_t warmup_steps = 0;  // first optimizer steps excluded from the summary statistics
   int64_t profile_steps = 0;  // the run's last steps, run under the profiler (0: none)
   bool mllog = false;         // also write <output>.mllog, the run's events as MLPerf logs them
+  // A CPU run probes its peak matmul rate before and after its timed epochs (MFU's denominator,
+  // about 1.2 s each); false skips both, and the run has no MFU.
+  bool cpu_peak_probe = true;
 };
 
 // Data-parallel training (only used when a launcher starts several processes; see dist.hpp).
