@@ -1,7 +1,9 @@
 #include "tbench/results/mlperf_log.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 #include "tbench/errors.hpp"
 
@@ -30,6 +32,39 @@ int64_t ms_of(double seconds) { return static_cast<int64_t>(seconds * 1e3 + 0.5)
 
 int64_t now_ms() { return unix_ms(std::chrono::system_clock::now()); }
 
+// A finite double as Python's repr (so json.dumps) writes it: the shortest digits that read back
+// as the same double; positional from 1e-4 up to below 1e16, with ".0" on a whole number
+// ("100.0", "1000000000000000.0"), and "d.ddde-05" / "1e+16" outside that. nlohmann's own dump
+// turns to the exponent at 1e15 already.
+std::string python_float(double x) {
+  char buffer[64];
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, x, std::chars_format::scientific);
+  std::string text(buffer, written.ptr);  // shortest round trip: "-1.5e-05", "1e+16", "0e+00"
+  const bool negative = text.front() == '-';
+  if (negative) text.erase(0, 1);
+  const std::size_t e = text.find('e');
+  std::string digits = text.substr(0, e);
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  const int exponent = std::atoi(text.c_str() + e + 1);
+  const int point = exponent + 1;  // digits before the decimal point
+  const int count = static_cast<int>(digits.size());
+  std::string out;
+  if (point > -4 && point <= 16) {
+    if (point <= 0) {
+      out = "0." + std::string(static_cast<std::size_t>(-point), '0') + digits;
+    } else if (point >= count) {
+      out = digits + std::string(static_cast<std::size_t>(point - count), '0') + ".0";
+    } else {
+      out = digits.substr(0, static_cast<std::size_t>(point)) + "." + digits.substr(static_cast<std::size_t>(point));
+    }
+  } else {
+    const int magnitude = std::abs(exponent);
+    out = digits.substr(0, 1) + (count > 1 ? "." + digits.substr(1) : "") + (exponent < 0 ? "e-" : "e+") +
+          (magnitude < 10 ? "0" : "") + std::to_string(magnitude);
+  }
+  return negative ? "-" + out : out;
+}
+
 // A JSON value as Python's json.dumps writes it (mllog's encoder, default arguments).
 std::string python_json(const LogJson& value) {
   switch (value.type()) {
@@ -50,7 +85,7 @@ std::string python_json(const LogJson& value) {
       const double number = value.get<double>();
       if (std::isnan(number)) return "NaN";
       if (std::isinf(number)) return number > 0 ? "Infinity" : "-Infinity";
-      return value.dump();
+      return python_float(number);
     }
     case LogJson::value_t::string:  // ensure_ascii, as json.dumps; a byte that is not UTF-8 becomes U+FFFD
       return value.dump(-1, ' ', /*ensure_ascii=*/true, LogJson::error_handler_t::replace);
@@ -107,7 +142,7 @@ MllogStream::MllogStream(const std::string& path, std::chrono::system_clock::tim
 MllogStream::~MllogStream() {
   if (finished_) return;
   try {  // an error escaped between the training and the result: the log still ends
-    finish(RunStatus::failed, "the run ended before its result was made (see its log)");
+    finish(RunStatus::failed, "an error ended the run before its result was made (tbench's output says which)");
   } catch (...) {
   }
 }

@@ -6,6 +6,8 @@
 #include <limits>
 #include <map>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "support/cli.hpp"
 #include "tbench/errors.hpp"
@@ -65,6 +67,21 @@ TEST(Mllog, ALineIsWhatMlperfsLoggerWrites) {
             ":::MLLOG {\"namespace\": \"\", \"time_ms\": 7, \"event_type\": \"POINT_IN_TIME\", \"key\": \"tracked_stats\", "
             "\"value\": {\"throughput\": 1.5e-05, \"train_loss\": NaN, \"list\": [1, 2.5, \"x\"]}, "
             "\"metadata\": {\"inf\": Infinity, \"neg\": -Infinity}}");
+  // Floats as Python's repr: positional from 1e-4 to below 1e16, the shortest digits that read back.
+  const auto value_text = [](double x) {
+    const std::string line = mllog_line(0, MllogEvent::point_in_time, "k", x, nlohmann::ordered_json::object());
+    const std::string from = "\"value\": ";
+    const std::size_t at = line.find(from) + from.size();
+    return line.substr(at, line.find(", \"metadata\"") - at);
+  };
+  const std::vector<std::pair<double, std::string>> floats = {
+      {0.0, "0.0"},         {-0.0, "-0.0"},          {100.0, "100.0"},
+      {0.1, "0.1"},         {1.0 / 3, "0.3333333333333333"}, {0.0001, "0.0001"},
+      {1e-05, "1e-05"},     {-1.5e-05, "-1.5e-05"},  {1e15, "1000000000000000.0"},
+      {1.5e15, "1500000000000000.0"}, {1e16, "1e+16"}, {1.2345e22, "1.2345e+22"},
+      {5e-324, "5e-324"},   {1.7976931348623157e308, "1.7976931348623157e+308"}, {2e-7, "2e-07"},
+      {123456.789, "123456.789"}};
+  for (const auto& [x, python] : floats) EXPECT_EQ(value_text(x), python) << x;
   // Non-ASCII as json.dumps escapes it (ensure_ascii); bytes that are not UTF-8 (an OS error's
   // text, a path) become U+FFFD instead of failing the line, and with it the run's end.
   EXPECT_EQ(mllog_line(9, MllogEvent::interval_end, "run_stop", nullptr,
