@@ -42,24 +42,26 @@ std::string write_all(int fd, const char* data, std::size_t size) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& text) {
+  // Errors name the file asked for (a user knows it), then the temporary one beside it.
   const std::string temp = path + ".tmp." + std::to_string(getpid());
+  const auto fail = [&](const std::string& what, const std::string& reason) {
+    ::unlink(temp.c_str());
+    throw Error(ExitCode::run_failed, path + ": " + what + " (through " + temp + ", removed): " + reason);
+  };
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw Error(ExitCode::run_failed, temp + ": cannot create: " + std::strerror(errno));
+  if (fd < 0) {
+    throw Error(ExitCode::run_failed, path + ": cannot create its temporary file " + temp + ": " + std::strerror(errno));
+  }
   const std::string failure = write_all(fd, text.data(), text.size());
   if (!failure.empty()) {
     ::close(fd);
-    ::unlink(temp.c_str());
-    throw Error(ExitCode::run_failed, temp + ": write failed: " + failure);
+    fail("write failed", failure);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(temp.c_str());
-    throw Error(ExitCode::run_failed, temp + ": cannot flush to disk: " + std::strerror(errno));
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(temp.c_str());
-    throw Error(ExitCode::run_failed, path + ": cannot move the result into place: " + reason);
-  }
+  const bool synced = ::fsync(fd) == 0;
+  const std::string sync_error = synced ? "" : std::strerror(errno);
+  if (::close(fd) != 0 && synced) fail("cannot flush to disk", std::strerror(errno));
+  if (!synced) fail("cannot flush to disk", sync_error);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) fail("cannot move into place", std::strerror(errno));
 }
 
 }  // namespace tbench

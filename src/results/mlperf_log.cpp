@@ -101,8 +101,8 @@ int64_t unix_ms(std::chrono::system_clock::time_point at) {
 
 std::string mllog_line(int64_t time_ms, MllogEvent event, const std::string& key, const LogJson& value,
                        const LogJson& metadata) {
-  const LogJson line = {{"namespace", ""},   {"time_ms", time_ms}, {"event_type", event_type_text(event)},
-                     {"key", key},         {"value", value},     {"metadata", metadata}};
+  const LogJson line = {{"namespace", ""},        {"time_ms", time_ms}, {"event_type", event_type_text(event)},
+                        {"key", key},              {"value", value},     {"metadata", metadata}};
   return ":::MLLOG " + python_json(line);
 }
 
@@ -140,9 +140,13 @@ MllogStream::MllogStream(const std::string& path, std::chrono::system_clock::tim
 }
 
 MllogStream::~MllogStream() {
+  abandon("an error ended the run before its result was made (tbench's output says which)");
+}
+
+void MllogStream::abandon(const std::string& error) noexcept {
   if (finished_) return;
-  try {  // an error escaped between the training and the result: the log still ends
-    finish(RunStatus::failed, "an error ended the run before its result was made (tbench's output says which)");
+  try {  // the error on its way out is what the caller reports, not a failed last line
+    finish(RunStatus::failed, error);
   } catch (...) {
   }
 }
@@ -194,7 +198,7 @@ void MllogStream::finish(RunStatus status, const std::string& error) {
   stop_open_intervals(ended);
   write(ended, MllogEvent::point_in_time, "trained_samples", samples_);
   LogJson stopped = {{"status", status == RunStatus::completed ? "success" : "aborted"},
-                  {"tbench_status", to_string(status)}};
+                     {"tbench_status", to_string(status)}};
   if (!error.empty()) stopped["tbench_error"] = error;
   write(ended, MllogEvent::interval_end, "run_stop", nullptr, stopped);
 }

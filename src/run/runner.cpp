@@ -244,7 +244,8 @@ DevicePeak device_peak(const RunPlan& plan) {
 // 64 GFLOP/s before and after their epochs, and an earlier run's steps did 45 against the 38 its
 // one probe had found. The best of probes either side of the epochs bounds the rate they ran at
 // more often than one before them, and their spread says whether the machine's speed moved.
-// The run is over and measured: Ctrl-C or a failure here keeps the first probe, and the result.
+// The run is over and measured: Ctrl-C (the run's InterruptScope holds) or a failure here keeps the
+// first probe, and the result.
 DevicePeak probe_cpu_peak_again(const RunPlan& plan, const Summary& summary, DevicePeak peak) {
   if (plan.spec.device.is_cuda() || summary.status != RunStatus::completed || !(peak.flops_per_s > 0) ||
       !summary.train_flops_per_s) {
@@ -253,7 +254,6 @@ DevicePeak probe_cpu_peak_again(const RunPlan& plan, const Summary& summary, Dev
   spdlog::info("probing the CPU's peak again, after the timed epochs");
   CpuPeak after;
   try {
-    InterruptScope interrupts;
     CpuPeakProbe probe = cpu_peak_probe(plan);
     probe.stop = &g_stop_requested;
     after = measure_cpu_peak(probe);
@@ -757,7 +757,6 @@ TrainRun train(const RunPlan& plan, TrainingObjective& objective, const torch::D
   }
   const std::unique_ptr<GpuMonitor> gpu_monitor = gpu_monitor_for(device);  // this rank's own GPU
   trainer.set_gpu_monitor(gpu_monitor.get());
-  InterruptScope interrupts;
   TrainRun run = trainer.run(observers, g_stop_requested);
   if (mllog) write_mllog_or_fail([&] { mllog->end_training(); }, run.outcome.status, run.outcome.error);
   return run;
@@ -841,6 +840,46 @@ ExitCode report_outcome(const Result& result, bool captured_its_step) {
   return ExitCode::internal;
 }
 
+// Ctrl-C after the last step: the training was whole, and so is its result, but the exit code
+// still says the user asked to stop (a script's loop of runs ends there).
+ExitCode interrupted_after_training() {
+  spdlog::warn("interrupted after the training had completed: its result is whole");
+  return ExitCode::interrupted;
+}
+
+// The data-parallel group a rank trained in (comm: null without one), whose reports rank 0 gathers.
+struct TrainedGroup {
+  Communicator* comm;
+  const torch::Device& device;
+  GradientSync* sync;
+};
+
+// Rank 0's result once training has ended: every rank's reports (with a group), the utilisation,
+// the saved weights, the MLPerf log's run_stop, then the file.
+ExitCode write_result(const RunPlan& plan, const torch::nn::Module& model, const TrainRun& run, const RunClock& clock,
+                      const DevicePeak& peak, const TrainedGroup& group, MllogStream* mllog) {
+  Result result = assemble_result(plan, model, run, clock);
+  if (group.comm) {  // every rank's timings, the dist section, and the global summary
+    const RankReport own = rank_report(*group.comm, group.device, run, group.sync);
+    result.dist = gather_rank_reports(*group.comm, plan.spec, own, group.sync);
+    make_global(result.summary, *result.dist);
+  }
+  set_utilisation(result.summary, probe_cpu_peak_again(plan, result.summary, peak), plan.launch.world_size);
+  save_weights_if_asked(plan, model, result);
+  if (mllog) {
+    write_mllog_or_fail([&] { mllog->finish(result.summary.status, result.summary.error); }, result.summary.status,
+                        result.summary.error);
+  }
+  try {
+    write_file_atomically(plan.output_path, json_text(to_json(result), 2) + "\n");
+  } catch (const Error& e) {
+    // A full disk usually fails the stream first: say why the run ended, then why nothing was saved.
+    if (result.summary.status == RunStatus::failed) spdlog::error("run failed: {}", result.summary.error);
+    throw Error(ExitCode::run_failed, std::string(e.what()) + " (no result was written; an earlier result there is untouched)");
+  }
+  return report_outcome(result, plan.trainer.cuda_graph);
+}
+
 // Everything after the rendezvous (comm: null without a group): set-up, training and rank 0's
 // result. `trained` is set once training has ended.
 ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator* comm, bool& trained) {
@@ -860,39 +899,32 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
   if (writes_result && plan.spec.timing.mllog) {
     mllog.emplace(mllog_path_for(plan.output_path), clock.started, mllog_facts(plan));
   }
-  const TrainRun run = train(plan, *models.objective, device, sync.get(), options, mllog ? &*mllog : nullptr);
-  trained = true;
-  if (comm) comm->note_progress("after training (its report)");
-  if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement
-  // The others may be waiting for this rank in a collective it will not join: they stop at once.
-  // A rank that lost its peers has no cause of its own to tell.
-  if (comm && run.outcome.status == RunStatus::failed && !run.outcome.lost_peers) {
-    comm->announce_failure(run.outcome.error);
-  }
-  if (!options.dump_params.empty()) {
-    write_parameters(model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
-  }
-  if (comm && !writes_result) return finish_peer_rank(*comm, device, run, sync.get());
-
-  Result result = assemble_result(plan, model, run, clock);
-  if (comm) {  // every rank's timings, the dist section, and the global summary
-    result.dist = gather_rank_reports(*comm, plan.spec, rank_report(*comm, device, run, sync.get()), sync.get());
-    make_global(result.summary, *result.dist);
-  }
-  set_utilisation(result.summary, probe_cpu_peak_again(plan, result.summary, peak), plan.launch.world_size);
-  save_weights_if_asked(plan, model, result);
-  if (mllog) {
-    write_mllog_or_fail([&] { mllog->finish(result.summary.status, result.summary.error); }, result.summary.status,
-                        result.summary.error);
-  }
+  // From the first step to the result on disk, a first Ctrl-C is a request: the trainer stops after
+  // the step in flight, and one that comes after the training still lets the result be written.
+  InterruptScope interrupts;
+  // An error escaping from here on ends the log with its own words, not the destructor's guess.
   try {
-    write_file_atomically(plan.output_path, json_text(to_json(result), 2) + "\n");
-  } catch (const Error& e) {
-    // A full disk usually fails the stream first: say why the run ended, then why nothing was saved.
-    if (result.summary.status == RunStatus::failed) spdlog::error("run failed: {}", result.summary.error);
-    throw Error(ExitCode::run_failed, std::string(e.what()) + " (no result was written; an earlier result there is untouched)");
+    const TrainRun run = train(plan, *models.objective, device, sync.get(), options, mllog ? &*mllog : nullptr);
+    trained = true;
+    if (comm) comm->note_progress("after training (its report)");
+    if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement
+    // The others may be waiting for this rank in a collective it will not join: they stop at once.
+    // A rank that lost its peers has no cause of its own to tell.
+    if (comm && run.outcome.status == RunStatus::failed && !run.outcome.lost_peers) {
+      comm->announce_failure(run.outcome.error);
+    }
+    if (!options.dump_params.empty()) {
+      write_parameters(model, options.dump_params + (comm ? ".rank" + std::to_string(comm->rank()) : ""));
+    }
+    const ExitCode code =
+        comm && !writes_result ? finish_peer_rank(*comm, device, run, sync.get())
+                               : write_result(plan, model, run, clock, peak, {comm, device, sync.get()},
+                                              mllog ? &*mllog : nullptr);
+    return code == ExitCode::ok && g_stop_requested.load() ? interrupted_after_training() : code;
+  } catch (const std::exception& e) {
+    if (mllog) mllog->abandon(e.what());
+    throw;
   }
-  return report_outcome(result, plan.trainer.cuda_graph);
 }
 
 }  // namespace

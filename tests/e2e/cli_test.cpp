@@ -371,6 +371,27 @@ TEST_F(Cli, MllogRecordsTheRunAsMlperfsLoggerWould) {
   EXPECT_NE(refused.err.find(log + ": a result already exists here"), std::string::npos) << refused.err;
 }
 
+// An error after training that stops the result being made (here the parameters asked for
+// cannot be written: their folder is a file) is the MLPerf log's last word too.
+TEST_F(Cli, AnErrorAfterTrainingEndsTheMllogWithItsOwnWords) {
+  const std::string out = dir.file("e.json");
+  auto spec = testing::tiny_spec(out);
+  spec["timing"]["mllog"] = true;
+  const std::string not_a_folder = dir.write("file", "x");
+  const auto r = run_tbench("run -q " + spec_path(spec) + " --dump-params " + not_a_folder + "/params");
+  ASSERT_NE(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.exit_code, 1) << "an internal error: " << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const auto events = testing::read_mllog(dir.file("e.mllog"));
+  ASSERT_FALSE(events.empty());
+  const auto& stop = events.back();
+  EXPECT_EQ(stop["key"], "run_stop");
+  EXPECT_EQ(stop["metadata"]["status"], "aborted");
+  const std::string error = stop["metadata"]["tbench_error"];
+  EXPECT_NE(error.find(not_a_folder + "/params"), std::string::npos) << error;
+  EXPECT_NE(r.err.find(error), std::string::npos) << "the log and the output differ: " << r.err;
+}
+
 TEST_F(Cli, YamlSpecWithOverrides) {
   const std::string out = dir.file("y.json");
   const std::string spec = dir.write("spec.yaml",
@@ -458,6 +479,28 @@ TEST_F(Cli, InterruptStillWritesTheMeasuredSteps) {
   EXPECT_EQ(events[events.size() - 5]["metadata"]["complete"], false);
   EXPECT_EQ(events.back()["metadata"]["status"], "aborted");
   EXPECT_EQ(events.back()["metadata"]["tbench_status"], "interrupted");
+}
+
+// Ctrl-C after the last step (here during the CPU peak's second probe): the probe stops, the
+// result is written whole and completed, and the exit code still says the user asked to stop.
+TEST_F(Cli, InterruptAfterTrainingStillWritesTheWholeResult) {
+  auto spec = testing::tiny_spec(dir.file("a.json"));
+  spec["timing"]["cpu_peak_probe"] = true;
+  spec["timing"]["mllog"] = true;
+  const std::string err = dir.file("a.err");
+  const pid_t child = testing::spawn_tbench({"run", spec_path(spec)}, {}, dir.file("a.out"), err);
+  for (int i = 0; i < 1200 && testing::read_text(err).find("probing the CPU's peak again") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  kill(child, SIGINT);
+  EXPECT_EQ(testing::wait_for_exit(child, 60), 130) << testing::read_text(err);
+  EXPECT_NE(testing::read_text(err).find("interrupted after the training had completed"), std::string::npos)
+      << testing::read_text(err);
+  const auto result = testing::read_json(dir.file("a.json"));
+  EXPECT_EQ(result["summary"]["status"], "completed");
+  EXPECT_TRUE(result["epochs"].back()["complete"].get<bool>());
+  EXPECT_EQ(result["summary"]["peak_probes_flops_per_s"].size(), 1u) << "the second probe was not stopped";
+  EXPECT_EQ(testing::read_mllog(dir.file("a.mllog")).back()["metadata"]["status"], "success");
 }
 
 TEST_F(Cli, ValidateChecksWithoutRunning) {

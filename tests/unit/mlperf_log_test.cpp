@@ -2,6 +2,7 @@
 // stopped in order, however the run ends.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -248,6 +249,35 @@ TEST(Mllog, ALogLeftUnfinishedEndsAborted) {
   EXPECT_EQ(events.back()["metadata"]["tbench_status"], "failed");
   EXPECT_NE(events.back()["metadata"]["tbench_error"].get<std::string>().find("before its result was made"),
             std::string::npos);
+}
+
+// An error escaping before the result was made ends the log with its own words (abandon), once:
+// a finished log is left as it is.
+TEST(Mllog, AnAbandonedLogNamesTheErrorThatEndedTheRun) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.mllog");
+  {
+    MllogStream log(path, std::chrono::system_clock::now(), facts());
+    log.on_epoch_start(1, 2, 4);
+    log.on_iteration(step(1, 16));
+    log.end_training();
+    log.abandon("rank 1 stopped answering");
+    log.abandon("a second error");
+  }
+  const auto events = read_mllog(path);
+  expect_intervals_close(events);
+  ASSERT_EQ(std::count_if(events.begin(), events.end(), [](const json& e) { return e["key"] == "run_stop"; }), 1);
+  EXPECT_EQ(events.back()["key"], "run_stop");
+  EXPECT_EQ(events.back()["metadata"]["status"], "aborted");
+  EXPECT_EQ(events.back()["metadata"]["tbench_error"], "rank 1 stopped answering");
+
+  const std::string finished = dir.file("f.mllog");
+  {
+    MllogStream log(finished, std::chrono::system_clock::now(), facts());
+    log.finish(RunStatus::completed, "");
+    log.abandon("too late");
+  }
+  EXPECT_EQ(read_mllog(finished).back()["metadata"]["status"], "success");
 }
 
 TEST(Mllog, AFileThatCannotBeOpenedIsNamed) {

@@ -416,6 +416,33 @@ TEST(ResultFiles, AtomicWriteReplacesWholeAndLeavesNoTemporaries) {
   EXPECT_EQ(files, 1);
 }
 
+// A file that cannot be written is named as the user asked for it (the temporary file beside it
+// second), and no temporary file is left behind.
+TEST(ResultFiles, AnAtomicWriteThatFailsNamesTheFileAskedFor) {
+  testing::ScratchDir dir;
+  const std::string not_a_folder = dir.write("file", "x");
+  try {
+    write_file_atomically(not_a_folder + "/r.json", "{}");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::run_failed);
+    EXPECT_EQ(std::string(e.what()).rfind(not_a_folder + "/r.json: cannot create its temporary file", 0), 0u)
+        << e.what();
+  }
+  const std::string folder = dir.file("taken");
+  std::filesystem::create_directories(folder + "/inside");  // a folder where the file would go
+  try {
+    write_file_atomically(folder, "{}");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(folder + ": cannot move into place (through " + folder + ".tmp.", 0), 0u)
+        << e.what();
+  }
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file();
+  EXPECT_EQ(files, 1) << "a temporary file was left";
+}
+
 TEST(ResultFiles, ExistingResultIsNotOverwrittenWithoutForce) {
   testing::ScratchDir dir;
   const std::string path = dir.write("r.json", "{}");

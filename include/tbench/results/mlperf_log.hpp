@@ -52,8 +52,8 @@ struct MllogRunFacts {
 // finish() writes run_stop once the result's status is final. Each line is written whole or not
 // at all (WholeLineFile); a write that fails throws a run-failed Error naming the file (the
 // trainer ends the run as failed). Every interval started is stopped: finish() stops the ones a
-// stop, a failure or a failed write left open, and a log destroyed unfinished (an error escaped
-// before the result was made) ends with run_stop "aborted".
+// stop, a failure or a failed write left open, and a log abandoned (an error escaped before the
+// result was made: abandon() names it) or destroyed unfinished ends with run_stop "aborted".
 class MllogStream : public TrainObserver {
  public:
   MllogStream(const std::string& path, std::chrono::system_clock::time_point init_started, const MllogRunFacts& facts);
@@ -70,6 +70,9 @@ class MllogStream : public TrainObserver {
   // final status: "success" for a completed run, "aborted" for one interrupted or failed
   // (tbench_status says which, and tbench_error why); before it, the samples trained.
   void finish(RunStatus status, const std::string& error);
+  // finish() as failed with `error`, unless it was called: for an error escaping before the
+  // result was made. Never throws (the escaping error is the one to report).
+  void abandon(const std::string& error) noexcept;
 
  private:
   void write(int64_t time_ms, MllogEvent event, const std::string& key, const nlohmann::ordered_json& value,
