@@ -41,13 +41,8 @@ void set_log_level() {
   spdlog::set_level(g_options.quiet ? spdlog::level::warn : spdlog::level::from_str(g_options.log_level));
 }
 
-// The spec with --set overrides and -o applied; -o is the same override, quoted so that any path
-// (even "123" or "true") stays a string.
-RunSpec load_spec_from_options() {
-  std::vector<std::string> overrides = g_options.overrides;
-  if (!g_options.output.empty()) overrides.push_back("output=" + yaml_quoted(g_options.output));
-  return load_spec(g_options.spec_path, overrides);
-}
+// The spec with --set overrides and -o applied.
+RunSpec load_spec_from_options() { return load_spec(g_options.spec_path, g_options.overrides, g_options.output); }
 
 int run_command() {
   set_log_level();

@@ -132,7 +132,7 @@ void print_work(const json& report) {
   const json& u = f["unpad"];
   const double unpadded = u["train_flops_per_sample"], as_padded = u["padded_train_flops_per_sample"];
   std::cout << "  model.unpad             -   " << format_fixed(unpadded / 1e9, 2) << " GFLOP, "
-            << format_fixed(100 * unpadded / as_padded, 0) << "% of the same batches padded ("
+            << format_fixed(100 * unpadded / as_padded, 0) << "% of the same batches' work with padding ("
             << u["padding"].get<std::string>() << (u["bucket_by_length"].get<bool>() ? " + buckets" : "") << "); attention "
             << (u["attention"] == "by_sample" ? "sample by sample, as on the CPU" : "on the padded grid, as on a GPU")
             << "\n";

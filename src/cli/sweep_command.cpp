@@ -54,24 +54,33 @@ void refuse_points_that_cannot_run(const SweepPlan& plan, int only_point) {
                                          : " (nothing ran)"));
 }
 
-int dry_run(const SweepPlan& plan) {
+// Lists the points (only --point's, when given) and where their results go.
+int dry_run(const SweepPlan& plan, int only_point) {
   if (g_sweep.as_json) {
-    std::cout << json_text(sweep_state(plan), 2) << "\n";
+    json state = sweep_state(plan);
+    if (only_point >= 0) state["points"] = json::array({state["points"][only_point]});
+    std::cout << json_text(state, 2) << "\n";
     return 0;
   }
   for (const auto& p : plan.points) {
+    if (only_point >= 0 && p.index != only_point) continue;
     std::string sets;
     for (std::size_t i = plan.base_overrides.size(); i + 2 < p.overrides.size(); ++i) sets += " " + p.overrides[i];
     std::printf("%3d  %-60s %s\n", p.index, p.result_path.c_str(), sets.c_str());
   }
-  std::printf("%zu points, results in %s\n", plan.points.size(), plan.out_dir.c_str());
+  if (only_point >= 0) {
+    std::printf("point %d of %zu, result in %s\n", only_point, plan.points.size(), plan.out_dir.c_str());
+  } else {
+    std::printf("%zu points, results in %s\n", plan.points.size(), plan.out_dir.c_str());
+  }
   return 0;
 }
 
 int sweep_command() {
   SweepPlan plan = plan_sweep(g_sweep.spec_path, g_sweep.overrides, g_sweep.grid, g_sweep.repeat, g_sweep.out_dir);
-  refuse_points_that_cannot_run(plan, g_sweep.dry_run ? -1 : g_sweep.point);
-  if (g_sweep.dry_run) return dry_run(plan);
+  check_point_index(plan, g_sweep.point);
+  refuse_points_that_cannot_run(plan, g_sweep.point);
+  if (g_sweep.dry_run) return dry_run(plan, g_sweep.point);
   SweepOptions options;
   options.resume = g_sweep.resume;
   options.force = g_sweep.force;

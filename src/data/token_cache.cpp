@@ -95,8 +95,14 @@ std::string default_cache_dir() {
 }
 
 std::string token_cache_path(const std::string& dir, const std::string& data_path, const std::string& key) {
+  // Named after the data (a corpus folder given as "books/" by the folder), so a user can tell
+  // the caches apart; never a hidden or dash-led name.
+  std::filesystem::path source(data_path);
+  if (!source.has_filename()) source = source.parent_path();
+  std::string stem = source.stem().string();
+  if (stem.empty() || stem.front() == '.') stem = "data";
   std::ostringstream name;
-  name << std::filesystem::path(data_path).stem().string() << '-' << std::hex << fnv1a(key.data(), key.size()) << ".tokens";
+  name << stem << '-' << std::hex << fnv1a(key.data(), key.size()) << ".tokens";
   return (std::filesystem::path(dir) / name.str()).string();
 }
 

@@ -53,8 +53,10 @@ void ensure_writable(const std::string& result_path, bool force, ResultSideFiles
   ::unlink(probe.c_str());  // one left by a killed process that had our pid
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
+    // ENOENT for a folder that exists: a file system that makes no new files (/proc, /sys).
+    const std::string reason = errno == ENOENT ? "it takes no new files" : std::strerror(errno);
     throw input_error("output: cannot write in directory '" + (parent.empty() ? std::string(".") : parent.string()) +
-                      "': " + std::strerror(errno));
+                      "': " + reason);
   }
   ::close(fd);
   ::unlink(probe.c_str());

@@ -142,14 +142,19 @@ json parse_json_refusing_duplicate_keys(const std::string& text, const std::stri
 
 std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
                          const std::string& field) {
-  // A field's own origin, else its nearest parent's (a whole section set by --set, say).
+  // A field's own origin, else its nearest parent's (a whole section set by --set, say), else, for
+  // a section, its first field's (`--set plm.probability=0` makes the plm section).
   for (std::string path = field;;) {
     const auto it = origin.find(path);
     if (it != origin.end()) return it->second;
     const auto dot = path.find_last_of('.');
-    if (dot == std::string::npos) return label;
+    if (dot == std::string::npos) break;
     path = path.substr(0, dot);
   }
+  const std::string inside = field + ".";
+  const auto child = origin.lower_bound(inside);
+  if (child != origin.end() && child->first.compare(0, inside.size(), inside) == 0) return child->second;
+  return label;
 }
 
 std::string SpecDocument::where(const std::string& field) const { return locate_field(label, origin, field); }
@@ -193,6 +198,22 @@ SpecDocument default_spec_document() {
   return parse_spec_text(embedded::default_spec(), "<embedded default spec>", false);
 }
 
+namespace {
+
+// `--set model=NAME` (or a sweep's `model=...` axis) on a spec whose model is a mapping: the short
+// form names the model, as it does in a spec, so only model.name (or model.config, for a path) is
+// replaced and the rest (weights, fused_qkv, ...) stays. Returns the field it sets.
+std::string rename_model(json& model, const json& name) {
+  json named = {{"model", name}};
+  expand_model_shorthand(named);  // {"name": NAME} or {"config": PATH}
+  const std::string field = named["model"].begin().key();
+  model.erase("name");
+  model.erase("config");
+  return "model." + field;
+}
+
+}  // namespace
+
 void apply_overrides(SpecDocument& doc, const std::vector<std::string>& overrides) {
   for (const auto& item : overrides) {
     const std::string where = "--set " + item;
@@ -200,7 +221,7 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
     if (eq == std::string::npos || eq == 0) {
       throw input_error(where + ": expected key.path=value, e.g. --set train.batch_size=16");
     }
-    const std::string key = item.substr(0, eq);
+    std::string key = item.substr(0, eq);
     const std::string text = item.substr(eq + 1);
     json value;
     try {
@@ -208,6 +229,9 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
       value = yaml_to_json(YAML::Load(text), "", where, ignored);
     } catch (const YAML::Exception& e) {
       throw input_error(where + ": cannot read the value: " + e.msg);
+    }
+    if (key == "model" && value.is_string() && doc.root["model"].is_object()) {
+      key = rename_model(doc.root["model"], value);  // the rest of the mapping is kept
     }
     json* node = &doc.root;
     const auto parts = split(key, '.');  // "a." is {"a", ""}: a trailing dot is refused like "a..b"
@@ -241,9 +265,14 @@ std::string yaml_quoted(const std::string& text) {
   return quoted + "'";
 }
 
-RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides) {
+RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides,
+                  const std::string& output_option) {
   SpecDocument doc = path.empty() ? default_spec_document() : read_spec_file(path);
   apply_overrides(doc, overrides);
+  if (!output_option.empty()) {
+    apply_overrides(doc, {"output=" + yaml_quoted(output_option)});
+    doc.origin["output"] = "-o " + output_option;
+  }
   RunSpec spec = resolve_spec(doc);
   spec.source = doc.label;
   return spec;

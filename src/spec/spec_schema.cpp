@@ -139,7 +139,8 @@ const std::vector<Field>& fields() {
        "synthetic; tokenized: JSONL of input_ids + label; text: CSV/TSV/JSONL of text + label; corpus: plain "
        "text (a .txt file or a folder of them) packed into seq_len blocks, for mlm and distillation",
        set(&RunSpec::data, &DataSpec::source)},
-      {"data.path", Kind::nullable_string, nullptr, -1e300, {}, "the data file (source tokenized or text)",
+      {"data.path", Kind::nullable_string, nullptr, -1e300, {},
+       "the data file (source tokenized or text), or a corpus's .txt file or folder of them",
        set(&RunSpec::data, &DataSpec::path)},
       {"data.format", Kind::choice, "auto", -1e300, choice_list<TextFormat>(),
        "text file format (auto: by extension)", set(&RunSpec::data, &DataSpec::format)},
@@ -236,7 +237,7 @@ const std::vector<Field>& fields() {
        "plm: the token that replaces each target (default: the tokenizer's <mask>; without one, XLNet's 6)",
        set(&RunSpec::plm, &PlmSpec::mask_token_id)},
       {"distillation.teacher", Kind::nullable_string, nullptr, -1e300, {},
-       "distillation: the teacher, a shipped model name or an HF config.json (BERT or RoBERTa)",
+       "distillation: the teacher, a shipped model name or an HF config.json (BERT, DistilBERT or RoBERTa)",
        set(&RunSpec::distillation, &DistillationSpec::teacher, &ModelRef::name)},
       {"distillation.teacher_weights", Kind::nullable_string, nullptr, -1e300, {},
        "distillation: the teacher's safetensors (default: random init, for timing only)",
@@ -379,9 +380,19 @@ const char* kind_text(const Field& field) {
 }
 
 std::string describe(const json& value) {
-  std::string text = json_text(value);
+  std::string text = json_text(value);  // NaN and infinities would print as null
+  if (value.is_number_float() && !std::isfinite(value.get<double>())) {
+    const double x = value.get<double>();
+    text = std::isnan(x) ? ".nan" : x < 0 ? "-.inf" : ".inf";
+  }
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   return text + " (" + value.type_name() + ")";
+}
+
+// A field's lower bound as its kind is written: 2 for an integer, 0.0 for a number.
+std::string bound_text(const Field& field) {
+  const bool whole = field.kind == Kind::integer || field.kind == Kind::nullable_integer;
+  return whole ? std::to_string(static_cast<int64_t>(field.min)) : json_text(json(field.min));
 }
 
 class Validator {
@@ -435,11 +446,10 @@ class Validator {
     }();
     if (!ok) fail(field.path, std::string("expected ") + kind_text(field) + ", got " + describe(value));
     if (value.is_number_float() && !std::isfinite(value.get<double>())) {
-      const double x = value.get<double>();
-      fail(field.path, std::string("must be a finite number, got ") + (std::isnan(x) ? ".nan" : x < 0 ? "-.inf" : ".inf"));
+      fail(field.path, "must be a finite number, got " + describe(value));
     }
     if (value.is_number() && value.get<double>() < field.min) {
-      fail(field.path, "must be >= " + json_text(json(field.min)) + ", got " + json_text(value));
+      fail(field.path, "must be >= " + bound_text(field) + ", got " + json_text(value));
     }
     if (field.kind == Kind::choice) {
       const auto text = value.get<std::string>();
@@ -449,7 +459,10 @@ class Validator {
     }
     if (field.kind == Kind::device && !parse_device(value.get<std::string>())) {
       const auto text = value.get<std::string>();
-      fail(field.path, "expected cpu, cuda or cuda:N, got '" + text + "'" + did_you_mean(text, {"cpu", "cuda"}));
+      // "gpu" is one edit from "cpu", but a user who writes it wants a GPU.
+      const bool says_gpu = text.rfind("gpu", 0) == 0 || text.rfind("GPU", 0) == 0;
+      const std::string hint = says_gpu ? " (a GPU is cuda, or cuda:N for the Nth)" : did_you_mean(text, {"cpu", "cuda"});
+      fail(field.path, "expected cpu, cuda or cuda:N, got '" + text + "'" + hint);
     }
     if (field.kind == Kind::grid) {
       for (const auto& axis : value.items()) {

@@ -22,7 +22,23 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+namespace {
+
+// `word` is the start of `name` up to one of its parts (warmup of warmup_steps, grad of
+// grad_bucket_mb): a name cut short, too far for an edit distance to find.
+bool starts_a_part_of(const std::string& word, const std::string& name) {
+  return word.size() >= 3 && name.size() > word.size() && name.compare(0, word.size(), word) == 0 &&
+         name[word.size()] == '_';
+}
+
+}  // namespace
+
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  std::vector<std::string> cut_short;
+  for (const auto& candidate : candidates) {
+    if (starts_a_part_of(word, candidate)) cut_short.push_back(candidate);
+  }
+  if (cut_short.size() == 1) return cut_short.front();  // more than one: no single guess
   std::string best;
   std::size_t best_distance = std::string::npos;
   for (const auto& candidate : candidates) {

@@ -268,14 +268,17 @@ json sweep_state(const SweepPlan& plan) {
           {"grid", axes}, {"repeat", plan.repeat}, {"out_dir", plan.out_dir}, {"points", points}};
 }
 
+void check_point_index(const SweepPlan& plan, int point) {
+  if (point < static_cast<int>(plan.points.size())) return;
+  throw input_error("--point: " + std::to_string(point) + " is out of range (the sweep has " +
+                    std::to_string(plan.points.size()) + " points, 0.." + std::to_string(plan.points.size() - 1) + ")");
+}
+
 ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
   std::error_code ec;
   fs::create_directories(plan.out_dir, ec);
   if (ec) throw input_error("--out-dir: cannot create '" + plan.out_dir + "': " + ec.message());
-  if (options.only_point >= static_cast<int>(plan.points.size())) {
-    throw input_error("--point: " + std::to_string(options.only_point) + " is out of range (the sweep has " +
-                      std::to_string(plan.points.size()) + " points, 0.." + std::to_string(plan.points.size() - 1) + ")");
-  }
+  check_point_index(plan, options.only_point);
   // Decide up front which points run, so a refusal happens before any work.
   for (auto& p : plan.points) {
     if (options.only_point >= 0 && p.index != options.only_point) {

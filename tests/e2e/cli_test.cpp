@@ -542,6 +542,8 @@ INSTANTIATE_TEST_SUITE_P(
     Cli, CliBadInput,
     ::testing::Values(
         BadRun{"unknown_key", "{spec}", {{"trian", 1}}, "trian"},
+        BadRun{"unknown_placeholder_in_o", "{spec} -o 'out/{bogus}.json'", nlohmann::json::object(),
+               "-o out/{bogus}.json: output: "},
         BadRun{"unknown_model", "{spec}", {{"model", "bert-base-cassed"}}, "did you mean 'bert-base-cased'"},
         BadRun{"seq_too_long", "{spec}", {{"data", {{"seq_len", 4096}}}}, "data.seq_len"},
         BadRun{"cuda_without_gpu", "{spec}", {{"device", "cuda:3"}}, "device"},

@@ -37,6 +37,26 @@ TEST_F(SweepCli, DryRunListsThePointsAndRunsNothing) {
   EXPECT_FALSE(std::filesystem::exists(out()));
 }
 
+// --point under --dry-run lists (and checks) that point alone, and an index past the last point
+// is refused as a run would refuse it.
+TEST_F(SweepCli, DryRunWithAPointListsThatPointAlone) {
+  const std::string grid = " --grid model=tiny-bert,tiny-distilbert --dry-run --out-dir " + out();
+  const auto one = run_tbench("sweep " + spec() + grid + " --point 1");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("model-tiny-distilbert.json"), std::string::npos) << one.out;
+  EXPECT_EQ(one.out.find("model-tiny-bert.json"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("point 1 of 2"), std::string::npos) << one.out;
+  const auto listed = run_tbench("sweep " + spec() + grid + " --point 1 --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const auto state = nlohmann::json::parse(listed.out);
+  ASSERT_EQ(state["points"].size(), 1u);
+  EXPECT_EQ(state["points"][0]["index"], 1);
+  const auto past = run_tbench("sweep " + spec() + grid + " --point 9");
+  EXPECT_EQ(past.exit_code, 2) << past.err;
+  EXPECT_NE(past.err.find("--point: 9 is out of range (the sweep has 2 points, 0..1)"), std::string::npos) << past.err;
+  EXPECT_FALSE(std::filesystem::exists(out()));
+}
+
 TEST_F(SweepCli, RunsTheProductAndPrintsTheTable) {
   const auto r = run_tbench("sweep " + spec() + " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=4,8"
                             " --out-dir " + out());
@@ -81,8 +101,10 @@ TEST_F(SweepCli, PointsTheSpecChecksRefuseStopTheSweepBeforeAnythingRuns) {
   EXPECT_EQ(zero.exit_code, 2) << zero.err;
   EXPECT_NE(zero.err.find("sweep point 1 (train.batch_size-0)"), std::string::npos) << zero.err;
   EXPECT_FALSE(std::filesystem::exists(out()));
-  // --dry-run checks every point; --point checks (and runs) only its own.
+  // --dry-run checks every point; --point checks (and runs, or lists) only its own.
   EXPECT_EQ(run_tbench("sweep " + spec() + " --grid train.batch_size=8,0 --dry-run --out-dir " + out()).exit_code, 2);
+  EXPECT_EQ(run_tbench("sweep " + spec() + " --grid train.batch_size=8,0 --dry-run --point 0 --out-dir " + out()).exit_code,
+            0);
   const auto first = run_tbench("sweep " + spec() + " --grid train.batch_size=8,0 --point 0 --out-dir " + out());
   EXPECT_EQ(first.exit_code, 0) << first.err;
 }

@@ -494,6 +494,19 @@ TEST(BatchLoader, AStartedEpochReplacesWhatWasQueued) {
 
 // --- token cache --------------------------------------------------------------------------------
 
+// A cache is named after its data: a corpus folder by the folder, with or without its slash.
+TEST(TokenCache, IsNamedAfterItsDataFileOrFolder) {
+  const auto name_of = [](const std::string& data) {
+    return std::filesystem::path(token_cache_path("/cache", data, "k")).filename().string();
+  };
+  EXPECT_EQ(name_of("/data/reviews.csv").rfind("reviews-", 0), 0u);
+  EXPECT_EQ(name_of("books/").rfind("books-", 0), 0u);
+  EXPECT_EQ(name_of("books").rfind("books-", 0), 0u);
+  EXPECT_EQ(name_of(".").rfind("data-", 0), 0u);
+  EXPECT_EQ(name_of("./").rfind("data-", 0), 0u);
+  EXPECT_EQ(name_of("books/"), name_of("books"));
+}
+
 TEST_F(DataFiles, TokenCacheRoundTripsAndRejectsOtherKeysAndDamage) {
   CachedSamples cached{samples_of_lengths({3, 1, 4}), {"neg", "pos"}};
   cached.samples.type_ids.assign(cached.samples.ids.size(), 1);

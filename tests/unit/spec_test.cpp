@@ -110,6 +110,35 @@ TEST(Spec, OverridesSetAnyField) {
   EXPECT_EQ(spec.name, "renamed");
 }
 
+// The short form `--set model=NAME` names the model, as `model: NAME` does in a spec: on a spec
+// whose model is a mapping it replaces the name (or the config, for a path) and keeps the rest.
+TEST(Spec, AModelOverrideByNameKeepsTheModelsOtherSettings) {
+  const std::string mapping = R"({"model": {"name": "tiny-bert", "fused_qkv": true}})";
+  const RunSpec renamed = resolve_json(mapping, {"model=tiny-roberta"});
+  EXPECT_EQ(renamed.model.name, "tiny-roberta");
+  EXPECT_TRUE(renamed.model.fused_qkv);
+  EXPECT_TRUE(renamed.model.config.empty());
+
+  testing::ScratchDir dir;
+  const std::string config = dir.write("my-model/config.json", "{}");
+  const RunSpec configured = resolve_json(mapping, {"model=" + config});
+  EXPECT_EQ(configured.model.config, config);
+  EXPECT_EQ(configured.model.name, "my-model");
+  EXPECT_TRUE(configured.model.fused_qkv);
+
+  // A mapping given on the command line replaces the whole mapping, as any section does.
+  EXPECT_FALSE(resolve_json(mapping, {"model={name: tiny-roberta}"}).model.fused_qkv);
+  // The checks still to come (the model's name) name the override.
+  EXPECT_EQ(resolve_json(mapping, {"model=tiny-bertt"}).where("model.name"), "--set model=tiny-bertt: model.name: ");
+}
+
+// A section made by an override alone (`--set plm.probability=0` on a classification spec) is
+// blamed on the override, not the file.
+TEST(Spec, ASectionMadeByAnOverrideIsBlamedOnIt) {
+  const auto message = input_error_of([] { resolve_json(R"({"model": "tiny-bert"})", {"plm.probability=0.5"}); });
+  EXPECT_EQ(message.rfind("--set plm.probability=0.5: plm: only used with task plm", 0), 0u) << message;
+}
+
 TEST(Spec, OverrideErrorsNameTheOverride) {
   const auto message = input_error_of([] { resolve_json(R"({"model": "tiny-bert"})", {"train.batch_size=big"}); });
   EXPECT_NE(message.find("--set train.batch_size=big"), std::string::npos) << message;
@@ -199,7 +228,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"integer_past_int64", R"({"model": "tiny-bert", "train": {"max_steps": 18446744073709551615}})", false,
                 {"train.max_steps", "expected an integer"}},
         BadSpec{"batch_past_int64", R"({"model": "tiny-bert", "train": {"batch_size": 9223372036854775808}})", false,
-                {"train.batch_size", "expected an integer"}}),
+                {"train.batch_size", "expected an integer"}},
+        // Found by a read of the README against the binary: a NaN integer was "got null", an
+        // integer's bound "2.0", "gpu" was offered 'cpu', and a name cut short had no suggestion.
+        BadSpec{"yaml_nan_for_integer", "model: tiny-bert\ndata:\n  seq_len: .nan\n", true,
+                {"spec.yaml:3", "data.seq_len", "expected an integer, got .nan (number)"}},
+        BadSpec{"integer_bound_as_integer", R"({"model": "tiny-bert", "data": {"seq_len": 1}})", false,
+                {"data.seq_len", "must be >= 2, got 1"}},
+        BadSpec{"gpu_for_device", R"({"model": "tiny-bert", "device": "gpu"})", false,
+                {"device", "a GPU is cuda, or cuda:N"}},
+        BadSpec{"name_cut_short", R"({"model": "tiny-bert", "timing": {"warmup": 3}})", false,
+                {"timing.warmup", "did you mean 'warmup_steps'"}}),
     [](const auto& info) { return info.param.name; });
 
 // A key path with an empty name anywhere, the last one too, is refused ("a." used to set "a").

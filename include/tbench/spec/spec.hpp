@@ -323,7 +323,10 @@ struct FieldProblem {
 std::vector<FieldProblem> cuda_graph_obstacles(const RunSpec& spec);
 
 // Convenience: read_spec_file (or the default when path is empty) + overrides + resolve.
-RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides);
+// `output_option`: the command line's -o PATH, the same as --set output=PATH (any path, even
+// "123", a string) but named "-o PATH" where an error points at it.
+RunSpec load_spec(const std::string& path, const std::vector<std::string>& overrides,
+                  const std::string& output_option = "");
 
 // Documentation of every field, for `tbench validate --fields` and the README.
 nlohmann::json spec_field_reference();

@@ -51,6 +51,9 @@ struct SweepOptions {
   std::string binary;    // the tbench executable that runs each point
 };
 
+// --point: refuses an index past the plan's last point (bad input); -1 (every point) passes.
+void check_point_index(const SweepPlan& plan, int point);
+
 // Runs the plan's points in order, writing <out_dir>/sweep.json after each. Returns ok, run_failed
 // (some point failed: the rest still ran) or interrupted.
 ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options);
