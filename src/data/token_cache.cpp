@@ -96,7 +96,7 @@ std::string default_cache_dir() {
 
 std::string token_cache_path(const std::string& dir, const std::string& data_path, const std::string& key) {
   // Named after the data (a corpus folder given as "books/" by the folder), so a user can tell
-  // the caches apart; never a hidden or dash-led name.
+  // the caches apart; never an empty or hidden name.
   std::filesystem::path source(data_path);
   if (!source.has_filename()) source = source.parent_path();
   std::string stem = source.stem().string();

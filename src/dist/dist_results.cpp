@@ -69,6 +69,7 @@ void warn_of_missing_reports(const GatheredReports& g, std::chrono::milliseconds
     return join(text);
   };
   spdlog::warn("no timings from rank(s) {}: they stopped before reporting; the result holds the others", listed(g.missing));
+  if (g.stopped) spdlog::warn("interrupted while rank 0 waited for the reports: the result holds those that came");
   if (g.store_gone) spdlog::warn("the rendezvous store stopped answering while rank 0 waited for the reports");
   if (!g.failed.empty()) spdlog::warn("rank(s) {} failed before reporting (see their logs)", listed(g.failed));
   if (!g.stuck.empty()) {
@@ -84,7 +85,8 @@ void warn_of_missing_reports(const GatheredReports& g, std::chrono::milliseconds
 
 }  // namespace
 
-DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync) {
+DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync,
+                                const std::atomic<bool>* stop) {
   using std::chrono::milliseconds;
   const int world = comm.world_size();
   // A failed rank 0 gives the others time to reach their next collective, where they read its
@@ -96,7 +98,7 @@ DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankRep
   DistSection dist;
   dist.ranks.push_back(std::move(own));
   PeerStore peers = comm.peers();
-  GatheredReports gathered = await_peer_reports(peers, world, comm.heartbeat_timeout(), Clock::now() + patience);
+  GatheredReports gathered = await_peer_reports(peers, world, comm.heartbeat_timeout(), Clock::now() + patience, stop);
   for (auto& report : gathered.reports) dist.ranks.push_back(std::move(report));
   dist.missing_ranks = gathered.missing;
   warn_of_missing_reports(gathered, comm.heartbeat_timeout());

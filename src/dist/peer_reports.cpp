@@ -107,7 +107,7 @@ struct AwaitedRank {
 }  // namespace
 
 GatheredReports await_peer_reports(PeerStore& peers, int world_size, std::chrono::milliseconds silence_limit,
-                                   Clock::time_point deadline) {
+                                   Clock::time_point deadline, const std::atomic<bool>* stop) {
   GatheredReports gathered;
   std::map<int, AwaitedRank> waiting;  // the first pass reads every heartbeat, which starts its count
   for (int r = 1; r < world_size; ++r) {
@@ -171,6 +171,10 @@ GatheredReports await_peer_reports(PeerStore& peers, int world_size, std::chrono
       it = waiting.erase(it);
     }
     if (waiting.empty() || gathered.store_gone || Clock::now() > deadline) break;
+    if (stop && stop->load()) {
+      gathered.stopped = true;
+      break;
+    }
     std::this_thread::sleep_for(kReportPoll);
   }
   // Those still awaited at the deadline whose failure was announced go under its kind.

@@ -54,7 +54,9 @@ void ensure_writable(const std::string& result_path, bool force, ResultSideFiles
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     // ENOENT for a folder that exists: a file system that makes no new files (/proc, /sys).
-    const std::string reason = errno == ENOENT ? "it takes no new files" : std::strerror(errno);
+    const int error = errno;
+    const bool refuses_new_files = error == ENOENT && !parent.empty() && fs::is_directory(parent, ec);
+    const std::string reason = refuses_new_files ? "it takes no new files" : std::strerror(error);
     throw input_error("output: cannot write in directory '" + (parent.empty() ? std::string(".") : parent.string()) +
                       "': " + reason);
   }

@@ -861,7 +861,7 @@ ExitCode write_result(const RunPlan& plan, const torch::nn::Module& model, const
   Result result = assemble_result(plan, model, run, clock);
   if (group.comm) {  // every rank's timings, the dist section, and the global summary
     const RankReport own = rank_report(*group.comm, group.device, run, group.sync);
-    result.dist = gather_rank_reports(*group.comm, plan.spec, own, group.sync);
+    result.dist = gather_rank_reports(*group.comm, plan.spec, own, group.sync, &g_stop_requested);
     make_global(result.summary, *result.dist);
   }
   set_utilisation(result.summary, probe_cpu_peak_again(plan, result.summary, peak), plan.launch.world_size);
@@ -921,6 +921,9 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
                                : write_result(plan, model, run, clock, peak, {comm, device, sync.get()},
                                               mllog ? &*mllog : nullptr);
     return code == ExitCode::ok && g_stop_requested.load() ? interrupted_after_training() : code;
+  } catch (const c10::Error& e) {
+    if (mllog) mllog->abandon(e.what_without_backtrace());  // as tbench prints it
+    throw;
   } catch (const std::exception& e) {
     if (mllog) mllog->abandon(e.what());
     throw;

@@ -142,19 +142,14 @@ json parse_json_refusing_duplicate_keys(const std::string& text, const std::stri
 
 std::string locate_field(const std::string& label, const std::map<std::string, std::string>& origin,
                          const std::string& field) {
-  // A field's own origin, else its nearest parent's (a whole section set by --set, say), else, for
-  // a section, its first field's (`--set plm.probability=0` makes the plm section).
+  // A field's own origin, else its nearest parent's (a whole section set by --set, say).
   for (std::string path = field;;) {
     const auto it = origin.find(path);
     if (it != origin.end()) return it->second;
     const auto dot = path.find_last_of('.');
-    if (dot == std::string::npos) break;
+    if (dot == std::string::npos) return label;
     path = path.substr(0, dot);
   }
-  const std::string inside = field + ".";
-  const auto child = origin.lower_bound(inside);
-  if (child != origin.end() && child->first.compare(0, inside.size(), inside) == 0) return child->second;
-  return label;
 }
 
 std::string SpecDocument::where(const std::string& field) const { return locate_field(label, origin, field); }
@@ -247,7 +242,10 @@ void apply_overrides(SpecDocument& doc, const std::vector<std::string>& override
       }
       json& next = (*node)[parts[i]];
       if (path == "model") expand_model_shorthand(doc.root);  // `--set model.weights=...` on `model: name`
-      if (next.is_null()) next = json::object();
+      if (next.is_null()) {  // a section the override makes (`--set plm.probability=0`) is its doing
+        next = json::object();
+        doc.origin.emplace(path, where);
+      }
       if (!next.is_object()) throw input_error(where + ": '" + path + "' is not a section");
       node = &next;
     }

@@ -28,8 +28,9 @@ using nlohmann::json;
 volatile std::sig_atomic_t g_sweep_interrupted = 0;
 volatile pid_t g_running_child = 0;
 
-// Ctrl-C in a terminal reaches the child too; a signal sent to the sweep alone is passed on, so
-// the running point still writes what it measured.
+// Every signal that stops the sweep reaches its running point once, from here: the point runs in
+// a process group of its own (see run_point), so a terminal's Ctrl-C reaches the sweep alone. Sent
+// twice (by the terminal and by the sweep), a point's second Ctrl-C would kill it unwritten.
 extern "C" void on_sweep_signal(int signal) {
   g_sweep_interrupted = 1;
   if (g_running_child > 0) kill(g_running_child, signal);
@@ -163,6 +164,7 @@ int run_point(const SweepPlan& plan, const SweepPoint& p, const SweepOptions& op
   const pid_t child = fork();
   if (child < 0) throw Error(ExitCode::internal, "fork failed");
   if (child == 0) {
+    ::setpgid(0, 0);  // out of the terminal's foreground group: the sweep passes signals on
     // A sweep killed outright (SIGKILL, a scheduler's time limit) takes its point with it: the point
     // is interrupted (SIGTERM), writes what it measured, and `--resume` redoes it. Without this it
     // would run on as an orphan, into the folder a resumed sweep writes.

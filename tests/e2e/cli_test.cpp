@@ -489,8 +489,12 @@ TEST_F(Cli, InterruptAfterTrainingStillWritesTheWholeResult) {
   spec["timing"]["mllog"] = true;
   const std::string err = dir.file("a.err");
   const pid_t child = testing::spawn_tbench({"run", spec_path(spec)}, {}, dir.file("a.out"), err);
-  for (int i = 0; i < 1200 && testing::read_text(err).find("probing the CPU's peak again") == std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto probing = [&] { return testing::read_text(err).find("probing the CPU's peak again") != std::string::npos; };
+  for (int i = 0; i < 6000 && !probing(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!probing()) {
+    kill(child, SIGKILL);
+    testing::wait_for_exit(child, 10);
+    FAIL() << "the run never reached its second probe: " << testing::read_text(err);
   }
   kill(child, SIGINT);
   EXPECT_EQ(testing::wait_for_exit(child, 60), 130) << testing::read_text(err);

@@ -146,6 +146,27 @@ TEST(PeerReports, ARankThatAnnouncedItsFailureIsAwaitedWhileItBeats) {
   EXPECT_LT(took, 8.0);
 }
 
+// Ctrl-C while rank 0 waits for a peer that beats on without reporting ends the wait, long
+// before the deadline: the peer is missing and the gather says it was stopped.
+TEST(PeerReports, AStopRequestEndsTheWait) {
+  auto store = c10::make_intrusive<c10d::HashStore>();
+  PlayedRank beating(store, 1);
+  std::atomic<bool> stop{false};
+  std::thread ctrl_c([&] {
+    sleep_s(0.5);
+    stop = true;
+  });
+  PeerStore reads(*store);
+  const auto start = Clock::now();
+  const auto gathered = await_peer_reports(reads, 2, milliseconds(15000), start + std::chrono::seconds(30), &stop);
+  const double took = seconds_since(start);
+  ctrl_c.join();
+  EXPECT_TRUE(gathered.stopped);
+  EXPECT_EQ(gathered.missing, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(gathered.silent.empty() && gathered.stuck.empty() && gathered.failed.empty());
+  EXPECT_LT(took, 10.0) << "waited on after the stop";
+}
+
 // A rank its watcher announced silent may have been paused: if it comes back within the grace,
 // its report still counts.
 TEST(PeerReports, ARankAnnouncedSilentThatComesBackWithinTheGraceStillReports) {

@@ -137,6 +137,10 @@ TEST(Spec, AModelOverrideByNameKeepsTheModelsOtherSettings) {
 TEST(Spec, ASectionMadeByAnOverrideIsBlamedOnIt) {
   const auto message = input_error_of([] { resolve_json(R"({"model": "tiny-bert"})", {"plm.probability=0.5"}); });
   EXPECT_EQ(message.rfind("--set plm.probability=0.5: plm: only used with task plm", 0), 0u) << message;
+  // A section the file holds is the file's, whatever an override adds to it.
+  const auto in_file = input_error_of(
+      [] { resolve_json(R"({"model": "tiny-bert", "plm": {"probability": 0.5}})", {"plm.max_span_length=2"}); });
+  EXPECT_EQ(in_file.rfind("spec.json: plm: only used with task plm", 0), 0u) << in_file;
 }
 
 TEST(Spec, OverrideErrorsNameTheOverride) {

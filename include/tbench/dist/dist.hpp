@@ -4,6 +4,7 @@
 // NCCL on CUDA), the bucketed gradient all-reduce the trainer calls, and gathering every rank's
 // timings into rank 0's result. Without a launcher none of this runs: detect_launch() says
 // "single process" and the runner never creates a Communicator.
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -246,8 +247,10 @@ ExitCode finish_peer_rank(Communicator& comm, const torch::Device& device, const
 // Rank 0: gathers the other ranks' reports (waiting up to dist.timeout_s when this rank
 // completed, a few seconds when it failed, since the rank that broke the run may never report)
 // into the result's `dist` section, rank 0's own first. make_global() then turns the summary
-// into the run's global view.
-DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync);
+// into the run's global view. `stop` (the run's Ctrl-C flag; null: none) ends the wait early, the
+// ranks not yet reported listed as missing.
+DistSection gather_rank_reports(Communicator& comm, const RunSpec& spec, RankReport own, const GradientSync* sync,
+                                const std::atomic<bool>* stop = nullptr);
 
 // Test and debugging aid: the trainable parameters, in named_parameters() order, as raw
 // little-endian float32 (written atomically). Ranks that trained in lockstep write identical files.

@@ -3,6 +3,7 @@
 // waiting for a rank whose report can no longer come (src/dist/peer_reports.cpp). Used by
 // gather_rank_reports; a header of its own for its tests, which play the peers on a store of their
 // own.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -51,6 +52,7 @@ struct GatheredReports {
   // watcher's word), or for a failure announced by the rank itself.
   std::vector<int64_t> silent, stuck, failed;
   bool store_gone = false;  // a store call failed (its host gone): nothing more could come
+  bool stopped = false;     // the user's stop request (Ctrl-C) ended the wait
 };
 
 // A peer that announced a failure and whose heartbeat has not moved for this long has ended
@@ -64,8 +66,10 @@ inline constexpr std::chrono::milliseconds kFailedPeerGrace{3000};
 // it announced nothing, for kFailedPeerGrace if it announced a failure (or its watcher announced
 // it silent); for one announced stuck, which beats on, once it has read that and its host has
 // stood still as long. Store calls that fail end the wait (rank 0 hosts the store, so none can
-// hang, unless torchrun's agent hosts it).
+// hang, unless torchrun's agent hosts it). `stop` (null: none), once set, ends the wait too: the
+// ranks still awaited are missing.
 GatheredReports await_peer_reports(PeerStore& peers, int world_size, std::chrono::milliseconds silence_limit,
-                                   std::chrono::steady_clock::time_point deadline);
+                                   std::chrono::steady_clock::time_point deadline,
+                                   const std::atomic<bool>* stop = nullptr);
 
 }  // namespace tbench
