@@ -57,10 +57,10 @@ void write_file_atomically(const std::string& path, const std::string& text) {
     ::close(fd);
     fail("write failed", failure);
   }
-  const bool synced = ::fsync(fd) == 0;
-  const std::string sync_error = synced ? "" : std::strerror(errno);
-  if (::close(fd) != 0 && synced) fail("cannot flush to disk", std::strerror(errno));
-  if (!synced) fail("cannot flush to disk", sync_error);
+  // The descriptor is closed whatever fsync said; the first error is the one reported.
+  const int sync_errno = ::fsync(fd) == 0 ? 0 : errno;
+  const int close_errno = ::close(fd) == 0 ? 0 : errno;
+  if (sync_errno != 0 || close_errno != 0) fail("cannot flush to disk", std::strerror(sync_errno ? sync_errno : close_errno));
   if (std::rename(temp.c_str(), path.c_str()) != 0) fail("cannot move into place", std::strerror(errno));
 }
 

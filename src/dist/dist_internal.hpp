@@ -1,11 +1,8 @@
 #pragma once
 // Shared inside src/dist/ only.
 #include <cstdint>
-#include <exception>
-#include <string>
 
-#include <c10/util/Exception.h>
-
+#include "tbench/torch_error_text.hpp"
 #include "tbench/train/trainer.hpp"
 
 namespace tbench {
@@ -20,12 +17,6 @@ struct SyncStats {
   bool gradient_as_bucket_view = false;
   double bucket_mb = 0;
 };
-
-// An exception's message, LibTorch's without its backtrace.
-inline std::string describe(const std::exception& e) {
-  if (const auto* c10 = dynamic_cast<const c10::Error*>(&e)) return c10->what_without_backtrace();
-  return e.what();
-}
 
 // Zeros for anything that is not the c10d gradient sync (or null).
 SyncStats sync_stats(const GradientSync* sync);

@@ -23,7 +23,7 @@ std::optional<std::string> PeerStore::fetch(const std::string& key) {
     const auto bytes = store_.get(key);
     return std::string(bytes.begin(), bytes.end());
   } catch (const std::exception& e) {
-    spdlog::debug("store key {}: {}", key, describe(e));
+    spdlog::debug("store key {}: {}", key, error_text(e));
     return std::nullopt;
   }
 }
@@ -32,7 +32,7 @@ std::optional<int64_t> PeerStore::heartbeats_of(int rank) {
   try {
     return store_.add(heartbeat_key(rank), 0);
   } catch (const std::exception& e) {
-    spdlog::debug("heartbeat of rank {}: {}", rank, describe(e));
+    spdlog::debug("heartbeat of rank {}: {}", rank, error_text(e));
     return std::nullopt;
   }
 }
@@ -41,7 +41,7 @@ bool PeerStore::has_released(int rank) {
   try {
     return store_.check({released_key(rank)});
   } catch (const std::exception& e) {
-    spdlog::debug("whether rank {} released the store: {}", rank, describe(e));
+    spdlog::debug("whether rank {} released the store: {}", rank, error_text(e));
     return false;
   }
 }
@@ -51,7 +51,7 @@ std::optional<int64_t> PeerStore::progress_moves_of(int rank) {
     const auto progress = read_progress(store_, rank);
     return progress ? progress->moves : 0;
   } catch (const std::exception& e) {
-    spdlog::debug("progress of rank {}: {}", rank, describe(e));
+    spdlog::debug("progress of rank {}: {}", rank, error_text(e));
     return std::nullopt;
   }
 }
@@ -60,7 +60,7 @@ std::optional<std::vector<RankFailure>> PeerStore::announced_failures() {
   try {
     return read_failures(store_);
   } catch (const std::exception& e) {
-    spdlog::debug("announced failures: {}", describe(e));
+    spdlog::debug("announced failures: {}", error_text(e));
     return std::nullopt;
   }
 }

@@ -220,7 +220,7 @@ struct Communicator::Impl {
     try {
       nccl->abort();
     } catch (const std::exception& e) {
-      spdlog::debug("{}aborting NCCL: {}", prefix(), describe(e));
+      spdlog::debug("{}aborting NCCL: {}", prefix(), error_text(e));
     }
   }
 #endif
@@ -310,7 +310,7 @@ struct Communicator::Impl {
       try {
         work->wait();
       } catch (const std::exception& e) {
-        lost_contact(during, describe(e));
+        lost_contact(during, error_text(e));
       }
       return true;
     }
@@ -325,7 +325,7 @@ struct Communicator::Impl {
     try {
       work->wait();
     } catch (const std::exception& e) {
-      lost_contact(during, describe(e));
+      lost_contact(during, error_text(e));
     }
     return true;
   }
@@ -335,7 +335,7 @@ struct Communicator::Impl {
     try {
       work->wait();
     } catch (const std::exception& e) {
-      lost_contact(during, describe(e));
+      lost_contact(during, error_text(e));
     }
   }
 };
@@ -384,7 +384,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
                              : env.rank == 0 ? "this rank hosts the store there: is MASTER_PORT free?"
                                              : "rank 0 hosts the store there: is it running, and are MASTER_ADDR and "
                                                "MASTER_PORT right?";
-    throw CommFailure(impl->prefix() + "rendezvous at " + address + " failed: " + describe(e) + " (" + host +
+    throw CommFailure(impl->prefix() + "rendezvous at " + address + " failed: " + error_text(e) + " (" + host +
                       " dist.timeout_s = " + std::to_string(seconds) + " s)");
   }
   // Every rank counts itself in, then waits until all have: a rank that never starts ends the
@@ -409,7 +409,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
   } catch (const CommFailure&) {
     throw;
   } catch (const std::exception& e) {
-    throw CommFailure(impl->prefix() + "rendezvous at " + address + " failed: " + describe(e) +
+    throw CommFailure(impl->prefix() + "rendezvous at " + address + " failed: " + error_text(e) +
                       " (rank 0, which hosts the store, stopped?)");
   }
 
@@ -436,7 +436,7 @@ std::unique_ptr<Communicator> Communicator::connect(const LaunchEnv& env, const 
 #endif
     }
   } catch (const std::exception& e) {
-    throw CommFailure(impl->prefix() + impl->backend + " process group did not start: " + describe(e));
+    throw CommFailure(impl->prefix() + impl->backend + " process group did not start: " + error_text(e));
   }
   if (!impl->group) {  // check_launch refuses this earlier; kept for callers that skip it
     throw Error(ExitCode::bad_input, impl->prefix() + "this build has no " + impl->backend + " backend");
@@ -466,7 +466,7 @@ void Communicator::broadcast_from_rank0(const std::vector<torch::Tensor>& tensor
     try {
       work = impl_->group->broadcast(io, options);
     } catch (const std::exception& e) {
-      impl_->lost_contact("the broadcast of rank 0's parameters", describe(e));
+      impl_->lost_contact("the broadcast of rank 0's parameters", error_text(e));
     }
     impl_->wait(work, number, "the broadcast of rank 0's parameters");
     int64_t offset = 0;
@@ -487,7 +487,7 @@ void Communicator::allreduce_async(const torch::Tensor& flat) {
   try {
     work = impl_->group->allreduce(io, options);
   } catch (const std::exception& e) {
-    impl_->lost_contact("a gradient all-reduce", describe(e));
+    impl_->lost_contact("a gradient all-reduce", error_text(e));
   }
   std::lock_guard<std::mutex> lock(impl_->mutex);
   impl_->pending.push_back({number, std::move(work)});
@@ -514,11 +514,11 @@ void Communicator::announce_failure(const std::string& error) {
     write_failure(*impl_->store, rank(), error);
   } catch (const std::exception& e) {
     spdlog::debug("{}could not announce this rank's failure (the store's host may be gone): {}", impl_->prefix(),
-                  describe(e));
+                  error_text(e));
   }
 }
 
-void Communicator::announce_failure(const std::exception& e) { announce_failure(describe(e)); }
+void Communicator::announce_failure(const std::exception& e) { announce_failure(error_text(e)); }
 
 std::optional<RankFailure> Communicator::announced_failure() {
   return impl_->watch->look_now(std::chrono::seconds(1));
@@ -550,7 +550,7 @@ void Communicator::linger_until_peers_know(std::chrono::milliseconds wait) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   } catch (const std::exception& e) {
-    spdlog::debug("{}{}", impl_->prefix(), describe(e));
+    spdlog::debug("{}{}", impl_->prefix(), error_text(e));
   }
 }
 

@@ -36,6 +36,7 @@
 #include "tbench/version.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/text.hpp"
+#include "tbench/torch_error_text.hpp"
 
 namespace tbench {
 namespace {
@@ -921,11 +922,8 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
                                : write_result(plan, model, run, clock, peak, {comm, device, sync.get()},
                                               mllog ? &*mllog : nullptr);
     return code == ExitCode::ok && g_stop_requested.load() ? interrupted_after_training() : code;
-  } catch (const c10::Error& e) {
-    if (mllog) mllog->abandon(e.what_without_backtrace());  // as tbench prints it
-    throw;
   } catch (const std::exception& e) {
-    if (mllog) mllog->abandon(e.what());
+    if (mllog) mllog->abandon(error_text(e));  // as tbench prints it
     throw;
   }
 }

@@ -14,6 +14,7 @@
 #include "tbench/timing/clock.hpp"
 #include "tbench/timing/step_timer.hpp"
 #include "tbench/env/torch_features.hpp"
+#include "tbench/torch_error_text.hpp"
 
 namespace tbench {
 namespace {
@@ -279,10 +280,8 @@ void Trainer::fail_on_exception(TrainOutcome& outcome, Where&& where, Work&& wor
   } catch (const CommFailure& e) {
     error = e.what();
     lost_peers = true;
-  } catch (const c10::Error& e) {
-    error = e.what_without_backtrace();
-  } catch (const std::exception& e) {  // the loader's thread, the host
-    error = e.what();
+  } catch (const std::exception& e) {  // LibTorch, the loader's thread, the host
+    error = error_text(e);
   }
   if (outcome.status == RunStatus::failed) return;  // the first error is the one to fix
   outcome.status = RunStatus::failed;

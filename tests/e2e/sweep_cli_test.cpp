@@ -168,6 +168,45 @@ TEST_F(SweepCli, InterruptedSweepResumesWithoutRedoingFinishedPoints) {
   EXPECT_NE(resumed.out.find("tiny-distilbert"), std::string::npos) << resumed.out;
 }
 
+// Ctrl-C after a point's last step (here once its MLPerf log closed the training block): the
+// point writes its whole result, exits 130, and the sweep counts it (it was left out of the table
+// as interrupted), then stops.
+TEST_F(SweepCli, APointInterruptedAfterItsTrainingCountsAsCompleted) {
+  auto probed = testing::tiny_spec(dir.file("unused.json"));
+  probed["train"]["epochs"] = 1;
+  probed["timing"]["mllog"] = true;
+  probed["timing"]["cpu_peak_probe"] = true;  // the point probes on for a second or two after training
+  const std::string base = dir.write("probed.json", probed.dump());
+  const pid_t child = testing::spawn_tbench({"sweep", base, "--grid", "train.batch_size=8,16", "--out-dir", out()}, {},
+                                            dir.file("sweep.out"), dir.file("sweep.err"));
+  const auto trained = [&] {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(out(), ec)) {
+      if (entry.path().extension() == ".mllog" &&
+          testing::read_text(entry.path().string()).find("\"block_stop\"") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  for (int i = 0; i < 6000 && !trained(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!trained()) {
+    kill(child, SIGKILL);
+    testing::wait_for_exit(child, 10);
+    FAIL() << "the first point never finished training: " << testing::read_text(dir.file("sweep.err"));
+  }
+  kill(child, SIGINT);
+  ASSERT_EQ(testing::wait_for_exit(child, 60), 130) << testing::read_text(dir.file("sweep.err"));
+  const auto s = state();
+  ASSERT_EQ(s["points"].size(), 2u);
+  EXPECT_EQ(s["points"][0]["status"], "completed") << s.dump(2);
+  EXPECT_EQ(s["points"][0]["exit_code"], 130);
+  EXPECT_EQ(testing::read_json(s["points"][0]["result"])["summary"]["status"], "completed");
+  EXPECT_EQ(s["points"][1]["status"], "pending") << "the sweep went on after the Ctrl-C";
+  EXPECT_NE(testing::read_text(dir.file("sweep.out")).find("train.batch_size=8"), std::string::npos)
+      << "the point is missing from the sweep's table: " << testing::read_text(dir.file("sweep.out"));
+}
+
 TEST_F(SweepCli, SingleArrayTaskRunsOnePoint) {
   const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=4,8 --point 1 --out-dir " + out());
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -62,15 +62,15 @@ class PlayedRank {
 };
 
 // Runs `play` on a thread of its own while rank 0 gathers; returns what it gathered, and how long
-// that took in `took_s`.
+// that took in `took_s`. A `stop` set is the user's Ctrl-C.
 template <typename Play>
 GatheredReports gather(c10d::Store& store, int world_size, milliseconds silence_limit, double deadline_s,
-                       Play play, double& took_s) {
+                       Play play, double& took_s, const std::atomic<bool>* stop = nullptr) {
   std::thread peers(play);
   PeerStore reads(store);
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(deadline_s));
-  GatheredReports gathered = await_peer_reports(reads, world_size, silence_limit, deadline);
+  GatheredReports gathered = await_peer_reports(reads, world_size, silence_limit, deadline, stop);
   took_s = seconds_since(start);
   peers.join();
   return gathered;
@@ -152,15 +152,11 @@ TEST(PeerReports, AStopRequestEndsTheWait) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   PlayedRank beating(store, 1);
   std::atomic<bool> stop{false};
-  std::thread ctrl_c([&] {
+  double took = 0;
+  const auto gathered = gather(*store, 2, milliseconds(15000), 30, [&] {
     sleep_s(0.5);
     stop = true;
-  });
-  PeerStore reads(*store);
-  const auto start = Clock::now();
-  const auto gathered = await_peer_reports(reads, 2, milliseconds(15000), start + std::chrono::seconds(30), &stop);
-  const double took = seconds_since(start);
-  ctrl_c.join();
+  }, took, &stop);
   EXPECT_TRUE(gathered.stopped);
   EXPECT_EQ(gathered.missing, (std::vector<int64_t>{1}));
   EXPECT_TRUE(gathered.silent.empty() && gathered.stuck.empty() && gathered.failed.empty());
