@@ -3,6 +3,7 @@
 // see half of it.
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace tbench {
 
@@ -13,6 +14,16 @@ std::string read_file(const std::string& path, const std::string& what);
 // Writes `text` to a temporary file beside `path`, flushes it to disk, then renames it over
 // `path`: readers see the old file or the whole new one, never half of it.
 void write_file_atomically(const std::string& path, const std::string& text);
+
+// Creates the folder a file goes in and finds out now, not after the work, that a new file can
+// be made there (read-only, no permission, a file system that takes none such as /proc). Throws a
+// bad-input Error starting with `option` ("output", "-o", "--histogram").
+void ensure_folder_takes_new_files(const std::string& file_path, const std::string& option);
+
+// A command's output file, other than a run's result (report -o, data --histogram): refused
+// before the work (exit 2) where it is a folder, where it is one of the files the command reads
+// (`inputs`: it would be lost), or where nothing can be written.
+void check_command_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs);
 
 // Writes all `size` bytes to the open descriptor `fd`, going on after short writes and signals.
 // Returns "" when every byte is written, else why it stopped (errno's text, or "nothing written"

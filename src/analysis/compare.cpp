@@ -67,7 +67,7 @@ void refuse_copies_of_one_run(const std::vector<const ResultFile*>& runs, const 
       const bool same_file = std::filesystem::equivalent(runs[i]->path, runs[j]->path, ec) && !ec;
       throw input_error(command + ": " + runs[j]->path +
                         (same_file ? " is given twice" : " holds the same run as " + runs[i]->path) +
-                        "; repeats are separate runs of one setting");
+                        "; each run counts once (repeats are separate runs of one setting)");
     }
   }
 }

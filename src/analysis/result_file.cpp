@@ -373,6 +373,12 @@ ResultFile load_result(const std::string& path) {
     throw input_error(path + ": schema: not a tbench result (expected \"schema\": \"" + kResultSchemaId + "\")");
   }
   const ResultReader read(r.json, path);
+  // A section that is not one would be reported by its first field as missing.
+  for (const char* section : {"model", "spec", "env", "summary"}) {
+    if (r.json.contains(section) && !r.json[section].is_object()) {
+      throw read.bad(std::string("/") + section, "expected a section (an object), got a " + std::string(r.json[section].type_name()));
+    }
+  }
   r.model = read.string("/model/name");
   r.task = read.string_or("/model/task", "classification");  // results before tasks were classification
   r.params = read.integer("/model/params", 0, kMaxParams);
@@ -427,6 +433,7 @@ ResultFile load_result(const std::string& path) {
   read.require("/summary");
   // Every result with a timed step has its rate and an epoch time (measured or projected).
   r.samples_per_s = read.number("/summary/samples_per_s");
+  if (!(r.samples_per_s > 0)) throw read.bad("/summary/samples_per_s", "timed steps train more than 0 samples a second");
   if (const json* idle = read.find("/summary/device_idle_at_start_fraction"); idle && !idle->is_null()) {
     const double share = read.number(*idle, "/summary/device_idle_at_start_fraction");
     if (share > 1) throw read.bad("/summary/device_idle_at_start_fraction", "expected a share in [0, 1], got " + json_text(*idle));
@@ -442,6 +449,11 @@ ResultFile load_result(const std::string& path) {
     r.projected_epoch_ci95 = read.interval_if_any("/summary/projected_epoch_seconds_ci95");
   } else {
     throw read.bad("/summary", "neither epoch_seconds nor projected_epoch_seconds (is this a complete tbench result?)");
+  }
+  // A zero would make every speedup against it 0.00x.
+  if (!(r.epoch_seconds > 0)) {
+    throw read.bad(r.epoch_projected ? "/summary/projected_epoch_seconds" : "/summary/epoch_seconds",
+                   "an epoch of timed steps takes more than 0 seconds");
   }
   return r;
 }

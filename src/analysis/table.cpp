@@ -77,9 +77,19 @@ void write_padded_line(std::ostream& out, const std::vector<std::string>& line, 
   out << "\n";
 }
 
+// A cell's own '|' (a run named "a|b") would start a column, and a line break a row.
+std::string markdown_cell(const std::string& text) {
+  std::string cell;
+  for (char c : text) {
+    if (c == '|') cell += '\\';
+    cell += c == '\n' || c == '\r' ? ' ' : c;
+  }
+  return cell;
+}
+
 void write_markdown_line(std::ostream& out, const std::vector<std::string>& line) {
   out << "|";
-  for (const auto& text : line) out << " " << text << " |";
+  for (const auto& text : line) out << " " << markdown_cell(text) << " |";
   out << "\n";
 }
 

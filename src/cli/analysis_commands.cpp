@@ -7,6 +7,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/cli/commands.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/files.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/results/summary.hpp"
 #include "tbench/timing/stats.hpp"
@@ -64,6 +65,7 @@ ResultFile load_result_for(const char* command, const std::string& path) {
 std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
 int report_command() {
+  if (!g_analysis.output.empty()) check_command_output("-o", g_analysis.output, g_analysis.results);
   const auto results = load_results_for("report", g_analysis.results);
   if (g_analysis.scaling) {
     emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
@@ -180,11 +182,10 @@ int compare_command() {
   std::vector<const ResultFile*> pa, pb;
   for (const auto& r : a) pa.push_back(&r);
   for (const auto& r : b) pb.push_back(&r);
-  if (a.size() > 1 || b.size() > 1) {
-    std::vector<const ResultFile*> all = pa;
-    all.insert(all.end(), pb.begin(), pb.end());
-    refuse_copies_of_one_run(all, "compare");
-  }
+  // A run against itself (or a copy of it) would score 1.000x "no significant difference".
+  std::vector<const ResultFile*> all = pa;
+  all.insert(all.end(), pb.begin(), pb.end());
+  refuse_copies_of_one_run(all, "compare");
   warn_of_mixed_runs("A", pa);
   warn_of_mixed_runs("B", pb);
   const Comparison c = compare_results(pa, pb);
@@ -288,6 +289,7 @@ std::optional<HostPace> target_host_pace(const ResultFile& source, const DeviceS
     warn_of_other_software(source, run);
     pointers.push_back(&run);
   }
+  refuse_copies_of_one_run(pointers, "predict --target-host");
   return measure_host_pace(pointers);
 }
 
@@ -382,6 +384,8 @@ int predict_command() {
   const ResultFile r = load_result_for("predict", g_analysis.result);
   std::unique_ptr<ResultFile> actual;
   if (!g_analysis.actual.empty()) actual = std::make_unique<ResultFile>(load_result_for("predict", g_analysis.actual));
+  // Scored against its own source, a prediction of the same epochs is right by construction.
+  if (actual) refuse_copies_of_one_run({&r, actual.get()}, "predict --actual");
   if (g_analysis.epochs <= 0 && g_analysis.target.empty()) {
     throw input_error("predict: give --epochs N and/or --target GPU");
   }

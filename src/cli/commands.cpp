@@ -92,7 +92,8 @@ int models_command() {
     json row = {{"name", name}, {"arch", to_string(c.arch)}, {"layers", c.num_layers},
                 {"hidden", c.hidden_size}, {"heads", c.num_heads}, {"vocab", c.vocab_size},
                 {"base_params", cost.base_params}, {"classifier_params", cost.classifier_params},
-                {"train_flops_per_sample", cost.train_flops_per_sample}, {"seq_len", g_options.seq_len}};
+                {"train_flops_per_sample", cost.train_flops_per_sample}, {"seq_len", g_options.seq_len},
+                {"max_seq_len", c.usable_positions() > 0 ? json(c.usable_positions()) : json(nullptr)}};
     // The pre-training head: *ForMaskedLM, or XLNet's permutation LM (XLNetLMHeadModel).
     const ModelCost lm = model_cost(c, 2, g_options.seq_len, c.arch == Architecture::xlnet ? Task::plm : Task::mlm);
     row["masked_lm_params"] = lm.classifier_params;
@@ -105,13 +106,21 @@ int models_command() {
   }
   std::printf("%-36s %-10s %6s %6s %13s %13s %14s %13s %10s\n", "model", "arch", "layers", "hidden", "base params",
               "classifier", "GFLOP/sample", "masked LM", "MLM GFLOP");
+  // A length past a model's positions is counted all the same, and marked: no run could take it.
+  bool any_too_long = false;
   for (const auto& r : rows) {
-    std::printf("%-36s %-10s %6lld %6lld %13s %13s %14.1f %13s %10s\n", r["name"].get<std::string>().c_str(),
+    const bool too_long = r["max_seq_len"].is_number() && g_options.seq_len > r["max_seq_len"].get<int64_t>();
+    any_too_long = any_too_long || too_long;
+    std::printf("%-36s %-10s %6lld %6lld %13s %13s %14.1f %13s %10s%s\n", r["name"].get<std::string>().c_str(),
                 r["arch"].get<std::string>().c_str(), static_cast<long long>(r["layers"].get<int64_t>()),
                 static_cast<long long>(r["hidden"].get<int64_t>()), with_thousands(r["base_params"]).c_str(),
                 with_thousands(r["classifier_params"]).c_str(), r["train_flops_per_sample"].get<double>() / 1e9,
                 with_thousands(r["masked_lm_params"]).c_str(),
-                format_fixed(r["masked_lm_train_flops_per_sample"].get<double>() / 1e9, 1).c_str());
+                format_fixed(r["masked_lm_train_flops_per_sample"].get<double>() / 1e9, 1).c_str(), too_long ? " *" : "");
+  }
+  if (any_too_long) {
+    std::printf("* takes at most max_seq_len positions (models --json): a run at seq_len %lld is refused\n",
+                static_cast<long long>(g_options.seq_len));
   }
   std::printf("(training FLOPs per sample at seq_len %lld, forward + backward; classifier: 2-label head; masked LM:\n"
               " *ForMaskedLM, the vocabulary projected at every position; for XLNet its permutation LM, the query\n"
@@ -137,7 +146,8 @@ void add_spec_options(CLI::App* cmd, bool spec_required) {
       ->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("-o,--output", g_options.output,
                   "result path, placeholders allowed: the same as --set output=PATH");
-  cmd->add_option("--log-level", g_options.log_level, "trace, debug, info, warn, error");
+  cmd->add_option("--log-level", g_options.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
 }
 
 }  // namespace
@@ -171,7 +181,8 @@ void register_commands(CLI::App& app) {
 
   auto* models = app.add_subcommand("models", "list shipped models with parameters and training FLOPs per sample");
   models->add_flag("--json", g_options.as_json, "machine-readable output");
-  models->add_option("--seq-len", g_options.seq_len, "sequence length for the FLOPs column")->check(CLI::PositiveNumber);
+  models->add_option("--seq-len", g_options.seq_len, "sequence length for the FLOPs column")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   models->callback([] { g_action = models_command; });
 
   register_analysis_commands(app, g_action);

@@ -14,6 +14,7 @@
 #include "tbench/cli/commands.hpp"
 #include "tbench/data/data_sources.hpp"
 #include "tbench/models/model_cost.hpp"
+#include "tbench/files.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/batch_flops.hpp"
 #include "tbench/run/runner.hpp"
@@ -140,6 +141,11 @@ void print_work(const json& report) {
 
 int data_command() {
   const RunSpec spec = load_spec(g_data.spec_path, g_data.overrides);
+  if (!g_data.histogram_path.empty()) {
+    check_command_output("--histogram", g_data.histogram_path,
+                         {g_data.spec_path, spec.data.path, spec.data.lengths.histogram, spec.model.config,
+                          spec.model.weights});
+  }
   RunSpec padded_spec = spec;
   padded_spec.model.unpad = false;
   const RunModels padded = run_models(padded_spec);
@@ -185,8 +191,9 @@ int data_command() {
   std::cout << to_string(spec.data.source) << " " << (spec.data.path.empty() ? "" : spec.data.path + " ") << "- "
             << report["samples"] << " samples (" << report["train_samples"] << " train, " << report["eval_samples"]
             << " eval), " << report["truncated_samples"] << " truncated to seq_len " << spec.data.seq_len << "\n"
-            << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 " << l["p10"]
-            << ", median " << l["median"] << ", p90 " << l["p90"] << ", max " << l["max"] << "\n"
+            << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 "
+            << format_fixed(l["p10"].get<double>(), 1) << ", median " << format_fixed(l["median"].get<double>(), 1)
+            << ", p90 " << format_fixed(l["p90"].get<double>(), 1) << ", max " << l["max"] << "\n"
             << (spec.task == Task::classification ? "labels: " + json_text(report["labels"]) + "\n" : "");
   if (report["corpus"].is_object()) {
     const json& c = report["corpus"];

@@ -3,6 +3,7 @@
 // stdout carries only what a script would read (a result path, a table, JSON).
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -12,9 +13,12 @@
 
 #include "tbench/cli/commands.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/process_end.hpp"
 #include "tbench/version.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_command_line(int argc, char** argv) {
   // A file-size limit (ulimit -f, common on clusters) would kill us with SIGXFSZ mid-write; ignored,
   // the write fails with EFBIG instead and the run ends with an error that says so.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -45,4 +49,18 @@ int main(int argc, char** argv) {
     spdlog::error("internal error: {}", e.what());
     return static_cast<int>(tbench::ExitCode::internal);
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int code = run_command_line(argc, argv);
+  if (tbench::g_skip_static_destructors) {
+    spdlog::debug("ending without static destructors: a process group's threads still run");
+    spdlog::default_logger()->flush();
+    std::cout.flush();
+    std::fflush(nullptr);
+    std::_Exit(code);
+  }
+  return code;
 }

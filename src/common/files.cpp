@@ -29,6 +29,40 @@ std::string read_file(const std::string& path, const std::string& what) {
   return bytes.str();
 }
 
+void ensure_folder_takes_new_files(const std::string& file_path, const std::string& option) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(file_path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) fs::create_directories(parent, ec);
+  if (ec) throw input_error(option + ": cannot create directory '" + parent.string() + "': " + ec.message());
+  const std::string folder = parent.empty() ? std::string(".") : parent.string();
+  const std::string probe = folder + "/.tbench-write-probe." + std::to_string(::getpid());
+  ::unlink(probe.c_str());  // one left by a killed process that had our pid
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    // ENOENT for a folder that exists: a file system that makes no new files (/proc, /sys).
+    const int error = errno;
+    const bool refuses_new_files = error == ENOENT && fs::is_directory(folder, ec);
+    throw input_error(option + ": cannot write in directory '" + folder +
+                      "': " + (refuses_new_files ? "it takes no new files" : std::strerror(error)));
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void check_command_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw input_error(option + " " + path + ": is a directory; give a file's path");
+  for (const auto& input : inputs) {
+    if (!input.empty() && fs::equivalent(path, input, ec)) {
+      throw input_error(option + " " + path + ": is " + (input == path ? "" : "'" + input + "', ") +
+                        "a file this command reads; writing there would lose it");
+    }
+  }
+  ensure_folder_takes_new_files(path, option + " " + path);
+}
+
 std::string write_all(int fd, const char* data, std::size_t size) {
   std::size_t written = 0;
   while (written < size) {

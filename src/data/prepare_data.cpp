@@ -9,6 +9,7 @@
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/timing/stats.hpp"
 
 namespace tbench {
 namespace {
@@ -316,15 +317,15 @@ void split_eval(const RunSpec& spec, TokenizedSamples all, PreparedData& out) {
   out.eval = all.subset(eval);
 }
 
+// The percentiles as the timings' are taken (interpolated, numpy's default): of lengths 2, 2, 10
+// and 10 the median is 6, where the order statistic below it said 2.
 json length_stats(const TokenizedSamples& s) {
-  std::vector<int64_t> lengths;
-  for (int64_t i = 0; i < s.size(); ++i) lengths.push_back(s.length(i));
+  std::vector<double> lengths;
+  for (int64_t i = 0; i < s.size(); ++i) lengths.push_back(static_cast<double>(s.length(i)));
   if (lengths.empty()) return nullptr;
-  std::sort(lengths.begin(), lengths.end());
-  const auto at = [&](double q) { return lengths[static_cast<std::size_t>(q * static_cast<double>(lengths.size() - 1))]; };
-  const double mean = static_cast<double>(std::accumulate(lengths.begin(), lengths.end(), int64_t{0})) /
-                      static_cast<double>(lengths.size());
-  return {{"mean", mean}, {"min", lengths.front()}, {"p10", at(0.1)}, {"median", at(0.5)}, {"p90", at(0.9)}, {"max", lengths.back()}};
+  const Spread l = spread(lengths);
+  const auto whole = [](double length) { return static_cast<int64_t>(length); };
+  return {{"mean", l.mean}, {"min", whole(l.min)}, {"p10", l.p10}, {"median", l.median}, {"p90", l.p90}, {"max", whole(l.max)}};
 }
 
 }  // namespace

@@ -66,6 +66,11 @@ std::optional<RankProgress> parse_progress(const std::string& text) {
   }
 }
 
+void publish_progress(c10d::Store& store, int rank, const RankProgress& progress) {
+  const std::string text = progress_text(progress);
+  store.set(progress_key(rank), std::vector<uint8_t>(text.begin(), text.end()));
+}
+
 std::optional<RankProgress> read_progress(c10d::Store& store, int rank) {
   if (!store.check({progress_key(rank)})) return std::nullopt;
   const auto bytes = store.get(progress_key(rank));
@@ -292,8 +297,7 @@ void FailureWatch::watch(const std::shared_ptr<State>& shared, c10d::Store& stor
     try {
       if (beat) store.add(heartbeat_key(rank), 1);  // first: a read that fails must not cost a beat
       if (progress) {
-        const std::string text = progress_text(*progress);
-        store.set(progress_key(rank), std::vector<uint8_t>(text.begin(), text.end()));
+        publish_progress(store, rank, *progress);
         published_moves = progress->moves;
       }
     } catch (const std::exception&) {

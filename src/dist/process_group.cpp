@@ -42,6 +42,7 @@
 #include "tbench/dist/peer_reports.hpp"
 #include "tbench/dist/tcp_store.hpp"
 #include "tbench/env/torch_features.hpp"
+#include "tbench/process_end.hpp"
 
 namespace tbench {
 
@@ -200,6 +201,7 @@ struct Communicator::Impl {
 #endif
     spdlog::debug("{}leaving the {} process group to the process's end (a collective is in flight)", prefix(), backend);
     (void)group.release();
+    g_skip_static_destructors = true;
   }
 
   // This rank gives up on the collectives in flight. NCCL's are aborted at once: ncclCommAbort

@@ -75,28 +75,42 @@ DeviceSpec read_device_spec(const std::string& path) {
     throw input_error(path + ": not valid JSON: " + e.what());
   }
   DeviceSpec d;
-  const auto number = [&](const char* key, bool required) {
+  // Figures a device could have, with room to spare (a 2026 GPU: ~2,000 dense fp16 TFLOPS, ~8,000
+  // GB/s): a slip of units (FLOPS for TFLOPS) would predict steps of nanoseconds or of centuries.
+  struct Range {
+    double low, high;
+    const char* text;
+  };
+  const auto number = [&](const char* key, bool required, const Range& range) {
     if (!j.contains(key)) {
       if (required) throw input_error(path + ": " + key + ": missing");
       return 0.0;
     }
     // A required figure divides (a step's FLOPs by the peak, its bytes by the bandwidth): 0 is not
     // a figure. An optional one may be 0, meaning the device has no such tensor mode.
-    if (!j[key].is_number() || j[key].get<double>() < 0 || (required && !(j[key].get<double>() > 0))) {
-      throw input_error(path + ": " + key + ": expected a number " + (required ? "> 0" : ">= 0") + ", got " +
-                        json_text(j[key]));
+    const auto& v = j[key];
+    const bool absent_mode = !required && v.is_number() && v.get<double>() == 0;
+    if (!v.is_number() || (!absent_mode && !(v.get<double>() >= range.low && v.get<double>() <= range.high))) {
+      throw input_error(path + ": " + key + ": expected a number from " + range.text +
+                        (required ? "" : " (or 0: no such mode)") + ", got " + json_text(v));
     }
-    return j[key].get<double>();
+    return v.get<double>();
   };
-  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+  if (!j.is_object()) throw input_error(path + ": expected a device spec object {\"name\", \"fp32_tflops\", ...}, got " + json_text(j).substr(0, 40));
+  if (j.contains("schema") && j["schema"].is_string() && j["schema"].get<std::string>().rfind("tbench.result", 0) == 0) {
+    throw input_error(path + ": a tbench result, not a device spec: --target takes a GPU's name or a JSON file "
+                             "{\"name\", \"fp32_tflops\", \"fp16_tflops\", \"bf16_tflops\", \"memory_gbps\"}");
+  }
+  if (!j.contains("name") || !j["name"].is_string()) {
     throw input_error(path + ": name: missing (a device spec needs a name)");
   }
   d.name = j["name"];
-  d.fp32_tflops = number("fp32_tflops", true);
-  d.tf32_tflops = number("tf32_tflops", false);
-  d.fp16_tflops = number("fp16_tflops", false);
-  d.bf16_tflops = number("bf16_tflops", false);
-  d.memory_gbps = number("memory_gbps", true);
+  const Range tflops{0.001, 100000, "0.001 to 100000 (TFLOPS)"}, gbps{1, 1000000, "1 to 1000000 (GB/s)"};
+  d.fp32_tflops = number("fp32_tflops", true, tflops);
+  d.tf32_tflops = number("tf32_tflops", false, tflops);
+  d.fp16_tflops = number("fp16_tflops", false, tflops);
+  d.bf16_tflops = number("bf16_tflops", false, tflops);
+  d.memory_gbps = number("memory_gbps", true, gbps);
   d.source = path;
   return d;
 }

@@ -1,5 +1,5 @@
 // The architecture registry: ModelConfig -> the matching *ForSequenceClassification or
-// *ForMaskedLM module (XLNet: XLNetLMHeadModel).
+// *ForMaskedLM module (bert::ForSequenceClassification, ...; XLNet's LM: xlnet::LMHeadModel).
 #include "tbench/errors.hpp"
 #include "tbench/models/architectures.hpp"
 

@@ -44,24 +44,7 @@ void ensure_writable(const std::string& result_path, bool force, ResultSideFiles
                          "output (e.g. --set output=results/{name}-{timestamp}.json)");
     }
   }
-  const fs::path parent = fs::path(result_path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  if (ec) throw input_error("output: cannot create directory '" + parent.string() + "': " + ec.message());
-  // Find out now, not after the run, that nothing can be written there (read-only, no permission).
-  const std::string probe = (parent.empty() ? fs::path(".") : parent).string() + "/.tbench-write-probe." + std::to_string(::getpid());
-  ::unlink(probe.c_str());  // one left by a killed process that had our pid
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    // ENOENT for a folder that exists: a file system that makes no new files (/proc, /sys).
-    const int error = errno;
-    const bool refuses_new_files = error == ENOENT && !parent.empty() && fs::is_directory(parent, ec);
-    const std::string reason = refuses_new_files ? "it takes no new files" : std::strerror(error);
-    throw input_error("output: cannot write in directory '" + (parent.empty() ? std::string(".") : parent.string()) +
-                      "': " + reason);
-  }
-  ::close(fd);
-  ::unlink(probe.c_str());
+  ensure_folder_takes_new_files(result_path, "output");
 }
 
 WholeLineFile::WholeLineFile(const std::string& path, const std::string& what)

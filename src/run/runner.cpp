@@ -101,14 +101,9 @@ void check_device(const RunSpec& spec) {
   }
 }
 
-// Positions a model can take: RoBERTa's start after the padding id, so it has pad + 1 fewer.
-int64_t usable_positions(const ModelConfig& model) {
-  return model.max_position_embeddings - (model.arch == Architecture::roberta ? model.pad_token_id + 1 : 0);
-}
-
 void check_model_fits(const RunSpec& spec, const ModelConfig& model) {
   if (model.max_position_embeddings > 0) {
-    const int64_t usable = usable_positions(model);
+    const int64_t usable = model.usable_positions();
     if (spec.data.seq_len > usable) {
       fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is longer than " + model.name +
                                            " can take (" + std::to_string(usable) + " positions)");
@@ -362,9 +357,9 @@ void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const
     const std::string mismatch = student_init_mismatch(model, *teacher);
     if (!mismatch.empty()) fail_field(spec, "distillation.init_from_teacher", mismatch + " (set it to false)");
   }
-  if (teacher->max_position_embeddings > 0 && spec.data.seq_len > usable_positions(*teacher)) {
+  if (teacher->max_position_embeddings > 0 && spec.data.seq_len > teacher->usable_positions()) {
     fail_field(spec, "data.seq_len", std::to_string(spec.data.seq_len) + " is longer than the teacher " + teacher->name +
-                                         " can take (" + std::to_string(usable_positions(*teacher)) + " positions)");
+                                         " can take (" + std::to_string(teacher->usable_positions()) + " positions)");
   }
 }
 

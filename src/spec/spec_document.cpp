@@ -1,5 +1,6 @@
 // Reading spec documents: JSON or YAML text -> one JSON tree, plus where each field came from.
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -178,10 +179,22 @@ SpecDocument parse_spec_text(const std::string& text, const std::string& label, 
     throw input_error(label + ": a run spec must be a mapping of fields (e.g. {\"model\": ...}), got " +
                       std::string(doc.root.type_name()));
   }
+  // Its fields would be reported unknown one by one (data.corpus, ...), which says nothing of the mix-up.
+  const auto schema = doc.root.find("schema");
+  if (schema != doc.root.end() && schema->is_string() && schema->get<std::string>().rfind("tbench.", 0) == 0) {
+    const bool result = schema->get<std::string>().rfind("tbench.result", 0) == 0;
+    throw input_error(label + ": " + (result ? "a tbench result" : "a file tbench writes") + " (" +
+                      schema->get<std::string>() + "), not a run spec" +
+                      (result ? "; the spec it ran is its \"spec\" section" : ""));
+  }
   return doc;
 }
 
 SpecDocument read_spec_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw input_error(path + ": is a directory; give a spec file (.json, .yaml or .yml)");
+  }
   const std::string ext = lowercase_extension(path);
   if (ext != "json" && ext != "yaml" && ext != "yml") {
     throw input_error(path + ": unknown spec format '." + ext + "' (use .json, .yaml or .yml)");

@@ -40,7 +40,17 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
   EXPECT_NE(r.out.find("B/A throughput"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("95% CI"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Settings that differ (A -> B):\n  threads: 1 -> 2\n"), std::string::npos) << r.out;
-  EXPECT_NE(run_tbench("compare " + result(1) + " " + result(1)).out.find("Settings: the same spec"), std::string::npos);
+  // A second run of the same spec (its steps 4% slower), and not the run against itself: that
+  // would score 1.000x, "no significant difference", for nothing.
+  auto again = testing::read_json(result(1));
+  for (auto& it : again["iterations"]) it["seconds"] = it["seconds"].get<double>() * 1.04;
+  const std::string rerun = dir_->write("t1-again.json", again.dump());
+  EXPECT_NE(run_tbench("compare " + result(1) + " " + rerun).out.find("Settings: the same spec"), std::string::npos);
+  const auto itself = run_tbench("compare " + result(1) + " " + result(1));
+  EXPECT_EQ(itself.exit_code, 2);
+  EXPECT_NE(itself.err.find(result(1) + " is given twice"), std::string::npos) << itself.err;
+  const auto against_vs = run_tbench("compare " + result(1) + " --vs " + result(1));
+  EXPECT_EQ(against_vs.exit_code, 2) << against_vs.err;
   const auto j = nlohmann::json::parse(run_tbench("compare --json " + result(1) + " " + result(2)).out);
   EXPECT_EQ(j["differences"], nlohmann::json::parse(R"([{"field": "threads", "a": 1, "b": 2}])"));
   // A field an older result lacks is "(not recorded)", not a null it chose.
@@ -149,6 +159,20 @@ TEST_F(AnalysisCli, ReportRendersEveryFormat) {
   const auto bad = run_tbench("report --format pdf " + both);
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--format"), std::string::npos);
+
+  // -o: a new folder is made; a result it reads, or a folder, is refused before anything is written.
+  const std::string written = dir_->file("tables/report.md");
+  const auto to_file = run_tbench("report --format markdown --by threads -o " + written + " " + both);
+  ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+  EXPECT_NE(testing::read_text(written).find("| **tiny-bert** |"), std::string::npos);
+  const std::string victim = dir_->write("victim.json", testing::read_text(result(1)));
+  const auto onto_input = run_tbench("report " + victim + " -o " + victim);
+  EXPECT_EQ(onto_input.exit_code, 2);
+  EXPECT_NE(onto_input.err.find("a file this command reads"), std::string::npos) << onto_input.err;
+  EXPECT_EQ(testing::read_text(victim), testing::read_text(result(1))) << "the result was overwritten";
+  const auto onto_folder = run_tbench("report " + both + " -o " + dir_->file("tables"));
+  EXPECT_EQ(onto_folder.exit_code, 2);
+  EXPECT_NE(onto_folder.err.find("is a directory"), std::string::npos) << onto_folder.err;
 }
 
 std::string find_chromium() {
@@ -198,6 +222,8 @@ TEST_F(AnalysisCli, PredictEpochsAndTarget) {
   const auto with_actual = run_tbench("predict --epochs 2 --actual " + result(1) + " " + result(2));
   ASSERT_EQ(with_actual.exit_code, 0) << with_actual.err;
   EXPECT_NE(with_actual.out.find("error"), std::string::npos);
+  const auto self_scored = run_tbench("predict --epochs 2 --actual " + result(2) + " " + result(2));
+  EXPECT_EQ(self_scored.exit_code, 2) << "scored against its own source: right by construction";
   const auto target = run_tbench("predict --target H100 " + result(2));
   ASSERT_EQ(target.exit_code, 0) << target.err;
   EXPECT_NE(target.out.find("H100 SXM"), std::string::npos);
@@ -311,7 +337,10 @@ TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
   result_json["profile"] = {{"steps", {1, 2}}, {"measures", "device kernels"}, {"measured_ms", step_ms},
                             {"bounds", {{{"name", "compute"}, {"calls", 4}, {"ms", step_ms}, {"share", 1}}}}};
   const auto profiled = dir_->write("profiled.json", result_json.dump());
-  const auto out = run_tbench("predict --json --target H200 --actual " + profiled + " " + profiled);
+  auto on_h200 = result_json;  // the same steps 20% faster, as run on the target
+  for (auto& it : on_h200["iterations"]) it["seconds"] = it["seconds"].get<double>() / 1.2;
+  const auto actual = dir_->write("on-h200.json", on_h200.dump());
+  const auto out = run_tbench("predict --json --target H200 --actual " + actual + " " + profiled);
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const auto target = nlohmann::json::parse(out.out)["target"];
   EXPECT_EQ(target["method"], "kernel profile");
@@ -368,7 +397,10 @@ TEST_F(AnalysisCli, PredictTargetWithTheTargetsHost) {
   EXPECT_DOUBLE_EQ(target["predicted_step_seconds"].get<double>(), target["target_host"]["host_step_seconds"].get<double>());
   EXPECT_TRUE(json_out.err.empty()) << json_out.err;
 
-  const auto text = run_tbench("predict --target H200 --target-host " + timing + " --target-host " + timing + " " + source);
+  auto on_target_again = on_target;  // a second run there, 1% slower
+  for (auto& it : on_target_again["iterations"]) it["seconds"] = it["seconds"].get<double>() * 1.01;
+  const auto timing_again = dir_->write("on-target-again.json", on_target_again.dump());
+  const auto text = run_tbench("predict --target H200 --target-host " + timing + " --target-host " + timing_again + " " + source);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("(the median of 2 runs on it: "), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("; the source's host "), std::string::npos) << text.out;
@@ -397,6 +429,10 @@ TEST_F(AnalysisCli, PredictTargetWithTheTargetsHost) {
   EXPECT_NE(source_after.out.find("the median of 1 run on it"), std::string::npos) << source_after.out;
   const auto two_files = run_tbench("predict " + source + " --target H200 --target-host " + timing + " " + timing);
   EXPECT_EQ(two_files.exit_code, 2) << two_files.out;
+  // One run given twice is not two runs of the target's host.
+  const auto twice = run_tbench("predict --target H200 --target-host " + timing + " --target-host " + timing + " " + source);
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("is given twice"), std::string::npos) << twice.err;
 }
 
 }  // namespace

@@ -102,6 +102,24 @@ std::string source_commit() {
 
 // `--version` and every result name the revision the binary was built from, recorded at build
 // time (not when CMake last ran): the commit, "-dirty" if tracked files differed from it.
+// A run whose loss turns non-finite fails (exit 4); its result, with that step's loss as null
+// (JSON has no NaN), still meets the schema, and the analysis commands read it.
+TEST_F(Cli, ADivergedRunsResultMeetsTheSchema) {
+  const std::string out = dir.file("diverged.json");
+  auto spec = testing::tiny_spec(out);
+  spec["train"]["lr"] = 1e30;
+  const auto r = run_tbench("run --quiet " + spec_path(spec));
+  ASSERT_EQ(r.exit_code, 4) << r.err;
+  const auto result = testing::read_json(out);
+  EXPECT_EQ(result["summary"]["status"], "failed");
+  bool null_loss = false;
+  for (const auto& it : result["iterations"]) null_loss = null_loss || it["loss"].is_null();
+  EXPECT_TRUE(null_loss) << "no step recorded the non-finite loss";
+  const auto violations = testing::schema_violations(nlohmann::json::parse(embedded::result_schema()), result);
+  EXPECT_TRUE(violations.empty()) << ::testing::PrintToString(violations);
+  EXPECT_EQ(run_tbench("report " + out).exit_code, 0);
+}
+
 TEST_F(Cli, VersionAndResultsNameTheRevisionBuilt) {
   const auto version = run_tbench("--version");
   ASSERT_EQ(version.exit_code, 0) << version.err;
@@ -515,6 +533,9 @@ TEST_F(Cli, ValidateChecksWithoutRunning) {
   EXPECT_FALSE(std::filesystem::exists(out));
   const auto printed = run_tbench("validate --print " + spec_path(testing::tiny_spec(out)));
   EXPECT_EQ(nlohmann::json::parse(printed.out)["train"]["max_grad_norm"], 1.0);
+  const auto folder = run_tbench("validate " + dir.file(""));
+  EXPECT_EQ(folder.exit_code, 2);
+  EXPECT_NE(folder.err.find("is a directory; give a spec file"), std::string::npos) << folder.err;
 }
 
 struct BadRun {
@@ -549,6 +570,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadRun{"unknown_placeholder_in_o", "{spec} -o 'out/{bogus}.json'", nlohmann::json::object(),
                "-o out/{bogus}.json: output: "},
         BadRun{"unknown_model", "{spec}", {{"model", "bert-base-cassed"}}, "did you mean 'bert-base-cased'"},
+        BadRun{"unknown_log_level", "{spec} --log-level bogus", nlohmann::json::object(), "--log-level"},
         BadRun{"seq_too_long", "{spec}", {{"data", {{"seq_len", 4096}}}}, "data.seq_len"},
         BadRun{"cuda_without_gpu", "{spec}", {{"device", "cuda:3"}}, "device"},
         BadRun{"missing_spec", "/nonexistent/spec.json", nlohmann::json::object(), "/nonexistent/spec.json"},
@@ -570,8 +592,22 @@ TEST_F(Cli, ModelsListsShippedModelsWithCounts) {
   for (const auto& row : j) {  // XLNet's pre-training head is its permutation LM: lm_loss.bias on the base
     if (row["name"] == "tiny-xlnet") {
       EXPECT_EQ(row["masked_lm_params"], row["base_params"].get<int64_t>() + 1000);
+      EXPECT_TRUE(row["max_seq_len"].is_null()) << "relative positions take any length";
+    }
+    if (row["name"] == "bert-base-cased") {
+      EXPECT_EQ(row["max_seq_len"], 512);
+    }
+    if (row["name"] == "roberta-base") {
+      EXPECT_EQ(row["max_seq_len"], 512) << "514 positions, less pad + 1";
     }
   }
+  // A length past a model's positions is marked; a length of 0 or past 2^20 is refused.
+  const auto longer = run_tbench("models --seq-len 1024");
+  ASSERT_EQ(longer.exit_code, 0) << longer.err;
+  EXPECT_NE(longer.out.find("* takes at most max_seq_len positions"), std::string::npos) << longer.out;
+  EXPECT_EQ(run_tbench("models --seq-len 128").out.find("* takes at most"), std::string::npos);  // the tiny ones: 128
+  EXPECT_EQ(run_tbench("models --seq-len 0").exit_code, 2);
+  EXPECT_EQ(run_tbench("models --seq-len 99999999999999999999").exit_code, 2);
 }
 
 TEST_F(Cli, EnvAndSchemaPrintJson) {

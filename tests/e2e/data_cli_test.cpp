@@ -253,6 +253,40 @@ TEST_F(DataCli, DataCommandDescribesTheDataAndWritesAHistogramSyntheticRunsCanUs
   EXPECT_NEAR(result["data"]["lengths"]["mean"].get<double>(), report["lengths"]["mean"].get<double>(), 4.0);
 }
 
+// Lengths' percentiles are interpolated, as the timings' are: of 2, 2, 10 and 10 tokens the median
+// is 6 (the order statistic below it said 2). `--histogram` onto a file the command reads (here
+// the spec) is refused before anything is written, and so is a folder.
+TEST_F(DataCli, DataCommandsPercentilesAreInterpolatedAndItsHistogramLosesNoInput) {
+  std::string lines;
+  for (const int n : {2, 2, 10, 10}) {
+    json ids = json::array({2});
+    for (int i = 2; i < n; ++i) ids.push_back(40);
+    ids.push_back(3);
+    lines += json{{"input_ids", ids}, {"label", 0}}.dump() + "\n";
+  }
+  json spec = testing::tiny_spec(dir.file("unused.json"));
+  spec["data"] = {{"source", "tokenized"}, {"path", dir.write("four.jsonl", lines)}, {"seq_len", 16}};
+  const std::string spec_file = write_spec(spec);
+  const auto r = run_tbench("data --json " + spec_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json lengths = json::parse(r.out)["lengths"];
+  EXPECT_DOUBLE_EQ(lengths["median"].get<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(lengths["p10"].get<double>(), 2.0);
+  EXPECT_DOUBLE_EQ(lengths["p90"].get<double>(), 10.0);
+  EXPECT_EQ(lengths["min"], 2);
+
+  const std::string before = testing::read_text(spec_file);
+  const auto onto_spec = run_tbench("data " + spec_file + " --histogram " + spec_file);
+  EXPECT_EQ(onto_spec.exit_code, 2) << onto_spec.err;
+  EXPECT_NE(onto_spec.err.find("a file this command reads"), std::string::npos) << onto_spec.err;
+  EXPECT_EQ(testing::read_text(spec_file), before) << "the spec was overwritten";
+  const auto onto_data = run_tbench("data " + spec_file + " --histogram " + dir.file("four.jsonl"));
+  EXPECT_EQ(onto_data.exit_code, 2) << onto_data.err;
+  const auto onto_folder = run_tbench("data " + spec_file + " --histogram " + dir.file("tok"));
+  EXPECT_EQ(onto_folder.exit_code, 2) << onto_folder.err;
+  EXPECT_NE(onto_folder.err.find("is a directory"), std::string::npos) << onto_folder.err;
+}
+
 // A classifier's, a distillation's and a sparse masked LM's training FLOPs per sample under each
 // padding, and what model.unpad leaves of them, are what runs of the spec then count step by step
 // (one epoch, the same batches, and for sparse prediction the same masks).

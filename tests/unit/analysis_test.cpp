@@ -160,6 +160,12 @@ TEST_F(Analysis, LoadRejectsFiguresItWouldReportWrongly) {
                  "/summary/epoch_seconds: expected seconds up to 1e9");
   expect_refused("no_rate", edited([](json& r) { r["summary"].erase("samples_per_s"); }), "/summary/samples_per_s: missing");
   expect_refused("negative_rate", edited([](json& r) { r["summary"]["samples_per_s"] = -2; }), "/summary/samples_per_s");
+  expect_refused("summary_text", edited([](json& r) { r["summary"] = "x"; }),
+                 "/summary: expected a section (an object), got a string");
+  expect_refused("zero_rate", edited([](json& r) { r["summary"]["samples_per_s"] = 0; }),
+                 "/summary/samples_per_s: timed steps train more than 0 samples a second");
+  expect_refused("zero_epoch", edited([](json& r) { r["summary"]["epoch_seconds"] = 0; }),
+                 "/summary/epoch_seconds: an epoch of timed steps takes more than 0 seconds");
   expect_refused("negative_power", edited([](json& r) { r["summary"]["gpu_power_w_mean"] = -100; }),
                  "/summary/gpu_power_w_mean");
   expect_refused("string_share", edited([](json& r) { r["summary"]["comm_share"] = "0.2"; }), "/summary/comm_share");
@@ -498,6 +504,13 @@ TEST(Table, MarkdownHasItalicCaptionAndAlignmentRow) {
             "|---|---:|\n"
             "| a | 1.50 |\n"
             "| bb |  |\n");
+}
+
+TEST(Table, MarkdownEscapesABarAndFlattensALineBreakInACell) {
+  Table table;
+  table.columns = {{"name"}};
+  table.rows = {{"a|b"}, {"two\nlines"}};
+  EXPECT_EQ(to_markdown(table), "| name |\n|---|\n| a\\|b |\n| two lines |\n");
 }
 
 TEST(Table, CsvLeavesTheCaptionOutAndBlanksMissingValues) {
@@ -1633,8 +1646,25 @@ TEST(Hardware, DeviceSpecFilesAreChecked) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::bad_input);
-    EXPECT_NE(std::string(e.what()).find("memory_gbps: expected a number > 0, got 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("memory_gbps: expected a number from 1 to 1000000 (GB/s), got 0"), std::string::npos)
+        << e.what();
   }
+  // A slip of units would predict steps of nanoseconds or centuries; a result is not a device spec.
+  const auto refused = [&](const std::string& name, const std::string& text, const std::string& fragment) {
+    try {
+      read_device_spec(dir.write(name, text));
+      ADD_FAILURE() << name << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::bad_input) << name;
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << name << ": " << e.what();
+    }
+  };
+  refused("tiny.json", R"({"name": "X", "fp32_tflops": 1e-300, "memory_gbps": 500})", "fp32_tflops: expected a number from 0.001");
+  refused("flops.json", R"({"name": "X", "fp32_tflops": 67e12, "memory_gbps": 500})", "fp32_tflops");
+  refused("bytes.json", R"({"name": "X", "fp32_tflops": 67, "memory_gbps": 3.35e12})", "memory_gbps");
+  refused("mode.json", R"({"name": "X", "fp32_tflops": 67, "bf16_tflops": 1e9, "memory_gbps": 3350})", "bf16_tflops");
+  refused("result.json", R"({"schema": "tbench.result/1", "summary": {}})", "a tbench result, not a device spec");
+  refused("list.json", "[1, 2]", "expected a device spec object");
 }
 
 }  // namespace

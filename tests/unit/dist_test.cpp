@@ -748,10 +748,7 @@ struct WatchedRank {
     ++progress_.moves;
     publish();
   }
-  void publish() {
-    const std::string text = progress_text(progress_);
-    store_->set(progress_key(rank_), std::vector<uint8_t>(text.begin(), text.end()));
-  }
+  void publish() { publish_progress(*store_, rank_, progress_); }
   c10::intrusive_ptr<c10d::Store> store_;
   int rank_;
   RankProgress progress_;

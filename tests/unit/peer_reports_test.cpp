@@ -43,8 +43,8 @@ class PlayedRank {
   void announce(const std::string& error) { write_failure(*store_, rank_, error); }
   void release() { store_->set(released_key(rank_), std::vector<uint8_t>{'1'}); }
   void move() {
-    const std::string text = progress_text({++moves_, 3, "epoch 1 step " + std::to_string(moves_)});
-    store_->set(progress_key(rank_), std::vector<uint8_t>(text.begin(), text.end()));
+    ++moves_;
+    publish_progress(*store_, rank_, {moves_, 3, "epoch 1 step " + std::to_string(moves_)});
   }
   void report() {
     RankReport report;

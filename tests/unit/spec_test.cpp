@@ -175,6 +175,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         BadSpec{"unknown_top_level_key", R"({"model": "tiny-bert", "epochs": 3})", false,
                 {"epochs", "unknown field"}},
+        BadSpec{"a_result", R"({"schema": "tbench.result/1", "spec": {"model": "tiny-bert"}, "data": {"corpus": null}})",
+                false, {"a tbench result (tbench.result/1), not a run spec", "its \"spec\" section"}},
+        BadSpec{"a_sweeps_state", R"({"schema": "tbench.sweep/1", "points": []})", false,
+                {"a file tbench writes (tbench.sweep/1), not a run spec"}},
         BadSpec{"unknown_nested_key", R"({"model": "tiny-bert", "train": {"bacth_size": 3}})", false,
                 {"train.bacth_size", "did you mean 'batch_size'"}},
         BadSpec{"wrong_type", R"({"model": "tiny-bert", "train": {"batch_size": "32"}})", false,

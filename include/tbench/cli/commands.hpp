@@ -1,5 +1,6 @@
 #pragma once
-// The subcommands of the tbench CLI (src/cli/commands.cpp, src/cli/analysis_commands.cpp).
+// The subcommands of the tbench CLI: run, validate, models, env and schema in src/cli/commands.cpp;
+// report, compare and predict in analysis_commands.cpp; sweep_command.cpp; data_command.cpp.
 #include <functional>
 
 #include <CLI/CLI.hpp>

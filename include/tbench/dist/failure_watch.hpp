@@ -82,8 +82,10 @@ inline constexpr const char* kSettingUp = "setting up";
 std::string progress_key(int rank);
 std::string progress_text(const RankProgress& progress);
 std::optional<RankProgress> parse_progress(const std::string& text);  // nullopt: not one of ours
+// Publishes `rank`'s progress for its watcher; read_progress reads it back. Both throw what the
+// store throws.
+void publish_progress(c10d::Store& store, int rank, const RankProgress& progress);
 // `rank`'s progress as last published; nullopt where it published none (or not one of ours).
-// Throws what the store throws.
 std::optional<RankProgress> read_progress(c10d::Store& store, int rank);
 
 // The watched rank is stuck in work of its own, as far as its watcher can tell: it has not started

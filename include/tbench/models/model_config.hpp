@@ -63,6 +63,12 @@ struct ModelConfig {
   nlohmann::json raw;                 // the config.json as read
 
   int64_t head_dim() const { return hidden_size / num_heads; }
+  // The longest sequence it takes: its learned positions (RoBERTa's start after the padding id, so
+  // it has pad + 1 fewer); 0 for none (XLNet's relative positions take any length).
+  int64_t usable_positions() const {
+    if (max_position_embeddings == 0) return 0;
+    return max_position_embeddings - (arch == Architecture::roberta ? pad_token_id + 1 : 0);
+  }
 };
 
 // Parses an HF config.json text; errors name `source` and the offending key.

@@ -1,6 +1,6 @@
 #pragma once
 // One benchmark run, end to end, as a chain of values:
-//   RunSpec -> RunPlan (every check that can fail on bad input, data prepared)
+//   RunSpec -> RunPlan (the spec's and data's checks, data prepared)
 //           -> TrainRun (records and outcome, from the trainer)
 //           -> Result (summary, peak, MFU, data-parallel merge) -> the result file.
 #include <memory>
@@ -27,8 +27,9 @@ struct RunOptions {
   bool die_after_training = false;  // tests: the process ends right after training, as a killed one would
 };
 
-// Everything decided before any tensor is allocated. Building it performs every check that can
-// fail on bad input, so `tbench validate` and `tbench run` reject the same specs.
+// Everything decided before any tensor is allocated. Building it performs every check on the spec
+// and its data, which is all `tbench validate` does; `run` alone finds an output it may not write
+// and a weights file whose contents do not fit the model (both before training).
 struct RunPlan {
   RunSpec spec;
   ModelConfig model;

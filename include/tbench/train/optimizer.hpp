@@ -1,8 +1,9 @@
 #pragma once
-// AdamW three ways, chosen by `train.optimizer_impl`, so the optimizer's share of a step can be
+// AdamW four ways, chosen by `train.optimizer_impl`, so the optimizer's share of a step can be
 // measured: one kernel per parameter and op (LibTorch's torch::optim::AdamW), one launch per op
-// over all tensors of a group (_foreach_*), or one fused kernel for the whole update.
-// All three compute HF's AdamW (decoupled weight decay, bias correction, eps outside the sqrt).
+// over all tensors of a group (_foreach_*), tbench's one pass over each tensor on the CPU
+// (onepass), or ATen's fused kernel for the whole update.
+// All four compute HF's AdamW (decoupled weight decay, bias correction, eps outside the sqrt).
 #include <memory>
 #include <string>
 #include <vector>
