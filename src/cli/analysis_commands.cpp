@@ -37,7 +37,7 @@ void emit(const std::string& text, const std::string& output) {
   if (output.empty()) {
     std::cout << text;
   } else {
-    write_file_atomically(output, text);
+    write_command_output("-o", output, text);
     std::cerr << "wrote " << output << "\n";
   }
 }
@@ -65,8 +65,8 @@ ResultFile load_result_for(const char* command, const std::string& path) {
 std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
 int report_command() {
-  if (!g_analysis.output.empty()) check_command_output("-o", g_analysis.output, g_analysis.results);
   const auto results = load_results_for("report", g_analysis.results);
+  if (!g_analysis.output.empty()) check_command_output("-o", g_analysis.output, g_analysis.results);
   if (g_analysis.scaling) {
     emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
     return 0;

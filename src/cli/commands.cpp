@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 
@@ -54,6 +55,7 @@ int run_command() {
   options.fail_at_step = g_options.fail_at_step;
   options.hang_at_step = g_options.hang_at_step;
   options.die_after_training = g_options.die_after_training;
+  options.interrupt_after_training = std::getenv("TBENCH_TEST_INTERRUPT_AFTER_TRAINING") != nullptr;
   const ExitCode code = execute_run(plan, options);
   if (plan.launch.rank == 0) std::printf("%s\n", plan.output_path.c_str());  // only rank 0 writes a result
   return static_cast<int>(code);
@@ -146,8 +148,8 @@ void add_spec_options(CLI::App* cmd, bool spec_required) {
       ->allow_extra_args(false)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("-o,--output", g_options.output,
                   "result path, placeholders allowed: the same as --set output=PATH");
-  cmd->add_option("--log-level", g_options.log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  cmd->add_option("--log-level", g_options.log_level, "trace, debug, info, warn, error, critical, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "critical", "off"}));
 }
 
 }  // namespace

@@ -142,9 +142,11 @@ void print_work(const json& report) {
 int data_command() {
   const RunSpec spec = load_spec(g_data.spec_path, g_data.overrides);
   if (!g_data.histogram_path.empty()) {
+    const TokenizerSpec& tokenizer = spec.data.tokenizer;
+    const ModelRef& teacher = spec.distillation.teacher;
     check_command_output("--histogram", g_data.histogram_path,
-                         {g_data.spec_path, spec.data.path, spec.data.lengths.histogram, spec.model.config,
-                          spec.model.weights});
+                         {g_data.spec_path, spec.data.path, spec.data.lengths.histogram, tokenizer.path, tokenizer.vocab,
+                          tokenizer.merges, spec.model.config, spec.model.weights, teacher.config, teacher.weights});
   }
   RunSpec padded_spec = spec;
   padded_spec.model.unpad = false;
@@ -180,7 +182,7 @@ int data_command() {
         {"padded_train_flops_per_sample", as_padded.train_flops_per_sample()}};
   }
   if (!g_data.histogram_path.empty()) {
-    write_file_atomically(g_data.histogram_path, histogram_text(length_histogram(data), spec));
+    write_command_output("--histogram", g_data.histogram_path, histogram_text(length_histogram(data), spec));
     report["histogram"] = g_data.histogram_path;
   }
   if (g_data.as_json) {

@@ -4,11 +4,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "tbench/errors.hpp"
@@ -29,38 +31,87 @@ std::string read_file(const std::string& path, const std::string& what) {
   return bytes.str();
 }
 
-void ensure_folder_takes_new_files(const std::string& file_path, const std::string& option) {
-  namespace fs = std::filesystem;
-  const fs::path parent = fs::path(file_path).parent_path();
-  std::error_code ec;
-  if (!parent.empty()) fs::create_directories(parent, ec);
-  if (ec) throw input_error(option + ": cannot create directory '" + parent.string() + "': " + ec.message());
-  const std::string folder = parent.empty() ? std::string(".") : parent.string();
-  const std::string probe = folder + "/.tbench-write-probe." + std::to_string(::getpid());
+namespace {
+
+namespace fs = std::filesystem;
+
+// Makes and removes a file in `folder`: whether it takes new ones (read-only, no permission, a
+// file system that makes none, such as /proc).
+void probe_folder_takes_new_files(const fs::path& folder, const std::string& option) {
+  const std::string probe = (folder / (".tbench-write-probe." + std::to_string(::getpid()))).string();
   ::unlink(probe.c_str());  // one left by a killed process that had our pid
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    // ENOENT for a folder that exists: a file system that makes no new files (/proc, /sys).
+    // ENOENT for a folder that exists: a file system that makes no new files.
     const int error = errno;
+    std::error_code ec;
     const bool refuses_new_files = error == ENOENT && fs::is_directory(folder, ec);
-    throw input_error(option + ": cannot write in directory '" + folder +
+    throw input_error(option + ": cannot write in directory '" + folder.string() +
                       "': " + (refuses_new_files ? "it takes no new files" : std::strerror(error)));
   }
   ::close(fd);
   ::unlink(probe.c_str());
 }
 
-void check_command_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
-  namespace fs = std::filesystem;
+fs::path folder_of(const std::string& file_path) {
+  const fs::path parent = fs::path(file_path).parent_path();
+  return parent.empty() ? fs::path(".") : parent;
+}
+
+// `path` lies in `folder` or below it (both made absolute, links resolved where they exist).
+bool is_inside(const fs::path& path, const fs::path& folder) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw input_error(option + " " + path + ": is a directory; give a file's path");
+  const fs::path p = fs::weakly_canonical(fs::absolute(path), ec), f = fs::weakly_canonical(fs::absolute(folder), ec);
+  auto [in_folder, in_path] = std::mismatch(f.begin(), f.end(), p.begin(), p.end());
+  (void)in_path;
+  return in_folder == f.end() || (in_folder->empty() && std::next(in_folder) == f.end());  // "f/" ends in ""
+}
+
+}  // namespace
+
+void ensure_folder_takes_new_files(const std::string& file_path, const std::string& option) {
+  const fs::path folder = folder_of(file_path);
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  if (ec) throw input_error(option + ": cannot create directory '" + folder.string() + "': " + ec.message());
+  probe_folder_takes_new_files(folder, option);
+}
+
+void check_command_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs) {
+  const std::string named = option + " " + path;
+  const fs::path file(path);
+  std::error_code ec;
+  if (fs::is_directory(file, ec) || !file.has_filename() || file.filename() == "." || file.filename() == "..") {
+    throw input_error(named + ": is a directory; give a file's path");
+  }
   for (const auto& input : inputs) {
-    if (!input.empty() && fs::equivalent(path, input, ec)) {
-      throw input_error(option + " " + path + ": is " + (input == path ? "" : "'" + input + "', ") +
+    if (input.empty()) continue;
+    if (fs::equivalent(file, input, ec)) {
+      throw input_error(named + ": is " + (input == path ? "" : "'" + input + "', ") +
                         "a file this command reads; writing there would lose it");
     }
+    if (fs::is_directory(input, ec) && is_inside(file, input)) {
+      throw input_error(named + ": is inside '" + input + "', a folder this command reads");
+    }
   }
+  // The folder it goes in, or the nearest one above that exists, since the folder is made only
+  // once the work is done.
+  fs::path folder = folder_of(path);
+  while (!fs::exists(folder, ec) && folder.has_relative_path() && folder.has_parent_path()) folder = folder.parent_path();
+  if (!fs::exists(folder, ec)) folder = ".";
+  if (!fs::is_directory(folder, ec)) throw input_error(named + ": '" + folder.string() + "' is not a directory");
+  probe_folder_takes_new_files(folder, named);
+}
+
+void write_command_output(const std::string& option, const std::string& path, const std::string& text) {
   ensure_folder_takes_new_files(path, option + " " + path);
+  write_file_atomically(path, text);
+}
+
+FileIdentity file_identity(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return {};
+  return {true, static_cast<unsigned long long>(info.st_dev), static_cast<unsigned long long>(info.st_ino)};
 }
 
 std::string write_all(int fd, const char* data, std::size_t size) {

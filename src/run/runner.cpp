@@ -904,6 +904,7 @@ ExitCode run_joined(const RunPlan& plan, const RunOptions& options, Communicator
     trained = true;
     if (comm) comm->note_progress("after training (its report)");
     if (options.die_after_training) std::_Exit(128 + SIGKILL);  // no report, no result, no announcement
+    if (options.interrupt_after_training) std::raise(SIGINT);    // the run's InterruptScope takes it
     // The others may be waiting for this rank in a collective it will not join: they stop at once.
     // A rank that lost its peers has no cause of its own to tell.
     if (comm && run.outcome.status == RunStatus::failed && !run.outcome.lost_peers) {

@@ -13,6 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "tbench/files.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/spec/spec.hpp"
@@ -119,14 +120,6 @@ EarlierResult read_earlier_result(const std::string& path) {
     earlier.status = "unreadable";
   }
   return earlier;
-}
-
-// When the file at `path` was last written; the epoch if there is none. A point's run that wrote
-// nothing (killed) leaves an earlier --force'd result in place, and it must not count as this run's.
-fs::file_time_type result_written_at(const std::string& path) {
-  std::error_code ec;
-  const auto when = fs::last_write_time(path, ec);
-  return ec ? fs::file_time_type::min() : when;
 }
 
 // A completed point is kept by --resume only if it ran the spec the point asks for now: a base spec
@@ -318,14 +311,15 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
     ++done;
     spdlog::info("sweep point {}/{}: {}", done, total, p.id);
     const std::string log_path = (fs::path(plan.out_dir) / (p.id + ".log")).string();
-    const auto before = result_written_at(p.result_path);
+    const FileIdentity before = file_identity(p.result_path);
     p.exit_code = run_point(plan, p, options, log_path);
     if (p.exit_code == 0) {
       p.status = "completed";
     } else if (p.exit_code == static_cast<int>(ExitCode::interrupted) || g_sweep_interrupted) {
       // A Ctrl-C after the point's last step still leaves its result whole: it counts, and the
-      // sweep stops there.
-      const bool whole = result_written_at(p.result_path) != before &&
+      // sweep stops there. A run that wrote nothing (killed) leaves an earlier --force'd result in
+      // place, which is not this run's.
+      const bool whole = file_identity(p.result_path) != before &&
                          read_earlier_result(p.result_path).status == "completed";
       p.status = whole ? "completed" : "interrupted";
       g_sweep_interrupted = 1;

@@ -34,17 +34,21 @@ class AnalysisCli : public ::testing::Test {
 
 testing::ScratchDir* AnalysisCli::dir_ = nullptr;
 
+// Another run of the same setting: `result` with every step `factor` times as long.
+nlohmann::json with_steps_scaled(nlohmann::json result, double factor) {
+  for (auto& it : result["iterations"]) it["seconds"] = it["seconds"].get<double>() * factor;
+  return result;
+}
+
 TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
   const auto r = run_tbench("compare " + result(1) + " " + result(2));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("B/A throughput"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("95% CI"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Settings that differ (A -> B):\n  threads: 1 -> 2\n"), std::string::npos) << r.out;
-  // A second run of the same spec (its steps 4% slower), and not the run against itself: that
+  // A second run of the same spec (its steps 4% faster), and not the run against itself: that
   // would score 1.000x, "no significant difference", for nothing.
-  auto again = testing::read_json(result(1));
-  for (auto& it : again["iterations"]) it["seconds"] = it["seconds"].get<double>() * 1.04;
-  const std::string rerun = dir_->write("t1-again.json", again.dump());
+  const std::string rerun = dir_->write("t1-again.json", with_steps_scaled(testing::read_json(result(1)), 0.96).dump());
   EXPECT_NE(run_tbench("compare " + result(1) + " " + rerun).out.find("Settings: the same spec"), std::string::npos);
   const auto itself = run_tbench("compare " + result(1) + " " + result(1));
   EXPECT_EQ(itself.exit_code, 2);
@@ -106,9 +110,8 @@ TEST_F(AnalysisCli, CompareReportsTheRatioWithItsInterval) {
 TEST_F(AnalysisCli, CompareTakesRepeatsOnEachSide) {
   // A second run of each setting: the same run 4% slower, as a drifting machine would give.
   const auto slower = [&](int threads) {
-    auto r = testing::read_json(result(threads));
-    for (auto& it : r["iterations"]) it["seconds"] = it["seconds"].get<double>() * 1.04;
-    return dir_->write("t" + std::to_string(threads) + "-slower.json", r.dump());
+    return dir_->write("t" + std::to_string(threads) + "-slower.json",
+                       with_steps_scaled(testing::read_json(result(threads)), 1.04).dump());
   };
   const std::string a2 = slower(1), b2 = slower(2);
   const auto r = run_tbench("compare --json " + result(1) + " " + a2 + " --vs " + result(2) + " " + b2);
@@ -173,6 +176,10 @@ TEST_F(AnalysisCli, ReportRendersEveryFormat) {
   const auto onto_folder = run_tbench("report " + both + " -o " + dir_->file("tables"));
   EXPECT_EQ(onto_folder.exit_code, 2);
   EXPECT_NE(onto_folder.err.find("is a directory"), std::string::npos) << onto_folder.err;
+  // A command that fails on bad input makes no folder for its output.
+  const auto bad_input = run_tbench("report " + dir_->write("cut-short.json", "{") + " -o " + dir_->file("never/x.md"));
+  EXPECT_EQ(bad_input.exit_code, 2) << bad_input.err;
+  EXPECT_FALSE(std::filesystem::exists(dir_->file("never")));
 }
 
 std::string find_chromium() {
@@ -337,9 +344,8 @@ TEST_F(AnalysisCli, PredictTargetFromAKernelProfile) {
   result_json["profile"] = {{"steps", {1, 2}}, {"measures", "device kernels"}, {"measured_ms", step_ms},
                             {"bounds", {{{"name", "compute"}, {"calls", 4}, {"ms", step_ms}, {"share", 1}}}}};
   const auto profiled = dir_->write("profiled.json", result_json.dump());
-  auto on_h200 = result_json;  // the same steps 20% faster, as run on the target
-  for (auto& it : on_h200["iterations"]) it["seconds"] = it["seconds"].get<double>() / 1.2;
-  const auto actual = dir_->write("on-h200.json", on_h200.dump());
+  // The same steps 20% faster, as run on the target.
+  const auto actual = dir_->write("on-h200.json", with_steps_scaled(result_json, 1 / 1.2).dump());
   const auto out = run_tbench("predict --json --target H200 --actual " + actual + " " + profiled);
   ASSERT_EQ(out.exit_code, 0) << out.err;
   const auto target = nlohmann::json::parse(out.out)["target"];
@@ -397,9 +403,8 @@ TEST_F(AnalysisCli, PredictTargetWithTheTargetsHost) {
   EXPECT_DOUBLE_EQ(target["predicted_step_seconds"].get<double>(), target["target_host"]["host_step_seconds"].get<double>());
   EXPECT_TRUE(json_out.err.empty()) << json_out.err;
 
-  auto on_target_again = on_target;  // a second run there, 1% slower
-  for (auto& it : on_target_again["iterations"]) it["seconds"] = it["seconds"].get<double>() * 1.01;
-  const auto timing_again = dir_->write("on-target-again.json", on_target_again.dump());
+  // A second run there, 1% faster (slower steps might no longer fit in its epochs).
+  const auto timing_again = dir_->write("on-target-again.json", with_steps_scaled(on_target, 0.99).dump());
   const auto text = run_tbench("predict --target H200 --target-host " + timing + " --target-host " + timing_again + " " + source);
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("(the median of 2 runs on it: "), std::string::npos) << text.out;

@@ -100,8 +100,6 @@ std::string source_commit() {
   return commit;
 }
 
-// `--version` and every result name the revision the binary was built from, recorded at build
-// time (not when CMake last ran): the commit, "-dirty" if tracked files differed from it.
 // A run whose loss turns non-finite fails (exit 4); its result, with that step's loss as null
 // (JSON has no NaN), still meets the schema, and the analysis commands read it.
 TEST_F(Cli, ADivergedRunsResultMeetsTheSchema) {
@@ -120,6 +118,8 @@ TEST_F(Cli, ADivergedRunsResultMeetsTheSchema) {
   EXPECT_EQ(run_tbench("report " + out).exit_code, 0);
 }
 
+// `--version` and every result name the revision the binary was built from, recorded at build
+// time (not when CMake last ran): the commit, "-dirty" if tracked files differed from it.
 TEST_F(Cli, VersionAndResultsNameTheRevisionBuilt) {
   const auto version = run_tbench("--version");
   ASSERT_EQ(version.exit_code, 0) << version.err;

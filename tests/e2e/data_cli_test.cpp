@@ -2,6 +2,7 @@
 // vocab.txt, the result's data section, the token cache, and every kind of bad data input.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <map>
 #include <random>
 #include <sstream>
@@ -285,6 +286,16 @@ TEST_F(DataCli, DataCommandsPercentilesAreInterpolatedAndItsHistogramLosesNoInpu
   const auto onto_folder = run_tbench("data " + spec_file + " --histogram " + dir.file("tok"));
   EXPECT_EQ(onto_folder.exit_code, 2) << onto_folder.err;
   EXPECT_NE(onto_folder.err.find("is a directory"), std::string::npos) << onto_folder.err;
+  const auto ending_in_slash = run_tbench("data " + spec_file + " --histogram " + dir.file("new") + "/");
+  EXPECT_EQ(ending_in_slash.exit_code, 2) << ending_in_slash.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("new"))) << "a folder made for a refused output";
+  // A text spec reads its tokenizer's folder: the vocabulary there is not written over.
+  const std::string text = write_spec(text_spec(dir.file("unused.json")), "text.json");
+  const std::string vocab = testing::read_text(dir.file("tok/vocab.txt"));
+  const auto onto_vocab = run_tbench("data " + text + " --histogram " + dir.file("tok/vocab.txt"));
+  EXPECT_EQ(onto_vocab.exit_code, 2) << onto_vocab.err;
+  EXPECT_NE(onto_vocab.err.find("a folder this command reads"), std::string::npos) << onto_vocab.err;
+  EXPECT_EQ(testing::read_text(dir.file("tok/vocab.txt")), vocab);
 }
 
 // A classifier's, a distillation's and a sparse masked LM's training FLOPs per sample under each

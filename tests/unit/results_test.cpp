@@ -7,6 +7,7 @@
 #include "support/json_schema.hpp"
 #include "tbench/embedded.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/files.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/progress/progress.hpp"
 #include "tbench/results/result.hpp"
@@ -414,6 +415,20 @@ TEST(ResultFiles, AtomicWriteReplacesWholeAndLeavesNoTemporaries) {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file();
   EXPECT_EQ(files, 1);
+}
+
+// A sweep tells a result its point wrote from one an earlier run left by the file's identity: an
+// atomic write always puts a new file in place, however fast the writes follow each other.
+TEST(ResultFiles, EveryAtomicWritePutsANewFileInPlace) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.json");
+  EXPECT_FALSE(file_identity(path).exists);
+  write_file_atomically(path, "first");
+  const FileIdentity first = file_identity(path);
+  EXPECT_TRUE(first.exists);
+  EXPECT_EQ(file_identity(path), first) << "untouched";
+  write_file_atomically(path, "first");  // the same bytes, at once
+  EXPECT_NE(file_identity(path), first);
 }
 
 // A file that cannot be written is named as the user asked for it (the temporary file beside it

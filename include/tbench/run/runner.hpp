@@ -25,6 +25,9 @@ struct RunOptions {
   int64_t fail_at_step = 0;  // tests: this global step fails (0: none), as a full disk under the stream would
   int64_t hang_at_step = 0;  // tests: the host stays in this global step's record for good (0: never), its process alive
   bool die_after_training = false;  // tests: the process ends right after training, as a killed one would
+  // tests: a Ctrl-C as training ends (the environment's TBENCH_TEST_INTERRUPT_AFTER_TRAINING, which
+  // reaches a sweep's points too), without racing a signal sent from outside.
+  bool interrupt_after_training = false;
 };
 
 // Everything decided before any tensor is allocated. Building it performs every check on the spec
