@@ -34,7 +34,7 @@ void ensure_folder_takes_new_files(const std::string& file_path, const std::stri
 // A command's output file, other than a run's result (report -o, data --histogram), checked
 // before the work and with no side effect (a command that then fails on bad input leaves nothing):
 // refused (exit 2) where it names a folder (or ends in '/'), one of the files the command reads or
-// a file in a folder it reads (`inputs`: it would be lost), or where no file can be made.
+// a file already in a folder it reads (`inputs`: it would be lost), or where no file can be made.
 void check_command_output(const std::string& option, const std::string& path, const std::vector<std::string>& inputs);
 // Writes it once the work is done: its folder made if missing, then atomically.
 void write_command_output(const std::string& option, const std::string& path, const std::string& text);

@@ -90,8 +90,10 @@ void check_command_output(const std::string& option, const std::string& path, co
       throw input_error(named + ": is " + (input == path ? "" : "'" + input + "', ") +
                         "a file this command reads; writing there would lose it");
     }
-    if (fs::is_directory(input, ec) && is_inside(file, input)) {
-      throw input_error(named + ": is inside '" + input + "', a folder this command reads");
+    // A file already in a folder it reads may be one it reads (a tokenizer's vocab.txt); a new
+    // one beside them is no loss (a histogram written next to the tokenizer in ".").
+    if (fs::exists(file, ec) && fs::is_directory(input, ec) && is_inside(file, input)) {
+      throw input_error(named + ": is a file in '" + input + "', a folder this command reads; writing there could lose it");
     }
   }
   // The folder it goes in, or the nearest one above that exists, since the folder is made only

@@ -296,6 +296,8 @@ TEST_F(DataCli, DataCommandsPercentilesAreInterpolatedAndItsHistogramLosesNoInpu
   EXPECT_EQ(onto_vocab.exit_code, 2) << onto_vocab.err;
   EXPECT_NE(onto_vocab.err.find("a folder this command reads"), std::string::npos) << onto_vocab.err;
   EXPECT_EQ(testing::read_text(dir.file("tok/vocab.txt")), vocab);
+  const auto beside_vocab = run_tbench("data " + text + " --histogram " + dir.file("tok/lengths.txt"));
+  EXPECT_EQ(beside_vocab.exit_code, 0) << "a new file beside the tokenizer's loses nothing: " << beside_vocab.err;
 }
 
 // A classifier's, a distillation's and a sparse masked LM's training FLOPs per sample under each
