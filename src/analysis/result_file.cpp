@@ -358,16 +358,24 @@ void read_kernel_seconds(const ResultReader& read, ResultFile& r) {
   if (every_entry_counted) r.kernel_launches_per_step = launches / static_cast<double>(profiled);
 }
 
-}  // namespace
-
-ResultFile load_result(const std::string& path) {
+json parse_json_file(const std::string& path) {
   const std::string text = read_file(path, "the result file");
-  ResultFile r;
-  r.path = path;
   try {
-    r.json = json::parse(text);
+    return json::parse(text);
   } catch (const json::exception& e) {
     throw input_error(path + ": not valid JSON: " + e.what());
+  }
+}
+
+bool is_sweep_state(const json& j) { return j.is_object() && j.value("schema", json()) == kSweepStateSchemaId; }
+
+ResultFile result_from_json(const std::string& path, json document) {
+  ResultFile r;
+  r.path = path;
+  r.json = std::move(document);
+  if (is_sweep_state(r.json)) {
+    throw input_error(path + ": a sweep's state file, not a result: its points' results are the other .json files "
+                             "in its folder");
   }
   if (!r.json.is_object() || !r.json.contains("schema") || r.json["schema"] != kResultSchemaId) {
     throw input_error(path + ": schema: not a tbench result (expected \"schema\": \"" + kResultSchemaId + "\")");
@@ -427,7 +435,7 @@ ResultFile load_result(const std::string& path) {
   read_kernel_seconds(read, r);
   read_step_profile(read, r);
   if (r.step_seconds.empty()) {
-    throw input_error(path + ": no steady-state steps to analyse (all " + std::to_string(r.warmup_seconds.size()) +
+    throw TooShortToAnalyse(path + ": no steady-state steps to analyse (all " + std::to_string(r.warmup_seconds.size()) +
                       " steps were warm-up); run more steps or lower timing.warmup_steps");
   }
   read.require("/summary");
@@ -458,10 +466,21 @@ ResultFile load_result(const std::string& path) {
   return r;
 }
 
-std::vector<ResultFile> load_results(const std::vector<std::string>& paths) {
+}  // namespace
+
+ResultFile load_result(const std::string& path) { return result_from_json(path, parse_json_file(path)); }
+
+std::vector<ResultFile> load_results(const std::vector<std::string>& paths, std::vector<std::string>* sweep_states) {
   std::vector<ResultFile> out;
   out.reserve(paths.size());
-  for (const auto& p : paths) out.push_back(load_result(p));
+  for (const auto& p : paths) {
+    json document = parse_json_file(p);
+    if (sweep_states && is_sweep_state(document)) {
+      sweep_states->push_back(p);
+      continue;
+    }
+    out.push_back(result_from_json(p, std::move(document)));
+  }
   return out;
 }
 

@@ -64,8 +64,20 @@ ResultFile load_result_for(const char* command, const std::string& path) {
 
 std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
+// `report DIR/*.json` on a sweep's folder takes its state file too: left out, with a note.
+std::vector<ResultFile> load_results_for_report(const std::vector<std::string>& paths) {
+  std::vector<std::string> sweep_states;
+  std::vector<ResultFile> results = load_results(paths, &sweep_states);
+  for (const auto& path : sweep_states) {
+    std::fprintf(stderr, "report: note: %s is a sweep's state file, not a result: left out\n", path.c_str());
+  }
+  if (results.empty()) throw input_error("report: no results among the files given (only sweeps' state files)");
+  for (const auto& r : results) warn_of_unfinished_run("report", r);
+  return results;
+}
+
 int report_command() {
-  const auto results = load_results_for("report", g_analysis.results);
+  const auto results = load_results_for_report(g_analysis.results);
   if (!g_analysis.output.empty()) check_command_output("-o", g_analysis.output, g_analysis.results);
   if (g_analysis.scaling) {
     emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
@@ -158,10 +170,23 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
           {name + "_device_idle_at_start_fraction", or_null(mean_device_idle_at_start(runs))}};
 }
 
-// Repeats on a side should be runs of one setting: say where they are not.
-void warn_of_mixed_runs(const char* name, const std::vector<const ResultFile*>& runs) {
+// Repeats on a side should be runs of one setting: say where they are not. Where they train
+// different work (another model, task or length), their samples/s are not one quantity measured
+// again, and their mean is no side's speed: refused.
+void check_repeats_of_one_setting(const char* name, const std::vector<const ResultFile*>& runs) {
   const auto mixed = mixed_settings(runs, "");
   if (mixed.empty()) return;
+  std::vector<std::string> work;
+  for (const auto& field : mixed) {
+    if (field == "model.name" || field == "model.config" || field == "task" || field == "data.seq_len") {
+      work.push_back(field);
+    }
+  }
+  if (!work.empty()) {
+    throw input_error("compare: " + std::string(name) + "'s " + std::to_string(runs.size()) +
+                      " runs train different work (they differ in " + join(work) +
+                      "): a side's runs are repeats of one setting; compare those settings as A and B");
+  }
   std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), join(mixed).c_str());
 }
 
@@ -186,8 +211,8 @@ int compare_command() {
   std::vector<const ResultFile*> all = pa;
   all.insert(all.end(), pb.begin(), pb.end());
   refuse_copies_of_one_run(all, "compare");
-  warn_of_mixed_runs("A", pa);
-  warn_of_mixed_runs("B", pb);
+  check_repeats_of_one_setting("A", pa);
+  check_repeats_of_one_setting("B", pb);
   const Comparison c = compare_results(pa, pb);
   if (g_analysis.as_json) {
     json differences = json::array();

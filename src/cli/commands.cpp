@@ -173,7 +173,9 @@ void register_commands(CLI::App& app) {
   auto* validate = app.add_subcommand("validate", "check a spec (and the model it names) without running");
   add_spec_options(validate, false);
   validate->add_flag("--print", g_options.print, "print the resolved spec (defaults filled) as JSON");
-  validate->add_flag("--fields", g_options.fields, "print every spec field with type, default and help");
+  auto* fields = validate->add_flag("--fields", g_options.fields, "print every spec field with type, default and help");
+  // The field list is the same for every spec: a spec given with it would be silently ignored.
+  for (const char* name : {"spec", "--set", "--output", "--print"}) fields->excludes(validate->get_option(name));
   validate->callback([] {
     if (g_options.spec_path.empty() && !g_options.fields) {
       throw CLI::RequiredError("spec (or --fields)");

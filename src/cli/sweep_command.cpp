@@ -3,6 +3,9 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
+
+#include <spdlog/spdlog.h>
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/cli/commands.hpp"
@@ -32,21 +35,53 @@ std::string self_executable() {
   return path;
 }
 
+// What a point runs, less what names it: its resolved spec without the name and output, the
+// model (and teacher) as their configs read rather than as named (a shipped name and its config
+// file are one network), and which repeat it is.
+std::string setting_of(const RunSpec& spec, const SpecModels& models, int repeat) {
+  json setting = spec.resolved;
+  setting.erase("name");
+  setting.erase("output");
+  setting["model"].erase("name");
+  setting["model"].erase("config");
+  setting["model"]["network"] = models.model.raw;
+  if (models.teacher) setting["distillation"]["teacher"] = models.teacher->raw;
+  setting["repeat"] = repeat;
+  return setting.dump();
+}
+
+// Two points of one setting would be one run counted twice in the table (as repeats with no
+// spread): grid values that differ only in their spelling (2 and 02, a model's name and its
+// config file).
+void refuse_points_alike(std::map<std::string, const SweepPoint*>& by_setting, const SweepPoint& p, const std::string& setting) {
+  const auto [it, first] = by_setting.emplace(setting, &p);
+  if (first) return;
+  throw input_error("sweep: points " + std::to_string(it->second->index) + " (" + it->second->id + ") and " +
+                    std::to_string(p.index) + " (" + p.id + ") run one setting: their grid values differ only in " +
+                    "how they are written (2 and 02, a model by name and by its config file); give each once");
+}
+
 // A typo in a grid key or value fails every point it reaches, each after a process start: refuse
 // the sweep before the first point runs instead, naming the point and what `tbench run` would say.
-// Only the points this call runs (--point picks one); the data is read when a point runs.
+// Only the points this call runs (--point picks one) are refused so; every point is checked for
+// a twin. The data is read when a point runs.
 void refuse_points_that_cannot_run(const SweepPlan& plan, int only_point) {
   std::string first;
   int refused = 0, checked = 0;
+  std::map<std::string, const SweepPoint*> by_setting;
   for (const auto& p : plan.points) {
-    if (only_point >= 0 && p.index != only_point) continue;
-    ++checked;
+    const bool selected = only_point < 0 || p.index == only_point;
+    checked += selected;
+    std::string setting;
     try {
-      check_models_and_device(load_spec(plan.spec_path, p.overrides));
+      const RunSpec spec = load_spec(plan.spec_path, p.overrides);
+      setting = setting_of(spec, check_models_and_device(spec), p.repeat);
     } catch (const Error& e) {
       if (e.code() != ExitCode::bad_input) throw;
-      if (refused++ == 0) first = "sweep point " + std::to_string(p.index) + " (" + p.id + "): " + e.what();
+      if (selected && refused++ == 0) first = "sweep point " + std::to_string(p.index) + " (" + p.id + "): " + e.what();
+      continue;
     }
+    refuse_points_alike(by_setting, p, setting);
   }
   if (refused == 0) return;
   throw input_error(first + (refused > 1 ? " (" + std::to_string(refused) + " of " + std::to_string(checked) +
@@ -77,6 +112,7 @@ int dry_run(const SweepPlan& plan, int only_point) {
 }
 
 int sweep_command() {
+  if (g_sweep.quiet) spdlog::set_level(spdlog::level::warn);
   SweepPlan plan = plan_sweep(g_sweep.spec_path, g_sweep.overrides, g_sweep.grid, g_sweep.repeat, g_sweep.out_dir);
   check_point_index(plan, g_sweep.point);
   refuse_points_that_cannot_run(plan, g_sweep.point);
@@ -89,9 +125,16 @@ int sweep_command() {
   options.binary = self_executable();
   const ExitCode code = run_sweep(plan, options);
 
+  // The table: every finished point's result (under --point, the other tasks' too, as they stand).
   std::vector<ResultFile> results;
   for (const auto& p : plan.points) {
-    if (p.status == "completed" || p.status == "skipped") results.push_back(load_result(p.result_path));
+    if (p.status != "completed" && p.status != "skipped") continue;
+    try {
+      results.push_back(load_result(p.result_path));
+    } catch (const Error& e) {
+      if (e.code() != ExitCode::bad_input) throw;
+      std::fprintf(stderr, "sweep: point %d (%s) left out of the table: %s\n", p.index, p.id.c_str(), e.what());
+    }
   }
   json summary = sweep_state(plan);
   if (!results.empty()) {
@@ -103,8 +146,14 @@ int sweep_command() {
     }
   }
   if (g_sweep.as_json) std::cout << json_text(summary, 2) << "\n";
+  // A failed point has no result, so no cell: name it beside the table.
   int failed = 0;
-  for (const auto& p : plan.points) failed += p.status == "failed";
+  for (const auto& p : plan.points) {
+    if (p.status != "failed") continue;
+    ++failed;
+    std::fprintf(stderr, "sweep: point %d (%s) failed%s%s\n", p.index, p.id.c_str(), p.reason.empty() ? "" : ": ",
+                 p.reason.c_str());
+  }
   std::fprintf(stderr, "sweep: %zu points, %d failed; state in %s/sweep.json\n", plan.points.size(), failed,
                plan.out_dir.c_str());
   return static_cast<int>(code);
@@ -121,11 +170,12 @@ void register_sweep_command(CLI::App& app, std::function<int()>& action) {
   sweep->add_option("--set", g_sweep.overrides, "override a base field (repeatable)")
       ->allow_extra_args(false)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  sweep->add_option("--repeat", g_sweep.repeat, "runs per point (results averaged in the table)")->check(CLI::PositiveNumber);
+  sweep->add_option("--repeat", g_sweep.repeat, "runs per point (results averaged in the table)")
+      ->check(CLI::Range(1, static_cast<int>(kMaxSweepPoints)));
   sweep->add_option("--out-dir", g_sweep.out_dir, "directory for the points' results (default results/sweep-<name>)");
   sweep->add_option("--point", g_sweep.point, "run only this point index (e.g. $SLURM_ARRAY_TASK_ID)")->check(CLI::NonNegativeNumber);
-  sweep->add_flag("--resume", g_sweep.resume, "skip points whose result exists and completed");
-  sweep->add_flag("--force", g_sweep.force, "re-run points whose result exists");
+  auto* resume = sweep->add_flag("--resume", g_sweep.resume, "skip points whose result exists and completed");
+  sweep->add_flag("--force", g_sweep.force, "re-run points whose result exists")->excludes(resume);
   sweep->add_flag("--dry-run", g_sweep.dry_run, "list the points and where their results go; run nothing");
   sweep->add_flag("--json", g_sweep.as_json, "print the sweep's state and table as JSON on stdout");
   sweep->add_flag("-q,--quiet", g_sweep.quiet, "less logging");

@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
+#include "tbench/analysis/analysis.hpp"
 #include "tbench/files.hpp"
+#include "tbench/results/result.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/spec/spec.hpp"
@@ -46,6 +49,24 @@ std::string file_safe(const std::string& text) {
   return out;
 }
 
+// FNV-1a, 64 bits: the same on every build, so a shortened point id names the same file next time.
+std::string stable_hash_hex(const std::string& text) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return hex;
+}
+
+// A file name holds at most 255 bytes, and a point's files add ".iterations.jsonl" or a temporary
+// suffix to its id: a longer id (long values, a config path on the model axis) keeps its start and
+// ends in a hash of the whole, so it stays one point's and the same from call to call.
+std::string bounded_id(const std::string& id) {
+  constexpr std::size_t kMaxIdLength = 180;
+  if (id.size() <= kMaxIdLength) return id;
+  return id.substr(0, kMaxIdLength - 18) + "__" + stable_hash_hex(id);
+}
+
 std::string base_name(const SpecDocument& doc, const std::string& spec_path) {
   if (doc.root.contains("name") && doc.root["name"].is_string()) return doc.root["name"];
   if (spec_path.empty()) return "default";
@@ -73,6 +94,7 @@ void build_points(SweepPlan& plan, const std::string& name) {
     for (int rep = 1; rep <= plan.repeat; ++rep) {
       SweepPoint p;
       p.index = position++;
+      p.repeat = rep;
       std::string id, label;
       p.overrides = plan.base_overrides;
       for (std::size_t a = 0; a < plan.axes.size(); ++a) {
@@ -84,8 +106,8 @@ void build_points(SweepPlan& plan, const std::string& name) {
       }
       if (plan.repeat > 1) id += (id.empty() ? "" : "__") + std::string("rep-") + std::to_string(rep);
       if (id.empty()) id = "base";
-      p.id = id;
-      p.result_path = (fs::path(plan.out_dir) / (id + ".json")).string();
+      p.id = bounded_id(id);
+      p.result_path = (fs::path(plan.out_dir) / (p.id + ".json")).string();
       // Points that differ only in model or repeat share a name: the report's columns.
       p.overrides.push_back("name=" + yaml_quoted(name + (label.empty() ? "" : "[" + label + "]")));
       p.overrides.push_back("output=" + yaml_quoted(p.result_path));
@@ -101,6 +123,39 @@ void build_points(SweepPlan& plan, const std::string& name) {
     }
     if (plan.axes.empty()) return;
   }
+}
+
+// The fields a sweep sets for each point itself: an axis (or a base --set) of one would be
+// overridden unseen. `name` may be set once for the base (it names the sweep), not as an axis.
+void refuse_a_field_the_sweep_sets(const std::string& key, const std::string& where, bool axis) {
+  const bool sweep_field = key == "sweep" || key.rfind("sweep.", 0) == 0;
+  if (key != "output" && !(axis && (key == "name" || sweep_field))) return;
+  throw input_error(where + ": the sweep sets " + key + " itself" +
+                    (key == "output" ? " (each point's result is <out_dir>/<point id>.json: give --out-dir)"
+                     : key == "name" ? " (each point's name is the base name and its grid values)"
+                                     : " (the sweep's own settings are no axis)"));
+}
+
+std::string override_key(const std::string& override_text) { return override_text.substr(0, override_text.find('=')); }
+
+void refuse_too_many_points(const SweepPlan& plan) {
+  std::int64_t count = plan.repeat;
+  for (const auto& axis : plan.axes) {
+    count *= static_cast<std::int64_t>(axis.values.size());
+    if (count > kMaxSweepPoints) {
+      throw input_error("sweep: more than " + std::to_string(kMaxSweepPoints) +
+                        " points (the product of the axes' values, times --repeat): split the sweep");
+    }
+  }
+}
+
+// An output folder with a placeholder would be expanded by each point's run (its result in
+// o/vm/) but not by the sweep (its state and logs in o/{host}/), and --resume would find nothing.
+void refuse_a_placeholder_in_the_folder(const std::string& out_dir, const std::string& where) {
+  const auto open = out_dir.find('{');
+  if (open == std::string::npos || out_dir.find('}', open) == std::string::npos) return;
+  throw input_error(where + ": '" + out_dir + "' holds a placeholder, which a sweep does not expand (its points' " +
+                    "files are named by their grid values): give the folder as it is, e.g. results/$(hostname)");
 }
 
 struct EarlierResult {
@@ -130,6 +185,93 @@ void refuse_a_point_run_with_another_spec(const SweepPlan& plan, const SweepPoin
   throw Error(ExitCode::result_exists, p.result_path + ": completed with another spec than point " +
                                            std::to_string(p.index) + " asks for now (" + join(changes) +
                                            "); pass --force to redo the points, or give another --out-dir");
+}
+
+// Why a completed result is no finished point (`report` refuses the file: cut short, edited), or
+// "" if it is one. A run too short to analyse is finished: running it again changes nothing.
+std::string why_unusable(const std::string& path) {
+  try {
+    load_result(path);
+    return "";
+  } catch (const TooShortToAnalyse&) {
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+// The files a sweep reads: its base spec, and any --set or grid value that names a file (a model's
+// config, a corpus, weights).
+std::vector<std::string> input_files(const SweepPlan& plan) {
+  std::vector<std::string> files;
+  if (!plan.spec_path.empty()) files.push_back(plan.spec_path);
+  std::error_code ec;
+  const auto add_value = [&](const std::string& value) {
+    if (fs::is_regular_file(value, ec)) files.push_back(value);
+  };
+  for (const auto& o : plan.base_overrides) add_value(o.substr(o.find('=') + 1));
+  for (const auto& axis : plan.axes) {
+    for (const auto& value : axis.values) add_value(value);
+  }
+  return files;
+}
+
+std::string log_path_of(const SweepPlan& plan, const SweepPoint& p) {
+  return (fs::path(plan.out_dir) / (p.id + ".log")).string();
+}
+
+std::string state_path(const SweepPlan& plan) { return (fs::path(plan.out_dir) / "sweep.json").string(); }
+
+// Each point runs with --force, and the state file is rewritten after each: a base spec kept in
+// the output folder as "base.json" or "sweep.json" would be overwritten by the sweep's own files.
+void refuse_outputs_onto_inputs(const SweepPlan& plan) {
+  const std::vector<std::string> inputs = input_files(plan);
+  const auto check = [&](const std::string& output) {
+    std::error_code ec;
+    for (const auto& input : inputs) {
+      if (!fs::equivalent(output, input, ec)) continue;
+      throw input_error(output + ": the sweep would overwrite " + input +
+                        ", a file it reads: give another --out-dir, or keep the input outside it");
+    }
+  };
+  check(state_path(plan));
+  for (const auto& p : plan.points) {
+    check(p.result_path);
+    check(iterations_path_for(p.result_path));
+    check(log_path_of(plan, p));
+  }
+}
+
+// Results in the folder that are no point's (an earlier --repeat or grid) would join
+// `report <out_dir>/*.json` unseen.
+void warn_of_results_of_no_point(const SweepPlan& plan) {
+  std::set<fs::path> own = {fs::path(state_path(plan)).filename()};
+  for (const auto& p : plan.points) own.insert(fs::path(p.result_path).filename());
+  std::vector<std::string> others;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(plan.out_dir, ec)) {
+    if (entry.path().extension() == ".json" && !own.count(entry.path().filename())) {
+      others.push_back(entry.path().filename().string());
+    }
+  }
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  const std::size_t shown = std::min<std::size_t>(others.size(), 3);
+  std::string names = join(std::vector<std::string>(others.begin(), others.begin() + static_cast<long>(shown)));
+  if (others.size() > shown) names += ", ...";
+  spdlog::warn("{} holds {} .json file(s) of no point of this sweep ({}): `tbench report {}/*.json` would count them",
+               plan.out_dir, others.size(), names, plan.out_dir);
+}
+
+// Under --point, the points another array task runs: as their result files stand, so that the
+// state file the last task writes is the sweep's, not that task's alone.
+void take_unselected_points_from_disk(SweepPlan& plan, int only_point) {
+  if (only_point < 0) return;
+  for (auto& p : plan.points) {
+    if (p.index == only_point) continue;
+    const std::string status = fs::exists(p.result_path) ? read_earlier_result(p.result_path).status : "pending";
+    p.status = status == "completed" || status == "failed" || status == "interrupted" ? status : "pending";
+  }
 }
 
 std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
@@ -192,8 +334,19 @@ int run_point(const SweepPlan& plan, const SweepPoint& p, const SweepOptions& op
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 }
 
-void write_state(const SweepPlan& plan) {
-  write_file_atomically((fs::path(plan.out_dir) / "sweep.json").string(), json_text(sweep_state(plan), 2) + "\n");
+void write_state(SweepPlan& plan, int only_point) {
+  take_unselected_points_from_disk(plan, only_point);
+  write_file_atomically(state_path(plan), json_text(sweep_state(plan), 2) + "\n");
+}
+
+// Before any point runs: a folder the sweep cannot write in would fail each point's run and then
+// the state file, after the work.
+void write_the_first_state(SweepPlan& plan, int only_point) {
+  try {
+    write_state(plan, only_point);
+  } catch (const Error& e) {
+    throw input_error("--out-dir: cannot write the sweep's files in '" + plan.out_dir + "': " + e.what());
+  }
 }
 
 }  // namespace
@@ -234,18 +387,29 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string
       plan.axes.push_back(axis);
     }
   }
+  std::set<std::string> command_line_keys;
   for (const auto& option : grid_options) {
     SweepAxis axis = parse_grid_option(option);
+    if (!command_line_keys.insert(axis.key).second) {
+      throw input_error("--grid " + option + ": " + axis.key + " is already an axis: give its values in one --grid");
+    }
     auto same = std::find_if(plan.axes.begin(), plan.axes.end(), [&](const SweepAxis& a) { return a.key == axis.key; });
     if (same != plan.axes.end()) {
-      *same = axis;
+      *same = axis;  // the command line's axis replaces the spec's
     } else {
       plan.axes.push_back(axis);
     }
   }
+  for (const auto& axis : plan.axes) {
+    const bool from_command_line = command_line_keys.count(axis.key) > 0;
+    const std::string where =
+        from_command_line ? "--grid " + axis.key : doc.where("sweep.grid." + axis.key) + ": sweep.grid." + axis.key;
+    refuse_a_field_the_sweep_sets(axis.key, where, true);
+  }
+  for (const auto& o : overrides) refuse_a_field_the_sweep_sets(override_key(o), "--set " + o, false);
   if (sweep.contains("repeat") && !(sweep["repeat"].is_number_integer() && sweep["repeat"].get<int64_t>() >= 1 &&
-                                    sweep["repeat"].get<int64_t>() <= 1000000)) {
-    throw input_error(doc.where("sweep.repeat") + ": sweep.repeat: expected an integer >= 1, got " + json_text(sweep["repeat"]));
+                                    sweep["repeat"].get<int64_t>() <= kMaxSweepPoints)) {
+    throw input_error(doc.where("sweep.repeat") + ": sweep.repeat: expected an integer from 1 to " + std::to_string(kMaxSweepPoints) + ", got " + json_text(sweep["repeat"]));
   }
   plan.repeat = repeat > 0 ? repeat : static_cast<int>(sweep.value("repeat", int64_t{1}));
   const std::string name = base_name(doc, spec_path);
@@ -253,6 +417,9 @@ SweepPlan plan_sweep(const std::string& spec_path, const std::vector<std::string
                  : sweep.contains("out_dir") && sweep["out_dir"].is_string()
                      ? sweep["out_dir"].get<std::string>()
                      : "results/sweep-" + file_safe(name);
+  refuse_a_placeholder_in_the_folder(plan.out_dir,
+                                     !out_dir.empty() ? "--out-dir" : doc.where("sweep.out_dir") + ": sweep.out_dir");
+  refuse_too_many_points(plan);
   build_points(plan, name);
   refuse_points_sharing_a_result(plan);
   return plan;
@@ -267,7 +434,7 @@ json sweep_state(const SweepPlan& plan) {
   }
   json axes = json::object();
   for (const auto& a : plan.axes) axes[a.key] = a.values;
-  return {{"schema", "tbench.sweep/1"}, {"spec", plan.spec_path.empty() ? json(nullptr) : json(plan.spec_path)},
+  return {{"schema", kSweepStateSchemaId}, {"spec", plan.spec_path.empty() ? json(nullptr) : json(plan.spec_path)},
           {"grid", axes}, {"repeat", plan.repeat}, {"out_dir", plan.out_dir}, {"points", points}};
 }
 
@@ -282,35 +449,46 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
   fs::create_directories(plan.out_dir, ec);
   if (ec) throw input_error("--out-dir: cannot create '" + plan.out_dir + "': " + ec.message());
   check_point_index(plan, options.only_point);
+  refuse_outputs_onto_inputs(plan);
   // Decide up front which points run, so a refusal happens before any work.
   for (auto& p : plan.points) {
-    if (options.only_point >= 0 && p.index != options.only_point) {
-      p.status = "not selected";
-      continue;
-    }
+    if (options.only_point >= 0 && p.index != options.only_point) continue;
     if (!fs::exists(p.result_path)) continue;
     const EarlierResult earlier = read_earlier_result(p.result_path);
     if (options.resume && earlier.status == "completed") {
       refuse_a_point_run_with_another_spec(plan, p, earlier);
-      p.status = "skipped";
+      // A result the table cannot read (cut short, edited) is no finished point: run it again.
+      const std::string unusable = why_unusable(p.result_path);
+      if (unusable.empty()) {
+        p.status = "skipped";
+      } else {
+        spdlog::warn("point {}: its result cannot be read, so it runs again: {}", p.id, unusable);
+      }
     } else if (!options.resume && !options.force) {
       throw Error(ExitCode::result_exists, p.result_path + ": exists (status " + earlier.status +
                                                "); pass --resume to skip completed points or --force to redo them");
     }
   }
 
+  write_the_first_state(plan, options.only_point);
+  warn_of_results_of_no_point(plan);
+
   g_sweep_interrupted = 0;
   auto previous_int = std::signal(SIGINT, on_sweep_signal);
   auto previous_term = std::signal(SIGTERM, on_sweep_signal);
   ExitCode code = ExitCode::ok;
   int done = 0;
-  const auto total = std::count_if(plan.points.begin(), plan.points.end(), [](const SweepPoint& p) { return p.status == "pending"; });
+  // Under --point, the others stand as their files do (another task may run them): not this call's.
+  const auto runs_now = [&](const SweepPoint& p) {
+    return p.status == "pending" && (options.only_point < 0 || p.index == options.only_point);
+  };
+  const auto total = std::count_if(plan.points.begin(), plan.points.end(), runs_now);
   for (auto& p : plan.points) {
-    if (p.status != "pending") continue;
+    if (!runs_now(p)) continue;
     if (g_sweep_interrupted) break;
     ++done;
     spdlog::info("sweep point {}/{}: {}", done, total, p.id);
-    const std::string log_path = (fs::path(plan.out_dir) / (p.id + ".log")).string();
+    const std::string log_path = log_path_of(plan, p);
     const FileIdentity before = file_identity(p.result_path);
     p.exit_code = run_point(plan, p, options, log_path);
     if (p.exit_code == 0) {
@@ -329,11 +507,11 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
       code = ExitCode::run_failed;
       spdlog::warn("point {} failed: {}", p.id, p.reason);
     }
-    write_state(plan);
+    write_state(plan, options.only_point);
   }
   std::signal(SIGINT, previous_int);
   std::signal(SIGTERM, previous_term);
-  write_state(plan);
+  write_state(plan, options.only_point);
   if (g_sweep_interrupted) {
     spdlog::warn("sweep interrupted; `--resume` continues where it stopped");
     return ExitCode::interrupted;

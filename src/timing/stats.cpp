@@ -215,9 +215,19 @@ std::optional<Interval> LineFit::mean_interval_95_at(double x) const {
 std::string format_duration(double seconds) {
   // llround is undefined past long long's range; no run lasts 30 000 years.
   if (!(seconds < 1e12)) return "-";
-  const auto total = static_cast<long long>(std::llround(std::max(0.0, seconds)));
-  const long long h = total / 3600, m = (total % 3600) / 60, s = total % 60;
   char text[32];
+  // Under 10 s whole seconds say too little (a CPU smoke run's epoch read "00:00"): keep the
+  // mm:ss form with the fraction the figure needs, milliseconds under a second.
+  if (seconds < 0.9995) {
+    std::snprintf(text, sizeof text, "00:0%.3f", std::max(0.0, seconds));
+    return text;
+  }
+  if (seconds < 9.995) {
+    std::snprintf(text, sizeof text, "00:0%.2f", seconds);
+    return text;
+  }
+  const auto total = static_cast<long long>(std::llround(seconds));
+  const long long h = total / 3600, m = (total % 3600) / 60, s = total % 60;
   if (h > 0) {
     std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", h, m, s);
   } else {

@@ -536,6 +536,13 @@ TEST_F(Cli, ValidateChecksWithoutRunning) {
   const auto folder = run_tbench("validate " + dir.file(""));
   EXPECT_EQ(folder.exit_code, 2);
   EXPECT_NE(folder.err.find("is a directory; give a spec file"), std::string::npos) << folder.err;
+  // --fields lists every spec's fields: a spec or an override beside it would be silently ignored.
+  EXPECT_EQ(run_tbench("validate --fields").exit_code, 0);
+  for (const std::string& extra : {spec_path(testing::tiny_spec(out)), std::string("--set train.lr=1"), std::string("--print")}) {
+    const auto both = run_tbench("validate --fields " + extra);
+    EXPECT_EQ(both.exit_code, 2) << extra;
+    EXPECT_NE(both.err.find("excludes --fields"), std::string::npos) << both.err;
+  }
 }
 
 struct BadRun {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "support/cli.hpp"
@@ -15,6 +16,8 @@ namespace tbench {
 namespace {
 
 using testing::run_tbench;
+
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 class SweepCli : public ::testing::Test {
  protected:
@@ -69,6 +72,16 @@ TEST_F(SweepCli, RunsTheProductAndPrintsTheTable) {
   }
   EXPECT_NE(r.out.find("tiny-distilbert"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("train.batch_size=8"), std::string::npos) << r.out;
+  // The README's collect step: the folder's .json files hold the sweep's state file too.
+  const auto collected = run_tbench("report " + out() + "/*.json");
+  EXPECT_EQ(collected.exit_code, 0) << collected.err;
+  EXPECT_NE(collected.err.find("sweep.json is a sweep's state file, not a result: left out"), std::string::npos)
+      << collected.err;
+  EXPECT_NE(collected.out.find("tiny-distilbert"), std::string::npos) << collected.out;
+  const auto state_only = run_tbench("report " + out() + "/sweep.json");
+  EXPECT_EQ(state_only.exit_code, 2);
+  EXPECT_NE(state_only.err.find("no results among the files given"), std::string::npos) << state_only.err;
+  EXPECT_EQ(run_tbench("compare " + out() + "/sweep.json " + s["points"][0]["result"].get<std::string>()).exit_code, 2);
   // Results exist now: a second sweep refuses without --resume or --force.
   EXPECT_EQ(run_tbench("sweep " + spec() + " --grid model=tiny-bert,tiny-distilbert --grid train.batch_size=4,8"
                        " --out-dir " + out()).exit_code, 3);
@@ -85,6 +98,8 @@ TEST_F(SweepCli, AFailingPointIsRecordedAndTheSweepGoesOn) {
   EXPECT_NE(s["points"][1]["reason"].get<std::string>().find("train.lr"), std::string::npos) << s.dump(2);
   EXPECT_EQ(s["points"][2]["status"], "completed");
   EXPECT_EQ(s["report"]["rows"].size(), 2u);
+  // It has no cell in the table: it is named beside it.
+  EXPECT_NE(r.err.find("sweep: point 1 (train.lr-1e30) failed: "), std::string::npos) << r.err;
 }
 
 // A typo in a grid key failed every point, each after a process start; a bad value failed its
@@ -187,13 +202,20 @@ TEST_F(SweepCli, APointInterruptedAfterItsTrainingCountsAsCompleted) {
       << "the point is missing from the sweep's table: " << testing::read_text(dir.file("sweep.out"));
 }
 
+// Each array task rewrites the state file: with the other points as their result files stand, so
+// that the last task's is the whole sweep's (it said "not selected" for every other point).
 TEST_F(SweepCli, SingleArrayTaskRunsOnePoint) {
-  const auto r = run_tbench("sweep " + spec() + " --grid train.batch_size=4,8 --point 1 --out-dir " + out());
+  const std::string sweep = "sweep " + spec() + " --grid train.batch_size=4,8 --resume --out-dir " + out();
+  const auto r = run_tbench(sweep + " --point 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto s = state();
-  EXPECT_EQ(s["points"][0]["status"], "not selected");
-  EXPECT_EQ(s["points"][1]["status"], "completed");
-  EXPECT_EQ(run_tbench("sweep " + spec() + " --grid train.batch_size=4,8 --point 5 --out-dir " + out()).exit_code, 2);
+  EXPECT_EQ(state()["points"][0]["status"], "pending");
+  EXPECT_EQ(state()["points"][1]["status"], "completed");
+  const auto first = run_tbench(sweep + " --point 0");
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_EQ(state()["points"][0]["status"], "completed");
+  EXPECT_EQ(state()["points"][1]["status"], "completed") << "the other task's point, as its result stands";
+  EXPECT_NE(first.out.find("train.batch_size=8"), std::string::npos) << "its table holds both: " << first.out;
+  EXPECT_EQ(run_tbench(sweep + " --point 5").exit_code, 2);
 }
 
 TEST_F(SweepCli, SweepBlockInTheSpec) {
@@ -224,7 +246,7 @@ TEST_F(SweepCli, BadGridsAreRefusedAndPathsAndNamesStayText) {
   block["sweep"] = {{"repeat", "3"}};
   const auto repeat = run_tbench("sweep --dry-run " + dir.write("repeat.json", block.dump()));
   EXPECT_EQ(repeat.exit_code, 2);
-  EXPECT_NE(repeat.err.find("sweep.repeat: expected an integer >= 1"), std::string::npos) << repeat.err;
+  EXPECT_NE(repeat.err.find("sweep.repeat: expected an integer from 1 to 100000"), std::string::npos) << repeat.err;
 
   auto dated = testing::tiny_spec(dir.file("unused.json"));
   dated.erase("name");
@@ -236,6 +258,101 @@ TEST_F(SweepCli, BadGridsAreRefusedAndPathsAndNamesStayText) {
   const auto result = testing::read_json(odd_dir + "/train.seed-2.json");
   EXPECT_EQ(result["spec"]["name"], "2024[train.seed=2]");
   EXPECT_EQ(result["spec"]["output"], odd_dir + "/train.seed-2.json");
+}
+
+// From an audit: values written two ways ran one setting twice (averaged as repeats with no
+// spread), a second --grid of a key dropped the first, an axis of a field the sweep sets was
+// overridden unseen, an out-dir placeholder split the points' files from the sweep's, and a
+// product of a million points ran out of memory (exit 1). Each is exit 2 before anything runs.
+TEST_F(SweepCli, AxesThatCannotMeanWhatTheySayAreRefused) {
+  const std::string base = "sweep " + spec() + " --dry-run";
+  const auto expect_refused = [&](const std::string& args, const std::string& message) {
+    const bool own_folder = args.find("--out-dir") != std::string::npos;
+    const auto r = run_tbench(base + " " + args + (own_folder ? "" : " --out-dir " + out()));
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  };
+  expect_refused("--grid model=tiny-bert," TBENCH_SOURCE_DIR "/models/tiny-bert.json", "run one setting");
+  expect_refused("--grid train.seed=2,02", "points 0 (train.seed-2) and 1 (train.seed-02) run one setting");
+  expect_refused("--grid train.seed=1 --grid train.seed=2", "train.seed is already an axis");
+  expect_refused("--grid output=a.json,b.json", "the sweep sets output itself");
+  expect_refused("--grid name=a,b", "the sweep sets name itself");
+  expect_refused("--grid sweep.repeat=2,3", "the sweep sets sweep.repeat itself");
+  expect_refused("--set output=x.json --grid train.seed=1,2", "--set output=x.json: the sweep sets output itself");
+  expect_refused("--grid train.seed=1,2 --out-dir '" + dir.file("o/{host}") + "'", "holds a placeholder");
+  std::string seeds = "0";
+  for (int i = 1; i < 400; ++i) seeds += "," + std::to_string(i);
+  expect_refused("--grid train.seed=" + seeds + " --grid data.seed=" + seeds, "more than 100000 points");
+  expect_refused("--repeat 1000001", "--repeat");
+  const auto both = run_tbench("sweep " + spec() + " --resume --force --out-dir " + out());
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_NE(both.err.find("--resume excludes --force"), std::string::npos) << both.err;
+  EXPECT_FALSE(std::filesystem::exists(out()));
+  // Repeats of one setting are points of one setting, and a --set name names the sweep.
+  EXPECT_EQ(run_tbench(base + " --grid train.seed=1,2 --repeat 2 --set name=mine --out-dir " + out()).exit_code, 0);
+}
+
+// From an audit: a base spec in the output folder, named as the sweep's state file or as a
+// point's result, was overwritten (with no --force); a folder the sweep cannot write in started a
+// point and ended exit 4 after it.
+TEST_F(SweepCli, ItsFilesNeverOverwriteItsInputsAndAnUnwritableFolderRunsNothing) {
+  std::filesystem::create_directories(out());
+  const std::string text = testing::read_text(spec());
+  const std::string as_state = out() + "/sweep.json";
+  write_text(as_state, text);
+  const auto state_file = run_tbench("sweep " + as_state + " --grid train.seed=1,2 --out-dir " + out());
+  EXPECT_EQ(state_file.exit_code, 2) << state_file.err;
+  EXPECT_NE(state_file.err.find("the sweep would overwrite " + as_state + ", a file it reads"), std::string::npos)
+      << state_file.err;
+  const std::string as_point = out() + "/base.json";  // no axes: the one point's id is "base"
+  write_text(as_point, text);
+  const auto point = run_tbench("sweep " + as_point + " --force --out-dir " + out());
+  EXPECT_EQ(point.exit_code, 2) << point.err;
+  EXPECT_EQ(testing::read_text(as_state), text);
+  EXPECT_EQ(testing::read_text(as_point), text);
+
+  const auto unwritable = run_tbench("sweep " + spec() + " --grid train.seed=1,2 --out-dir /proc/self");
+  EXPECT_EQ(unwritable.exit_code, 2) << unwritable.err;
+  EXPECT_NE(unwritable.err.find("--out-dir: cannot write the sweep's files in '/proc/self'"), std::string::npos)
+      << unwritable.err;
+  EXPECT_EQ(unwritable.err.find("sweep point"), std::string::npos) << "no point ran: " << unwritable.err;
+}
+
+// A point id past a file name's 255 bytes failed (exit 1, "File name too long") after --dry-run
+// had listed it: a long one now ends in a hash of the whole, the same on every call.
+TEST_F(SweepCli, ALongValueGivesAShortenedIdThatStaysTheSame) {
+  const std::string long_value(300, 'x');
+  const std::string sweep = "sweep " + spec() + " --grid data.text_column=" + long_value + ",y --out-dir " + out();
+  const auto listed = run_tbench(sweep + " --dry-run --json");
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  const std::string id = nlohmann::json::parse(listed.out)["points"][0]["id"];
+  EXPECT_EQ(id.size(), 180u) << id;
+  EXPECT_EQ(id.rfind("data.text_column-xxx", 0), 0u) << id;
+  EXPECT_EQ(id, nlohmann::json::parse(run_tbench(sweep + " --dry-run --json").out)["points"][0]["id"]);
+  const auto r = run_tbench(sweep + " --point 0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(out() + "/" + id + ".json"));
+  EXPECT_TRUE(std::filesystem::exists(out() + "/" + id + ".iterations.jsonl"));
+}
+
+// A completed result that `report` cannot read (here its iterations cut away) was skipped by
+// --resume, and then the table's load failed the whole sweep (exit 2) after the other points ran.
+// It runs again now. Results of no point in the folder are warned of.
+TEST_F(SweepCli, ResumeRunsAnUnreadableResultAgainAndWarnsOfStrayResults) {
+  const std::string sweep = "sweep " + spec() + " --grid train.seed=1,2 --out-dir " + out();
+  ASSERT_EQ(run_tbench(sweep).exit_code, 0);
+  const std::string first = out() + "/train.seed-1.json";
+  auto cut = testing::read_json(first);
+  cut.erase("iterations");
+  write_text(first, cut.dump());
+  write_text(out() + "/old-run.json", "{}");
+  const auto r = run_tbench(sweep + " --resume");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("point train.seed-1: its result cannot be read, so it runs again"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("1 .json file(s) of no point of this sweep (old-run.json)"), std::string::npos) << r.err;
+  EXPECT_EQ(state()["points"][0]["status"], "completed");
+  EXPECT_EQ(state()["points"][1]["status"], "skipped");
+  EXPECT_TRUE(testing::read_json(first).contains("iterations"));
 }
 
 }  // namespace

@@ -331,7 +331,7 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
             "speedup_ci95_high,speedup_ci95_basis,peak_probe_spread,machine_speed_moved");
   // S1's two repeats (10 s, 12 s) know their mean with one degree of freedom, S2's one run's
   // identical steps know theirs exactly: 2.2x (0.69-6.98).
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps,,false\n"),
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05.00,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps,,false\n"),
             std::string::npos)
       << csv;
   EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention

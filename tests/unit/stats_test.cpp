@@ -205,7 +205,17 @@ TEST(Stats, DurationsAreQuotedAsMinutesAndSeconds) {
   EXPECT_EQ(format_duration(83.4), "01:23");
   EXPECT_EQ(format_duration(19 * 60 + 32), "19:32");
   EXPECT_EQ(format_duration(102 * 60 + 25), "1:42:25");
-  EXPECT_EQ(format_duration(0.2), "00:00");
+}
+
+// A CPU smoke run's epoch lasts seconds or less: whole seconds would quote it as "00:00".
+TEST(Stats, DurationsUnderTenSecondsKeepTheirFraction) {
+  EXPECT_EQ(format_duration(0.2), "00:00.200");
+  EXPECT_EQ(format_duration(0.0637), "00:00.064");
+  EXPECT_EQ(format_duration(0.0), "00:00.000");
+  EXPECT_EQ(format_duration(0.9996), "00:01.00");
+  EXPECT_EQ(format_duration(5.432), "00:05.43");
+  EXPECT_EQ(format_duration(9.996), "00:10");
+  EXPECT_EQ(format_duration(10.4), "00:10");
 }
 
 }  // namespace tbench

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tbench/env/hardware.hpp"
+#include "tbench/errors.hpp"
 #include "tbench/timing/stats.hpp"
 #include "tbench/timing/steady_step.hpp"
 
@@ -95,9 +96,19 @@ struct ResultFile {
   std::vector<double> epoch_eval_seconds;  // each epoch's evaluation after its steps, where it ran one
 };
 
+// load_result's refusal of a whole result whose every step was warm-up: nothing is wrong with the
+// file; its run was too short to analyse, and would be again.
+class TooShortToAnalyse : public Error {
+ public:
+  explicit TooShortToAnalyse(const std::string& message) : Error(ExitCode::bad_input, message) {}
+};
+
 // Loads and checks a result; errors name the file and what is wrong (exit 2).
 ResultFile load_result(const std::string& path);
-std::vector<ResultFile> load_results(const std::vector<std::string>& paths);
+// With `sweep_states`, a sweep's state file among them (`report DIR/*.json` takes one) is left
+// out and its path added there; without, it is refused as any other file that is not a result.
+std::vector<ResultFile> load_results(const std::vector<std::string>& paths,
+                                     std::vector<std::string>* sweep_states = nullptr);
 
 // A result's row in reports, scaling and predictions: the model, with " [mlm]" or
 // " [distillation]" for the masked-LM tasks, so a model's tasks stay apart (their steps differ: a

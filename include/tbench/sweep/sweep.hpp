@@ -2,6 +2,7 @@
 // Sweeps: the cartesian product of grid values over a base spec, each point one `tbench run`
 // in its own process (so a crash or an out-of-memory leaves the next point a clean device),
 // its own result file with a stable name, resumable, with a state file and a summary table.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,13 @@ struct SweepAxis {
 
 struct SweepPoint {
   int index = 0;                        // 0-based position in the product (SLURM array task id)
+  int repeat = 1;                       // which of the setting's --repeat runs, from 1
   std::string id;                       // stable file stem, e.g. "model=tiny-bert,precision=fp32,rep=1"
   std::vector<std::string> overrides;   // --set arguments for this point
   std::string result_path;
-  std::string status = "pending";       // pending, completed, failed, skipped (already done), interrupted
+  // pending, completed, failed, skipped (already done), interrupted; under --point, the others
+  // as their result files stand (another array task may run them)
+  std::string status = "pending";
   std::string reason;                   // why it failed
   int exit_code = -1;
 };
@@ -34,6 +38,10 @@ struct SweepPlan {
   std::string out_dir;
   std::vector<SweepPoint> points;
 };
+
+// A sweep of more points than this is a slip (an axis pasted twice, a --repeat of a billion):
+// refused before its list is built.
+inline constexpr std::int64_t kMaxSweepPoints = 100000;
 
 // "--grid model=a,b" -> axis {model, [a, b]}.
 SweepAxis parse_grid_option(const std::string& text);
