@@ -9,6 +9,7 @@
 #include "tbench/json_text.hpp"
 #include "tbench/results/result.hpp"
 #include "tbench/results/summary.hpp"
+#include "tbench/sweep/sweep.hpp"
 #include "tbench/timing/stats.hpp"
 
 namespace tbench {
@@ -470,13 +471,21 @@ ResultFile result_from_json(const std::string& path, json document) {
 
 ResultFile load_result(const std::string& path) { return result_from_json(path, parse_json_file(path)); }
 
-std::vector<ResultFile> load_results(const std::vector<std::string>& paths, std::vector<std::string>* sweep_states) {
+std::vector<ResultFile> load_results(const std::vector<std::string>& paths, std::vector<std::string>* left_out) {
+  const auto is_trace = [](const std::string& path) {  // trace_path_for's name; not read (it can be large)
+    const std::string suffix = ".trace.json";
+    return path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   std::vector<ResultFile> out;
   out.reserve(paths.size());
   for (const auto& p : paths) {
+    if (left_out && is_trace(p)) {
+      left_out->push_back(p + " is a profiled run's trace (timing.profile_steps)");
+      continue;
+    }
     json document = parse_json_file(p);
-    if (sweep_states && is_sweep_state(document)) {
-      sweep_states->push_back(p);
+    if (left_out && is_sweep_state(document)) {
+      left_out->push_back(p + " is a sweep's state file");
       continue;
     }
     out.push_back(result_from_json(p, std::move(document)));

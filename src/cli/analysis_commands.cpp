@@ -64,14 +64,15 @@ ResultFile load_result_for(const char* command, const std::string& path) {
 
 std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
-// `report DIR/*.json` on a sweep's folder takes its state file too: left out, with a note.
+// `report DIR/*.json` on a sweep's folder takes its state file too, and profiled runs' traces:
+// left out, with a note.
 std::vector<ResultFile> load_results_for_report(const std::vector<std::string>& paths) {
-  std::vector<std::string> sweep_states;
-  std::vector<ResultFile> results = load_results(paths, &sweep_states);
-  for (const auto& path : sweep_states) {
-    std::fprintf(stderr, "report: note: %s is a sweep's state file, not a result: left out\n", path.c_str());
+  std::vector<std::string> left_out;
+  std::vector<ResultFile> results = load_results(paths, &left_out);
+  for (const auto& line : left_out) std::fprintf(stderr, "report: note: %s, not a result: left out\n", line.c_str());
+  if (results.empty()) {
+    throw input_error("report: no results among the files given (only sweeps' state files and traces)");
   }
-  if (results.empty()) throw input_error("report: no results among the files given (only sweeps' state files)");
   for (const auto& r : results) warn_of_unfinished_run("report", r);
   return results;
 }
@@ -170,23 +171,30 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
           {name + "_device_idle_at_start_fraction", or_null(mean_device_idle_at_start(runs))}};
 }
 
+// What of two runs' work differs: the network as built (its name and training FLOPs per sample:
+// one config given by name on one run and by file on another is the same), the task, the length.
+std::vector<std::string> work_differences(const ResultFile& a, const ResultFile& b) {
+  std::vector<std::string> fields;
+  if (a.model != b.model) fields.push_back("model");
+  if (a.train_flops_per_sample != b.train_flops_per_sample) fields.push_back("model.train_flops_per_sample");
+  if (a.task != b.task) fields.push_back("task");
+  if (a.seq_len != b.seq_len) fields.push_back("data.seq_len");
+  return fields;
+}
+
 // Repeats on a side should be runs of one setting: say where they are not. Where they train
 // different work (another model, task or length), their samples/s are not one quantity measured
 // again, and their mean is no side's speed: refused.
 void check_repeats_of_one_setting(const char* name, const std::vector<const ResultFile*>& runs) {
-  const auto mixed = mixed_settings(runs, "");
-  if (mixed.empty()) return;
   std::vector<std::string> work;
-  for (const auto& field : mixed) {
-    if (field == "model.name" || field == "model.config" || field == "task" || field == "data.seq_len") {
-      work.push_back(field);
-    }
-  }
+  for (std::size_t i = 1; i < runs.size() && work.empty(); ++i) work = work_differences(*runs.front(), *runs[i]);
   if (!work.empty()) {
     throw input_error("compare: " + std::string(name) + "'s " + std::to_string(runs.size()) +
                       " runs train different work (they differ in " + join(work) +
                       "): a side's runs are repeats of one setting; compare those settings as A and B");
   }
+  const auto mixed = mixed_settings(runs, "");
+  if (mixed.empty()) return;
   std::fprintf(stderr, "compare: warning: %s's %zu runs differ in %s\n", name, runs.size(), join(mixed).c_str());
 }
 

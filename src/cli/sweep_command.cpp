@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <map>
 
@@ -37,13 +38,20 @@ std::string self_executable() {
 
 // What a point runs, less what names it: its resolved spec without the name and output, the
 // model (and teacher) as their configs read rather than as named (a shipped name and its config
-// file are one network), and which repeat it is.
+// file are one network), and which repeat it is. On text data a config's folder may hold the
+// tokenizer too (data.tokenizer.path unset): there the folder stays part of the setting.
 std::string setting_of(const RunSpec& spec, const SpecModels& models, int repeat) {
   json setting = spec.resolved;
   setting.erase("name");
   setting.erase("output");
   setting["model"].erase("name");
+  const json config = setting["model"]["config"];
   setting["model"].erase("config");
+  if (setting["data"].value("source", "") != "synthetic" && config.is_string()) {
+    std::error_code ec;
+    const auto folder = std::filesystem::weakly_canonical(config.get<std::string>(), ec).parent_path();
+    setting["model"]["config_folder"] = ec ? config.get<std::string>() : folder.string();
+  }
   setting["model"]["network"] = models.model.raw;
   if (models.teacher) setting["distillation"]["teacher"] = models.teacher->raw;
   setting["repeat"] = repeat;

@@ -128,14 +128,35 @@ std::string write_all(int fd, const char* data, std::size_t size) {
   return "";
 }
 
+namespace {
+
+// 8 hex digits of the host's name (FNV-1a): short, so a long result name stays a legal file name.
+std::string host_tag() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  uint32_t hash = 2166136261u;
+  for (const char* c = host; *c; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 16777619u;
+  char hex[9];
+  std::snprintf(hex, sizeof hex, "%08x", hash);
+  return hex;
+}
+
+}  // namespace
+
 void write_file_atomically(const std::string& path, const std::string& text) {
-  // Errors name the file asked for (a user knows it), then the temporary one beside it.
-  const std::string temp = path + ".tmp." + std::to_string(getpid());
+  // Errors name the file asked for (a user knows it), then the temporary one beside it. A process
+  // id alone is no unique name on a shared filesystem (SLURM array tasks on several nodes rewrite
+  // one sweep.json) or across containers: the host's is in it too.
+  const std::string temp = path + ".tmp." + host_tag() + "-" + std::to_string(getpid());
   const auto fail = [&](const std::string& what, const std::string& reason) {
     ::unlink(temp.c_str());
     throw Error(ExitCode::run_failed, path + ": " + what + " (through " + temp + ", removed): " + reason);
   };
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0 && errno == EEXIST) {  // left by a killed process of this host with this id: no one's now
+    ::unlink(temp.c_str());
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  }
   if (fd < 0) {
     throw Error(ExitCode::run_failed, path + ": cannot create its temporary file " + temp + ": " + std::strerror(errno));
   }

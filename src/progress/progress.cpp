@@ -42,7 +42,9 @@ class TerminalBar : public EpochProgress {
     // Redraw at most 10 times a second: the bar must not cost the benchmark anything measurable.
     if (!final && seconds_since(last_draw_) < 0.1) return;
     last_draw_ = Clock::now();
-    std::fprintf(stderr, "\r%s%s", format_progress_bar(epoch_, epochs_, done_, total_, seconds_since(start_), loss_).c_str(),
+    // "\x1b[K" clears what a longer line before left (times under 10 s carry a fraction).
+    std::fprintf(stderr, "\r%s\x1b[K%s",
+                 format_progress_bar(epoch_, epochs_, done_, total_, seconds_since(start_), loss_).c_str(),
                  final ? "\n" : "");
     std::fflush(stderr);
   }

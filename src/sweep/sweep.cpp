@@ -16,7 +16,6 @@
 
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/files.hpp"
-#include "tbench/results/result.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/spec/spec.hpp"
@@ -60,11 +59,12 @@ std::string stable_hash_hex(const std::string& text) {
 
 // A file name holds at most 255 bytes, and a point's files add ".iterations.jsonl" or a temporary
 // suffix to its id: a longer id (long values, a config path on the model axis) keeps its start and
-// ends in a hash of the whole, so it stays one point's and the same from call to call.
-std::string bounded_id(const std::string& id) {
+// a hash of the whole, then its repeat's "__rep-N", so it stays one point's and the same from call
+// to call.
+std::string bounded_id(const std::string& values, const std::string& repeat_suffix) {
   constexpr std::size_t kMaxIdLength = 180;
-  if (id.size() <= kMaxIdLength) return id;
-  return id.substr(0, kMaxIdLength - 18) + "__" + stable_hash_hex(id);
+  if (values.size() + repeat_suffix.size() <= kMaxIdLength) return values + repeat_suffix;
+  return values.substr(0, kMaxIdLength - 18 - repeat_suffix.size()) + "__" + stable_hash_hex(values) + repeat_suffix;
 }
 
 std::string base_name(const SpecDocument& doc, const std::string& spec_path) {
@@ -104,9 +104,10 @@ void build_points(SweepPlan& plan, const std::string& name) {
         p.overrides.push_back(axis.key + "=" + value);
         if (axis.key != "model") label += (label.empty() ? "" : ",") + axis.key + "=" + value;
       }
-      if (plan.repeat > 1) id += (id.empty() ? "" : "__") + std::string("rep-") + std::to_string(rep);
-      if (id.empty()) id = "base";
-      p.id = bounded_id(id);
+      std::string repeat_suffix;
+      if (plan.repeat > 1) repeat_suffix = (id.empty() ? "" : "__") + std::string("rep-") + std::to_string(rep);
+      if (id.empty() && repeat_suffix.empty()) id = "base";
+      p.id = bounded_id(id, repeat_suffix);
       p.result_path = (fs::path(plan.out_dir) / (p.id + ".json")).string();
       // Points that differ only in model or repeat share a name: the report's columns.
       p.overrides.push_back("name=" + yaml_quoted(name + (label.empty() ? "" : "[" + label + "]")));
@@ -222,6 +223,12 @@ std::string log_path_of(const SweepPlan& plan, const SweepPoint& p) {
 
 std::string state_path(const SweepPlan& plan) { return (fs::path(plan.out_dir) / "sweep.json").string(); }
 
+// Every file a point's run may write (the trace and MLPerf log where the spec asks for them).
+std::vector<std::string> point_files(const SweepPlan& plan, const SweepPoint& p) {
+  return {p.result_path, iterations_path_for(p.result_path), trace_path_for(p.result_path),
+          mllog_path_for(p.result_path), log_path_of(plan, p)};
+}
+
 // Each point runs with --force, and the state file is rewritten after each: a base spec kept in
 // the output folder as "base.json" or "sweep.json" would be overwritten by the sweep's own files.
 void refuse_outputs_onto_inputs(const SweepPlan& plan) {
@@ -236,9 +243,7 @@ void refuse_outputs_onto_inputs(const SweepPlan& plan) {
   };
   check(state_path(plan));
   for (const auto& p : plan.points) {
-    check(p.result_path);
-    check(iterations_path_for(p.result_path));
-    check(log_path_of(plan, p));
+    for (const auto& file : point_files(plan, p)) check(file);
   }
 }
 
@@ -246,7 +251,9 @@ void refuse_outputs_onto_inputs(const SweepPlan& plan) {
 // `report <out_dir>/*.json` unseen.
 void warn_of_results_of_no_point(const SweepPlan& plan) {
   std::set<fs::path> own = {fs::path(state_path(plan)).filename()};
-  for (const auto& p : plan.points) own.insert(fs::path(p.result_path).filename());
+  for (const auto& p : plan.points) {
+    for (const auto& file : point_files(plan, p)) own.insert(fs::path(file).filename());
+  }
   std::vector<std::string> others;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(plan.out_dir, ec)) {
@@ -261,17 +268,6 @@ void warn_of_results_of_no_point(const SweepPlan& plan) {
   if (others.size() > shown) names += ", ...";
   spdlog::warn("{} holds {} .json file(s) of no point of this sweep ({}): `tbench report {}/*.json` would count them",
                plan.out_dir, others.size(), names, plan.out_dir);
-}
-
-// Under --point, the points another array task runs: as their result files stand, so that the
-// state file the last task writes is the sweep's, not that task's alone.
-void take_unselected_points_from_disk(SweepPlan& plan, int only_point) {
-  if (only_point < 0) return;
-  for (auto& p : plan.points) {
-    if (p.index == only_point) continue;
-    const std::string status = fs::exists(p.result_path) ? read_earlier_result(p.result_path).status : "pending";
-    p.status = status == "completed" || status == "failed" || status == "interrupted" ? status : "pending";
-  }
 }
 
 std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
@@ -292,6 +288,25 @@ std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
   }
   const auto at = last.find("error ");
   return at == std::string::npos ? "exit code " + std::to_string(p.exit_code) : last.substr(at + 6);
+}
+
+// Under --point, the points another array task runs: as their result files stand when this task
+// writes, so that a task's state file shows the sweep, not that task alone. A result of another
+// spec than its point asks for now (the base spec edited before a re-submit) is no point of this
+// sweep yet: pending, as --resume would redo it.
+void take_unselected_points_from_disk(SweepPlan& plan, int only_point) {
+  if (only_point < 0) return;
+  for (auto& p : plan.points) {
+    if (p.index == only_point) continue;
+    p.status = "pending";
+    p.reason.clear();
+    if (!fs::exists(p.result_path)) continue;
+    const EarlierResult earlier = read_earlier_result(p.result_path);
+    if (earlier.status != "completed" && earlier.status != "failed" && earlier.status != "interrupted") continue;
+    if (!spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec).empty()) continue;
+    p.status = earlier.status;
+    if (p.status == "failed") p.reason = failure_reason(p, log_path_of(plan, p));
+  }
 }
 
 int run_point(const SweepPlan& plan, const SweepPoint& p, const SweepOptions& options, const std::string& log_path) {

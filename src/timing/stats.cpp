@@ -217,7 +217,8 @@ std::string format_duration(double seconds) {
   if (!(seconds < 1e12)) return "-";
   char text[32];
   // Under 10 s whole seconds say too little (a CPU smoke run's epoch read "00:00"): keep the
-  // mm:ss form with the fraction the figure needs, milliseconds under a second.
+  // mm:ss form with the fraction the figure needs, milliseconds under a second: 5.432 s ->
+  // "00:05.43", 0.0637 s -> "00:00.064".
   if (seconds < 0.9995) {
     std::snprintf(text, sizeof text, "00:0%.3f", std::max(0.0, seconds));
     return text;

@@ -78,6 +78,12 @@ TEST_F(SweepCli, RunsTheProductAndPrintsTheTable) {
   EXPECT_NE(collected.err.find("sweep.json is a sweep's state file, not a result: left out"), std::string::npos)
       << collected.err;
   EXPECT_NE(collected.out.find("tiny-distilbert"), std::string::npos) << collected.out;
+  // A profiled point's trace lies there too (timing.profile_steps): left out unread.
+  write_text(out() + "/model-tiny-bert__train.batch_size-4.trace.json", "{\"traceEvents\": []}");
+  const auto with_trace = run_tbench("report " + out() + "/*.json");
+  EXPECT_EQ(with_trace.exit_code, 0) << with_trace.err;
+  EXPECT_NE(with_trace.err.find("trace.json is a profiled run's trace (timing.profile_steps), not a result: left out"),
+            std::string::npos) << with_trace.err;
   const auto state_only = run_tbench("report " + out() + "/sweep.json");
   EXPECT_EQ(state_only.exit_code, 2);
   EXPECT_NE(state_only.err.find("no results among the files given"), std::string::npos) << state_only.err;
@@ -216,6 +222,13 @@ TEST_F(SweepCli, SingleArrayTaskRunsOnePoint) {
   EXPECT_EQ(state()["points"][1]["status"], "completed") << "the other task's point, as its result stands";
   EXPECT_NE(first.out.find("train.batch_size=8"), std::string::npos) << "its table holds both: " << first.out;
   EXPECT_EQ(run_tbench(sweep + " --point 5").exit_code, 2);
+  // The base edited before a re-submit: the other point's result ran the old spec, so it is no
+  // point of this sweep yet, and stays out of the table.
+  const auto edited = run_tbench("sweep " + spec() + " --grid train.batch_size=4,8 --force --set data.seed=99 --out-dir " +
+                                 out() + " --point 0");
+  ASSERT_EQ(edited.exit_code, 0) << edited.err;
+  EXPECT_EQ(state()["points"][1]["status"], "pending");
+  EXPECT_EQ(edited.out.find("train.batch_size=8"), std::string::npos) << edited.out;
 }
 
 TEST_F(SweepCli, SweepBlockInTheSpec) {
@@ -283,7 +296,8 @@ TEST_F(SweepCli, AxesThatCannotMeanWhatTheySayAreRefused) {
   std::string seeds = "0";
   for (int i = 1; i < 400; ++i) seeds += "," + std::to_string(i);
   expect_refused("--grid train.seed=" + seeds + " --grid data.seed=" + seeds, "more than 100000 points");
-  expect_refused("--repeat 1000001", "--repeat");
+  expect_refused("--grid train.seed=1,2 --repeat 50001", "more than 100000 points");
+  expect_refused("--repeat 1000001", "--repeat: Value 1000001 not in range");
   const auto both = run_tbench("sweep " + spec() + " --resume --force --out-dir " + out());
   EXPECT_EQ(both.exit_code, 2) << both.err;
   EXPECT_NE(both.err.find("--resume excludes --force"), std::string::npos) << both.err;
@@ -353,6 +367,20 @@ TEST_F(SweepCli, ResumeRunsAnUnreadableResultAgainAndWarnsOfStrayResults) {
   EXPECT_EQ(state()["points"][0]["status"], "completed");
   EXPECT_EQ(state()["points"][1]["status"], "skipped");
   EXPECT_TRUE(testing::read_json(first).contains("iterations"));
+}
+
+// A run too short to analyse (every step warm-up) is a finished point all the same: --resume keeps
+// it (running it again would change nothing), and the table leaves it out, saying why.
+TEST_F(SweepCli, APointTooShortToAnalyseIsFinishedAndLeftOutOfTheTable) {
+  const std::string sweep = "sweep " + spec() + " --set timing.warmup_steps=2 --grid train.max_steps=2,4 --out-dir " + out();
+  const auto r = run_tbench(sweep);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("point 0 (train.max_steps-2) left out of the table"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("train.max_steps=4"), std::string::npos) << r.out;
+  const auto resumed = run_tbench(sweep + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_EQ(state()["points"][0]["status"], "skipped") << resumed.err;
+  EXPECT_EQ(resumed.err.find("runs again"), std::string::npos) << resumed.err;
 }
 
 }  // namespace

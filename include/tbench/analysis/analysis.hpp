@@ -105,10 +105,10 @@ class TooShortToAnalyse : public Error {
 
 // Loads and checks a result; errors name the file and what is wrong (exit 2).
 ResultFile load_result(const std::string& path);
-// With `sweep_states`, a sweep's state file among them (`report DIR/*.json` takes one) is left
-// out and its path added there; without, it is refused as any other file that is not a result.
-std::vector<ResultFile> load_results(const std::vector<std::string>& paths,
-                                     std::vector<std::string>* sweep_states = nullptr);
+// With `left_out`, the files `report DIR/*.json` takes beside a folder's results (a sweep's state
+// file, a profiled run's trace) are left out, each added there as "<path> is <what it is>";
+// without, they are refused as any other file that is not a result.
+std::vector<ResultFile> load_results(const std::vector<std::string>& paths, std::vector<std::string>* left_out = nullptr);
 
 // A result's row in reports, scaling and predictions: the model, with " [mlm]" or
 // " [distillation]" for the masked-LM tasks, so a model's tasks stay apart (their steps differ: a

@@ -15,8 +15,6 @@
 namespace tbench {
 
 inline constexpr const char* kResultSchemaId = "tbench.result/1";
-// `tbench sweep`'s state file, <out_dir>/sweep.json, beside its points' results.
-inline constexpr const char* kSweepStateSchemaId = "tbench.sweep/1";
 
 // The model as built: its shape, its size and its FLOPs per sample.
 // A distillation run's teacher: run forward only, its FLOPs part of train_flops_per_sample.

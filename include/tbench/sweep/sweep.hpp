@@ -12,6 +12,10 @@
 
 namespace tbench {
 
+// The state file's schema id: <out_dir>/sweep.json, beside the points' results (`report DIR/*.json`
+// takes it too, and leaves it out).
+inline constexpr const char* kSweepStateSchemaId = "tbench.sweep/1";
+
 struct SweepAxis {
   std::string key;                  // a spec field path, e.g. "precision" or "train.batch_size"
   std::vector<std::string> values;  // as written; read as YAML scalars like --set values

@@ -103,8 +103,7 @@ struct LineFit {
 // None for fewer than two points, or where every x is the same.
 std::optional<LineFit> fit_line(const std::vector<double>& x, const std::vector<double>& y);
 
-// 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times); under 10 s
-// with the fraction that matters: 5.432 s -> "00:05.43", 0.0637 s -> "00:00.064"; "-" for NaN
+// 83.4 s -> "01:23"; an hour or more -> "1:02:03" (the way people quote epoch times); "-" for NaN
 // and for 1e12 s or more.
 std::string format_duration(double seconds);
 
