@@ -319,6 +319,9 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_EQ(s1.runs, 2);
   EXPECT_DOUBLE_EQ(s1.epoch_mean, 11.0);
   EXPECT_NEAR(s1.epoch_stdev, 1.41421356, 1e-6);
+  // 80 samples an epoch at 8/s and at 6.67/s: 160 samples in 22 s, as the mean epoch says, not the
+  // rates' arithmetic mean (7.33/s).
+  EXPECT_NEAR(s1.samples_per_s, 80.0 / 11.0, 1e-9);
   EXPECT_DOUBLE_EQ(*r.cells.at("bert").at("S2").speedup, 2.2);
   EXPECT_FALSE(r.cells.at("distil").at("S2").speedup.has_value());  // no baseline run of distil
 
