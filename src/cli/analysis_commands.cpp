@@ -50,8 +50,9 @@ void warn_of_unfinished_run(const char* command, const ResultFile& r) {
                r.path.c_str(), r.status == "failed" ? "failed" : "was interrupted", r.step_seconds.size());
 }
 
-std::vector<ResultFile> load_results_for(const char* command, const std::vector<std::string>& paths) {
-  std::vector<ResultFile> results = load_results(paths);
+std::vector<ResultFile> load_results_for(const char* command, const std::vector<std::string>& paths,
+                                         std::vector<std::string>* left_out = nullptr) {
+  std::vector<ResultFile> results = load_results(paths, left_out);
   for (const auto& r : results) warn_of_unfinished_run(command, r);
   return results;
 }
@@ -68,12 +69,11 @@ std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_f
 // left out, with a note.
 std::vector<ResultFile> load_results_for_report(const std::vector<std::string>& paths) {
   std::vector<std::string> left_out;
-  std::vector<ResultFile> results = load_results(paths, &left_out);
+  std::vector<ResultFile> results = load_results_for("report", paths, &left_out);
   for (const auto& line : left_out) std::fprintf(stderr, "report: note: %s, not a result: left out\n", line.c_str());
   if (results.empty()) {
     throw input_error("report: no results among the files given (only sweeps' state files and traces)");
   }
-  for (const auto& r : results) warn_of_unfinished_run("report", r);
   return results;
 }
 

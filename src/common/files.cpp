@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "tbench/errors.hpp"
+#include "tbench/stable_hash.hpp"
 
 namespace tbench {
 
@@ -130,14 +131,12 @@ std::string write_all(int fd, const char* data, std::size_t size) {
 
 namespace {
 
-// 8 hex digits of the host's name (FNV-1a): short, so a long result name stays a legal file name.
+// 8 hex digits of a hash of the host's name: short, so a long result name stays a legal file name.
 std::string host_tag() {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  uint32_t hash = 2166136261u;
-  for (const char* c = host; *c; ++c) hash = (hash ^ static_cast<unsigned char>(*c)) * 16777619u;
   char hex[9];
-  std::snprintf(hex, sizeof hex, "%08x", hash);
+  std::snprintf(hex, sizeof hex, "%08x", static_cast<unsigned>(fnv1a(host) & 0xffffffffu));
   return hex;
 }
 

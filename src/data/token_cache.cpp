@@ -19,21 +19,13 @@
 #include "tbench/data/data_sources.hpp"
 #include "tbench/results/result_files.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/stable_hash.hpp"
 
 namespace tbench {
 namespace {
 
 using nlohmann::json;
 constexpr char kMagic[] = "TBENCH-TOKENS\n";
-
-constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
-
-// FNV-1a over `size` bytes, continuing from `hash` (so several buffers hash as one).
-uint64_t fnv1a(const void* data, std::size_t size, uint64_t hash = kFnvOffset) {
-  const auto* bytes = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < size; ++i) hash = (hash ^ bytes[i]) * 1099511628211ULL;
-  return hash;
-}
 
 template <typename T>
 void append(std::string& out, const std::vector<T>& values) {
@@ -60,7 +52,7 @@ constexpr bool kAcceptBadChecksum = false;
 // themselves so no second copy of a large dataset is made: a bit flipped in the middle of the ids
 // (a bad disk, a bad copy) is caught, where the sizes alone would pass and feed wrong tokens to a run.
 std::string checksum_of(const TokenizedSamples& s) {
-  uint64_t hash = kFnvOffset;
+  uint64_t hash = kFnv1aOffset;
   const auto add = [&](const auto& values) { hash = fnv1a(values.data(), values.size() * sizeof(values[0]), hash); };
   add(s.offsets);
   add(s.ids);

@@ -19,6 +19,7 @@
 #include "tbench/results/result_files.hpp"
 #include "tbench/run/runner.hpp"
 #include "tbench/spec/spec.hpp"
+#include "tbench/stable_hash.hpp"
 #include "tbench/json_text.hpp"
 #include "tbench/text.hpp"
 
@@ -48,12 +49,10 @@ std::string file_safe(const std::string& text) {
   return out;
 }
 
-// FNV-1a, 64 bits: the same on every build, so a shortened point id names the same file next time.
+// 16 hex digits of a stable hash: a shortened point id names the same file next time.
 std::string stable_hash_hex(const std::string& text) {
-  uint64_t hash = 1469598103934665603ULL;
-  for (unsigned char c : text) hash = (hash ^ c) * 1099511628211ULL;
   char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(text)));
   return hex;
 }
 
@@ -126,11 +125,11 @@ void build_points(SweepPlan& plan, const std::string& name) {
   }
 }
 
-// The fields a sweep sets for each point itself: an axis (or a base --set) of one would be
-// overridden unseen. `name` may be set once for the base (it names the sweep), not as an axis.
+// The fields a sweep sets for each point itself (its bookkeeping): an axis of one would be
+// overridden unseen, and so would a base --set of `output`. `name` and `sweep.*` may be set for
+// the base: they name the sweep and shape it.
 void refuse_a_field_the_sweep_sets(const std::string& key, const std::string& where, bool axis) {
-  const bool sweep_field = key == "sweep" || key.rfind("sweep.", 0) == 0;
-  if (key != "output" && !(axis && (key == "name" || sweep_field))) return;
+  if (!(axis ? is_bookkeeping_field(key) : key == "output")) return;
   throw input_error(where + ": the sweep sets " + key + " itself" +
                     (key == "output" ? " (each point's result is <out_dir>/<point id>.json: give --out-dir)"
                      : key == "name" ? " (each point's name is the base name and its grid values)"
