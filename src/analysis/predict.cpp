@@ -321,6 +321,11 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   p.source_device = r.peak_source;
   p.source_peak_flops = source_peak;
   // The same peak the run's MFU used: TF32's for fp32 runs with cuda.tf32 on.
+  if (r.precision == "fp32" && r.tf32 && !target.tf32_stated) {
+    throw input_error("--target " + target.source + ": tf32_tflops: missing, and " + r.path +
+                      " ran its fp32 matmuls on TF32 tensor cores (cuda.tf32): give the target's dense TF32 "
+                      "TFLOPS (0 for a device without them)");
+  }
   const double target_peak = peak_tflops(target, r.precision, r.tf32) * 1e12;
   if (!(target_peak > 0)) {
     throw input_error("--target: " + target.name + " has no " + r.precision + " tensor throughput in its spec");
@@ -351,7 +356,8 @@ TargetPrediction predict_target(const ResultFile& r, const DeviceSpec& target, c
   const double compute = p.flops_per_step / target_peak;
   const double target_bandwidth = target.memory_gbps * 1e9;
   const double memory = p.bytes_per_step / target_bandwidth;
-  p.bound = compute >= memory ? "compute" : "memory";
+  // Without the source's bandwidth the roofline is its compute side alone: so is its bound.
+  p.bound = !with_memory || compute >= memory ? "compute" : "memory";
   p.roofline_step_seconds = (compute + (with_memory ? memory : 0.0)) / p.source_efficiency;
   p.predicted_step_seconds = p.roofline_step_seconds;
   p.method = "roofline";

@@ -26,7 +26,7 @@ void add_unique(std::vector<T>& v, const T& x) {
 // run's as "~19:32 [18:50, 20:14]", its 95% interval.
 std::string epoch_text(const ReportCell& c) {
   std::string text = (c.projected ? "~" : "") + format_duration(c.epoch_mean);
-  if (c.runs > 1) text += " ±" + format_fixed(c.epoch_stdev, 1) + "s";
+  if (c.runs > 1) text += " ±" + format_significant(c.epoch_stdev, 2) + "s";
   if (c.projected_ci95) {
     text += " [" + format_duration(c.projected_ci95->low) + ", " + format_duration(c.projected_ci95->high) + "]";
   }
@@ -53,7 +53,7 @@ std::string header_note(const Report& r) {
   });
   return "epoch time (mm:ss; ~ = projected from steady steps, [ ] its 95% interval; ± = stdev over repeats), "
          "samples/s, speedup vs '" +
-         r.baseline + "' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift)" +
+         r.baseline + "' (per trained sample; its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift)" +
          (r.speed_moved.empty() ? "" : "; ! = the machine's speed moved during one of its runs (its CPU peak probes "
                                        "before and after the epochs lay over " +
                                            format_fixed(100 * kPeakProbeSpreadWarning, 0) + "% apart)") +
@@ -102,6 +102,14 @@ void add_speedup_interval(ReportCell& cell, const EpochKnowledge& base, const Ep
   if (!cell.speedup || !base.log_mean || !own.log_mean) return;
   cell.speedup_ci95 = ratio_interval_95(*cell.speedup, *base.log_mean, *own.log_mean);
   cell.speedup_ci95_basis = base.basis == own.basis ? base.basis : "repeats and steps";
+}
+
+// The baseline's epoch time over the cell's, each per sample it trained: epoch times alone would
+// call 2 processes that train 64 samples an epoch faster than 1 that trains 96 (100 samples,
+// batch 32), at a lower throughput. The same as the epoch times' ratio where the counts agree.
+double speedup_per_trained_sample(const ReportCell& base, const ReportCell& cell) {
+  if (!(base.epoch_samples > 0) || !(cell.epoch_samples > 0)) return base.epoch_mean / cell.epoch_mean;
+  return (base.epoch_mean / base.epoch_samples) / (cell.epoch_mean / cell.epoch_samples);
 }
 
 // Whether a cell's runs measured whole epochs, projected them from steady steps, or both.
@@ -218,17 +226,15 @@ std::vector<std::string> column_differences(const ResultFile& baseline, const Re
   return fields;
 }
 
-// Repeats of one setting do the same work each: together they train at the harmonic mean of their
-// rates, all their samples over all their time, which is what the mean epoch time beside it says
-// too. The arithmetic mean would weigh a fast run above a slow one (runs at 1119/s and 635/s:
-// 877/s, for 810/s done).
+}  // namespace
+
+// The mean epoch time beside it says the same. The arithmetic mean would weigh a fast run above a
+// slow one (runs at 1119/s and 635/s: 877/s, for 810/s done).
 double rate_of_their_total_work(const std::vector<double>& rates) {
   double seconds_per_sample = 0;
   for (double rate : rates) seconds_per_sample += 1.0 / rate;
   return static_cast<double>(rates.size()) / seconds_per_sample;
 }
-
-}  // namespace
 
 std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by) {
   std::set<std::string> fields;
@@ -265,11 +271,12 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   }
   for (const auto& [model, by_label] : groups) {
     for (const auto& [label, runs] : by_label) {
-      std::vector<double> epochs, rates;
+      std::vector<double> epochs, rates, samples;
       ReportCell cell;
       for (const auto* r : runs) {
         epochs.push_back(r->epoch_seconds);
         rates.push_back(r->samples_per_s);
+        samples.push_back(r->epoch_samples);
         cell.projected = cell.projected || r->epoch_projected;
       }
       const auto mixed = mixed_settings(runs, by);
@@ -283,6 +290,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
       cell.epoch_mean = e.mean;
       cell.epoch_stdev = e.stdev;
       cell.samples_per_s = rate_of_their_total_work(rates);
+      cell.epoch_samples = spread(samples).mean;
       if (runs.size() == 1 && runs.front()->epoch_projected) cell.projected_ci95 = runs.front()->projected_epoch_ci95;
       cell.gpu_power_w = mean_where_measured(runs, &ResultFile::gpu_power_w_mean);
       cell.gpu_energy_j_per_sample = mean_where_measured(runs, &ResultFile::gpu_energy_j_per_sample);
@@ -295,7 +303,7 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
   }
   for (auto& [model, cells] : report.cells) {
     if (!cells.count(report.baseline)) continue;
-    const double base = cells.at(report.baseline).epoch_mean;
+    const ReportCell& base_cell = cells.at(report.baseline);
     const EpochKinds base_kinds = epoch_kinds(groups[model][report.baseline]);
     for (auto& [label, cell] : cells) {
       if (!(cell.epoch_mean > 0)) continue;
@@ -305,8 +313,15 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
                                        "' sets epochs measured whole (warm-up included) against epochs projected "
                                        "from steady steps (~); run both to a whole epoch, or both with train.max_steps");
       }
-      cell.speedup = base / cell.epoch_mean;
+      cell.speedup = speedup_per_trained_sample(base_cell, cell);
       if (label == report.baseline) continue;
+      if (cell.epoch_samples != base_cell.epoch_samples) {
+        report.unlike_samples.push_back(
+            model + ": '" + label + "' trained " + format_fixed(cell.epoch_samples, 0) + " samples an epoch against '" +
+            report.baseline + "''s " + format_fixed(base_cell.epoch_samples, 0) +
+            ", so its speedup is per trained sample (" + format_fixed(*cell.speedup, 2) + "x), not of epoch times (" +
+            format_fixed(base_cell.epoch_mean / cell.epoch_mean, 2) + "x)");
+      }
       add_speedup_interval(cell, epoch_knowledge[model][report.baseline], epoch_knowledge[model][label]);
       const auto differ =
           column_differences(*groups[model][report.baseline].front(), *groups[model][label].front(), report.by);

@@ -66,7 +66,10 @@ function el(tag, attrs, parent, text) {
   return e;
 }
 const esc = s => String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[c]));
-function mmss(s) { s = Math.round(s); const h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), r = s % 60;
+function mmss(s) {  // format_duration's form: the fraction a figure under 10 s needs
+  if (s < 0.9995) return "00:0" + Math.max(0, s).toFixed(3);
+  if (s < 9.995) return "00:0" + s.toFixed(2);
+  s = Math.round(s); const h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), r = s % 60;
   const p = n => String(n).padStart(2, "0"); return (h ? h + ":" + p(m) : p(m)) + ":" + p(r); }
 function svg(id, w, h) { return el("svg", {class: "chart", width: w, height: h, viewBox: `0 0 ${w} ${h}`}, document.getElementById(id)); }
 function legend(id, names) {

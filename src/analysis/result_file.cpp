@@ -246,25 +246,51 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     if (e.contains("eval") && e["eval"].is_object() && e["eval"].contains("seconds")) {
       r.epoch_eval_seconds.push_back(read.seconds(e["eval"]["seconds"], where + "/eval/seconds"));
     }
-    double sum = 0;
-    int64_t steps = 0;
+    double sum = 0, profiled_sum = 0;
+    int64_t steps = 0, profiled = 0;
     for (const auto& it : r.iterations) {
       if (it.epoch != epoch) continue;
       sum += it.seconds;
       ++steps;
+      if (it.profiled) {
+        profiled_sum += it.seconds;
+        ++profiled;
+      }
     }
     const bool complete = read.flag_or(e, "complete", where, true);
+    if (steps > 0 || complete) check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
+    // Its profiled steps at the timed steps' mean, as the summary counts them (epoch_seconds_unprofiled):
+    // the profiler slows the steps it records. The time outside the steps stays as measured.
+    const double unprofiled = profiled > 0 && !r.step_seconds.empty()
+                                  ? static_cast<double>(profiled) * spread(r.step_seconds).mean - profiled_sum
+                                  : 0.0;
     if (!complete) {
-      // A partial epoch's time outside its steps counts too (predict --epochs): the same check.
-      if (steps > 0) check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
-      if (steps > 0 && !r.partial_epoch) r.partial_epoch = ResultFile::PartialEpoch{wall - profiler, sum};
+      // A partial epoch's time outside its steps counts too (predict --epochs).
+      if (steps > 0 && !r.partial_epoch) {
+        r.partial_epoch = ResultFile::PartialEpoch{wall - profiler + unprofiled, sum + unprofiled};
+      }
       continue;
     }
-    check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
-    r.epoch_wall_seconds.push_back(wall - profiler);
-    r.epoch_step_sum.push_back(sum);
-    r.profiled_a_complete_epoch = r.profiled_a_complete_epoch || profiler > 0;
+    if (e.contains("samples")) r.epoch_samples_seen.push_back(read.integer(e["samples"], where + "/samples", 0));
+    r.epoch_wall_seconds.push_back(wall - profiler + unprofiled);
+    r.epoch_step_sum.push_back(sum + unprofiled);
+    r.profiled_a_complete_epoch = r.profiled_a_complete_epoch || profiler > 0 || profiled > 0;
   }
+}
+
+// The samples an epoch trains over all ranks: what its complete epochs trained (a partial last
+// step under data.drop_last false is fewer than a batch), else, for an epoch projected from its
+// steady steps, the plan's full steps (as the projection counts them).
+double epoch_samples_of(const ResultFile& r) {
+  const double ranks = static_cast<double>(r.world_size);
+  if (!r.epoch_projected && !r.epoch_samples_seen.empty()) {
+    double sum = 0;
+    for (int64_t samples : r.epoch_samples_seen) sum += static_cast<double>(samples);
+    return sum / static_cast<double>(r.epoch_samples_seen.size()) * ranks;
+  }
+  // In doubles: each count is bounded where it is read, but their product need not fit an int64.
+  return static_cast<double>(r.steps_per_epoch) * static_cast<double>(r.batch_size) *
+         static_cast<double>(r.grad_accum) * ranks;
 }
 
 // Timed steps' mean padded tokens over the profiled steps': 1 when either is unknown. A step's
@@ -449,8 +475,9 @@ ResultFile result_from_json(const std::string& path, json document) {
     r.device_idle_at_start_fraction = share;
   }
   if (const auto epoch = read.optional_seconds("/summary/epoch_seconds")) {
-    // Less the profiler's start and stop, as results since 2026-11-27 record it (before,
-    // summary.epoch_seconds held the profiler's time too): the complete epochs' own mean then.
+    // As results since 2026-11-29 record it (before, summary.epoch_seconds held the profiled steps'
+    // slowdown, and before 2026-11-27 the profiler's start and stop too): the complete epochs' own
+    // mean, each as read_epochs counts it, where one was profiled.
     r.epoch_seconds = r.profiled_a_complete_epoch ? spread(r.epoch_wall_seconds).mean : *epoch;
   } else if (const auto projected = read.optional_seconds("/summary/projected_epoch_seconds")) {
     r.epoch_seconds = *projected;
@@ -459,6 +486,7 @@ ResultFile result_from_json(const std::string& path, json document) {
   } else {
     throw read.bad("/summary", "neither epoch_seconds nor projected_epoch_seconds (is this a complete tbench result?)");
   }
+  r.epoch_samples = epoch_samples_of(r);
   // A zero would make every speedup against it 0.00x.
   if (!(r.epoch_seconds > 0)) {
     throw read.bad(r.epoch_projected ? "/summary/projected_epoch_seconds" : "/summary/epoch_seconds",
@@ -480,15 +508,21 @@ std::vector<ResultFile> load_results(const std::vector<std::string>& paths, std:
   out.reserve(paths.size());
   for (const auto& p : paths) {
     if (left_out && is_trace(p)) {
-      left_out->push_back(p + " is a profiled run's trace (timing.profile_steps)");
+      left_out->push_back(p + " is a profiled run's trace (timing.profile_steps), not a result");
       continue;
     }
     json document = parse_json_file(p);
     if (left_out && is_sweep_state(document)) {
-      left_out->push_back(p + " is a sweep's state file");
+      left_out->push_back(p + " is a sweep's state file, not a result");
       continue;
     }
-    out.push_back(result_from_json(p, std::move(document)));
+    try {
+      out.push_back(result_from_json(p, std::move(document)));
+    } catch (const TooShortToAnalyse& e) {
+      // One run cut short among a folder's (results/*.json) would lose the whole table.
+      if (!left_out) throw;
+      left_out->push_back(e.what());
+    }
   }
   return out;
 }

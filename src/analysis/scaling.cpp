@@ -6,6 +6,7 @@
 #include "tbench/analysis/analysis.hpp"
 #include "tbench/analysis/table.hpp"
 #include "tbench/errors.hpp"
+#include "tbench/text.hpp"
 #include "tbench/timing/stats.hpp"
 
 namespace tbench {
@@ -137,7 +138,7 @@ const ScalingRow* baseline_of(const ScalingGroup& group, const std::vector<Scali
 
 }  // namespace
 
-std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
+std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results, std::vector<std::string>* warnings) {
   if (results.empty()) throw input_error("report: give at least one result file");
   using Key = std::tuple<std::string, std::string, int64_t>;  // model, config, world size
   std::map<Key, std::vector<const ResultFile*>> by_key;
@@ -149,19 +150,24 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
     ScalingRow row;
     std::tie(row.model, row.config, row.world_size) = key;
     row.runs = static_cast<int>(runs.size());
-    std::vector<double> epochs, rates, shares;
+    std::vector<double> epochs, rates, shares, samples;
     for (const auto* r : runs) {
       epochs.push_back(r->epoch_seconds);
       rates.push_back(r->samples_per_s);
+      samples.push_back(r->epoch_samples);
       if (r->comm_share) shares.push_back(*r->comm_share);
       row.projected = row.projected || r->epoch_projected;
+      row.measured = row.measured || !r->epoch_projected;
+    }
+    const auto mixed = mixed_settings(runs, "");
+    if (warnings && !mixed.empty()) {
+      warnings->push_back(row.model + " / " + row.config + " x " + std::to_string(row.world_size) + ": its " +
+                          std::to_string(runs.size()) + " runs differ in " + join(mixed));
     }
     const ResultFile& first = *runs.front();
-    // In doubles: each count is bounded where it is read, but their product need not fit an int64.
-    row.epoch_samples = static_cast<double>(first.steps_per_epoch) * static_cast<double>(first.batch_size) *
-                        static_cast<double>(first.grad_accum) * static_cast<double>(first.world_size);
+    row.epoch_samples = spread(samples).mean;
     row.epoch_seconds = spread(epochs).mean;
-    row.samples_per_s = spread(rates).mean;
+    row.samples_per_s = rate_of_their_total_work(rates);
     if (!shares.empty()) row.comm_share = spread(shares).mean;
     rows.push_back(row);
     groups.push_back({row.model, row.config, shared_config_of(first),
@@ -184,6 +190,11 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results) {
     const double per_sample = seconds_per_trained_sample(row);
     if (per_sample <= 0 || seconds_per_trained_sample(*base) <= 0) continue;
     row.speedup = seconds_per_trained_sample(*base) / per_sample;
+    if (warnings && &row != base && (row.projected || base->projected) && (row.measured || base->measured)) {
+      warnings->push_back(row.model + " / " + row.config + " x " + std::to_string(row.world_size) +
+                          ": its speedup sets epochs measured whole (warm-up included) against epochs projected from "
+                          "steady steps (~); run both to a whole epoch, or both with train.max_steps");
+    }
     row.efficiency = *row.speedup / static_cast<double>(row.world_size);
     if (row.world_size > 1 && *row.efficiency > kSuperLinear) row.flag = "super-linear";
     if (row.world_size > 1 && *row.efficiency < kCollapsing) row.flag = "collapsing";

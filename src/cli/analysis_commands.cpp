@@ -65,14 +65,15 @@ ResultFile load_result_for(const char* command, const std::string& path) {
 
 std::string signed_pct(double value) { return (value >= 0 ? "+" : "") + format_fixed(value, 1) + "%"; }
 
-// `report DIR/*.json` on a sweep's folder takes its state file too, and profiled runs' traces:
-// left out, with a note.
+// `report DIR/*.json` on a sweep's folder takes its state file too, and profiled runs' traces; a
+// folder may hold a run that stopped in its warm-up: left out, with a note.
 std::vector<ResultFile> load_results_for_report(const std::vector<std::string>& paths) {
   std::vector<std::string> left_out;
   std::vector<ResultFile> results = load_results_for("report", paths, &left_out);
-  for (const auto& line : left_out) std::fprintf(stderr, "report: note: %s, not a result: left out\n", line.c_str());
+  for (const auto& line : left_out) std::fprintf(stderr, "report: note: %s: left out\n", line.c_str());
   if (results.empty()) {
-    throw input_error("report: no results among the files given (only sweeps' state files and traces)");
+    throw input_error("report: no results among the files given (only sweeps' state files, traces and runs too "
+                      "short to analyse)");
   }
   return results;
 }
@@ -81,7 +82,10 @@ int report_command() {
   const auto results = load_results_for_report(g_analysis.results);
   if (!g_analysis.output.empty()) check_command_output("-o", g_analysis.output, g_analysis.results);
   if (g_analysis.scaling) {
-    emit(render_scaling(build_scaling(results), g_analysis.format), g_analysis.output);
+    std::vector<std::string> warnings;
+    const auto rows = build_scaling(results, &warnings);
+    for (const auto& line : warnings) std::fprintf(stderr, "report --scaling: warning: %s\n", line.c_str());
+    emit(render_scaling(rows, g_analysis.format), g_analysis.output);
     return 0;
   }
   if (g_analysis.profile) {
@@ -93,6 +97,7 @@ int report_command() {
   for (const auto& line : report.mixed) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
   for (const auto& line : report.unlike_epochs) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
   for (const auto& line : report.unlike_columns) std::fprintf(stderr, "report: warning: %s\n", line.c_str());
+  for (const auto& line : report.unlike_samples) std::fprintf(stderr, "report: note: %s\n", line.c_str());
   for (const auto& line : report.speed_moved) std::fprintf(stderr, "report: warning: cell %s\n", line.c_str());
   emit(render_report(report, g_analysis.format), g_analysis.output);
   return 0;
@@ -128,6 +133,14 @@ void print_machine_speed_moved(std::size_t runs, const ComparedSide& side) {
               100 * *side.peak_probe_spread);
 }
 
+// Its summary's samples/s counts them, so the two figures differ: say why.
+void print_partial_steps_left_out(const ComparedSide& side) {
+  if (side.partial_steps == 0) return;
+  std::printf("   %lld partial step(s) left out (an epoch's last under data.drop_last false: a step's fixed cost "
+              "for fewer samples)\n",
+              static_cast<long long>(side.partial_steps));
+}
+
 // One side of a comparison: its runs, its throughput, and what the interval knows of it: one run's
 // steps (what they were worth as independent ones, where neighbouring steps were alike) or the
 // repeats' spread.
@@ -144,6 +157,7 @@ void print_compared_side(const char* name, const std::vector<ResultFile>& runs, 
   if (side.runs_cv_pct) {
     std::printf(", the mean of %lld runs (their spread %.1f%%) over %lld steady steps\n",
                 static_cast<long long>(side.runs), *side.runs_cv_pct, static_cast<long long>(side.steps));
+    print_partial_steps_left_out(side);
     return;
   }
   std::printf(" over %lld steady steps", static_cast<long long>(side.steps));
@@ -153,6 +167,7 @@ void print_compared_side(const char* name, const std::vector<ResultFile>& runs, 
                 *side.lag1_autocorrelation);
   }
   std::printf("\n");
+  print_partial_steps_left_out(side);
 }
 
 json compared_side_json(const std::string& name, const std::vector<ResultFile>& runs, const ComparedSide& side) {
@@ -164,6 +179,7 @@ json compared_side_json(const std::string& name, const std::vector<ResultFile>& 
           {name + "_basis", side.basis},
           {name + "_samples_per_s", side.samples_per_s},
           {name + "_steps", side.steps},
+          {name + "_partial_steps_left_out", side.partial_steps},
           {name + "_effective_steps", or_null(side.effective_steps)},
           {name + "_step_lag1_autocorrelation", or_null(side.lag1_autocorrelation)},
           {name + "_runs_cv_pct", or_null(side.runs_cv_pct)},
@@ -235,6 +251,7 @@ int compare_command() {
     out.update(compared_side_json("b", b, c.b));
     out.update({{"ratio", c.ratio},
                 {"ci95", c.ci95 ? json::array({c.ci95->low, c.ci95->high}) : json(nullptr)},
+                {"no_interval", c.ci95 ? json(nullptr) : json(c.no_interval)},
                 {"significant", c.significant},
                 {"differences", differences}});
     std::cout << json_text(out, 2) << "\n";
@@ -247,8 +264,7 @@ int compare_command() {
                 c.significant ? (c.ratio > 1 ? "B is significantly faster" : "B is significantly slower")
                               : "no significant difference");
   } else {
-    std::printf("B/A throughput: %.3fx  (no interval: a run with one timed step says nothing of its spread)\n",
-                c.ratio);
+    std::printf("B/A throughput: %.3fx  (no interval: %s)\n", c.ratio, c.no_interval.c_str());
   }
   if (c.a.basis == "steps" || c.b.basis == "steps") {
     std::printf("  (a side of one run knows its own steps, not how the next run of it will differ: for an\n"
@@ -327,9 +343,9 @@ std::optional<HostPace> target_host_pace(const ResultFile& source, const DeviceS
 }
 
 void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
-  std::printf("%s on %s (%s): epoch %s (step %.1f ms, %s-bound; from the %s)\n", r.model.c_str(),
+  std::printf("%s on %s (%s): epoch %s (step %s ms, %s-bound; from the %s)\n", r.model.c_str(),
               p.target_device.c_str(), p.precision.c_str(), format_duration(p.predicted_epoch_seconds).c_str(),
-              p.predicted_step_seconds * 1e3, p.bound.c_str(), p.method.c_str());
+              format_significant(p.predicted_step_seconds * 1e3).c_str(), p.bound.c_str(), p.method.c_str());
   if (p.source_parts) {
     const auto ms = [](double seconds) { return format_fixed(seconds * 1e3, 2); };
     std::printf("  measured step %s ms = compute kernels %s + memory kernels %s + held (host, communication) %s\n",
@@ -360,10 +376,11 @@ void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
                 *p.target_device_step_seconds * 1e3);
   }
   warn_of_a_host_held_step(r, p);
-  std::printf("  roofline: step %.1f ms (calibrated at %.0f%% of the measured device's peak)\n",
-              p.roofline_step_seconds * 1e3, 100 * p.source_efficiency);
-  std::printf("  naive peak-TFLOPS ratio: epoch %s (step %.1f ms)\n", format_duration(p.naive_epoch_seconds).c_str(),
-              p.naive_step_seconds * 1e3);
+  std::printf("  roofline%s: step %s ms (calibrated at %.0f%% of the measured device's peak)\n",
+              r.peak_bytes_per_s ? "" : " (compute alone: the source records no memory bandwidth)",
+              format_significant(p.roofline_step_seconds * 1e3).c_str(), 100 * p.source_efficiency);
+  std::printf("  naive peak-TFLOPS ratio: epoch %s (step %s ms)\n", format_duration(p.naive_epoch_seconds).c_str(),
+              format_significant(p.naive_step_seconds * 1e3).c_str());
   if (p.actual_epoch_seconds) {
     std::string others;
     if (p.additive_error_pct) others += "with the source's host " + signed_pct(*p.additive_error_pct) + ", ";
@@ -375,9 +392,10 @@ void print_target_prediction(const ResultFile& r, const TargetPrediction& p) {
 }
 
 void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
-  std::printf("%lld epochs of %s: %s (%.1f s) = warm-up overhead %.2f s + %lld x steady epoch %.2f s\n",
+  std::printf("%lld epochs of %s: %s (%s s) = warm-up overhead %s s + %lld x steady epoch %s s\n",
               static_cast<long long>(p.epochs), describe(r).c_str(), format_duration(p.predicted_seconds).c_str(),
-              p.predicted_seconds, p.warmup_overhead_seconds, static_cast<long long>(p.epochs), p.steady_epoch_seconds);
+              format_significant(p.predicted_seconds).c_str(), format_significant(p.warmup_overhead_seconds).c_str(),
+              static_cast<long long>(p.epochs), format_significant(p.steady_epoch_seconds).c_str());
   const char* how = p.step_model == "flops line" ? "a line in their FLOPs, at these epochs' planned mean FLOPs per step"
                     : p.step_model == "mean"     ? "their mean"
                                                  : "their mean, scaled to these epochs' planned mean FLOPs per step";
@@ -391,24 +409,27 @@ void print_epoch_prediction(const ResultFile& r, const EpochPrediction& p) {
       serial = format_fixed(p.effective_steps, 1) + " independent steps' worth: lag-1 autocorrelation " +
                format_fixed(*rho, 2);
     }
-    std::printf("  95%% CI %.1f .. %.1f s (the steady step's%s%s)\n", ci->low, ci->high, serial.empty() ? "" : "; ",
-                serial.c_str());
+    std::printf("  95%% CI %s .. %s s (the steady step's%s%s)\n", format_significant(ci->low).c_str(),
+                format_significant(ci->high).c_str(), serial.empty() ? "" : "; ", serial.c_str());
   }
   if (p.predicted_with_eval_seconds) {
-    std::printf("  with evaluation (%.2f s an epoch): %s (%.1f s)\n", *p.eval_seconds_per_epoch,
-                format_duration(*p.predicted_with_eval_seconds).c_str(), *p.predicted_with_eval_seconds);
+    std::printf("  with evaluation (%s s an epoch): %s (%s s)\n", format_significant(*p.eval_seconds_per_epoch).c_str(),
+                format_duration(*p.predicted_with_eval_seconds).c_str(),
+                format_significant(*p.predicted_with_eval_seconds).c_str());
   }
   if (p.naive_seconds) {
-    std::printf("  naive (N x first epoch): %s (%.1f s)\n", format_duration(*p.naive_seconds).c_str(), *p.naive_seconds);
+    std::printf("  naive (N x first epoch): %s (%s s)\n", format_duration(*p.naive_seconds).c_str(),
+                format_significant(*p.naive_seconds).c_str());
   }
   if (p.actual_seconds) {
     const std::string naive = p.naive_error_pct ? " (naive " + signed_pct(*p.naive_error_pct) + ")" : "";
-    std::printf("  actual: %s (%.1f s): error %s%s%s\n", format_duration(*p.actual_seconds).c_str(), *p.actual_seconds,
+    std::printf("  actual: %s (%s s): error %s%s%s\n", format_duration(*p.actual_seconds).c_str(),
+                format_significant(*p.actual_seconds).c_str(),
                 signed_pct(*p.error_pct).c_str(), naive.c_str(),
                 !p.actual_within_ci95 ? "" : *p.actual_within_ci95 ? ", inside the 95% CI" : ", outside the 95% CI");
   }
   if (p.actual_with_eval_seconds) {
-    std::printf("  actual with evaluation: %.1f s: error %s\n", *p.actual_with_eval_seconds,
+    std::printf("  actual with evaluation: %s s: error %s\n", format_significant(*p.actual_with_eval_seconds).c_str(),
                 signed_pct(*p.with_eval_error_pct).c_str());
   }
 }

@@ -99,7 +99,8 @@ DeviceSpec read_device_spec(const std::string& path) {
   if (!j.is_object()) throw input_error(path + ": expected a device spec object {\"name\", \"fp32_tflops\", ...}, got " + json_text(j).substr(0, 40));
   if (j.contains("schema") && j["schema"].is_string() && j["schema"].get<std::string>().rfind("tbench.result", 0) == 0) {
     throw input_error(path + ": a tbench result, not a device spec: --target takes a GPU's name or a JSON file "
-                             "{\"name\", \"fp32_tflops\", \"fp16_tflops\", \"bf16_tflops\", \"memory_gbps\"}");
+                             "{\"name\", \"fp32_tflops\", \"tf32_tflops\", \"fp16_tflops\", \"bf16_tflops\", "
+                             "\"memory_gbps\"}");
   }
   if (!j.contains("name") || !j["name"].is_string()) {
     throw input_error(path + ": name: missing (a device spec needs a name)");
@@ -108,6 +109,7 @@ DeviceSpec read_device_spec(const std::string& path) {
   const Range tflops{0.001, 100000, "0.001 to 100000 (TFLOPS)"}, gbps{1, 1000000, "1 to 1000000 (GB/s)"};
   d.fp32_tflops = number("fp32_tflops", true, tflops);
   d.tf32_tflops = number("tf32_tflops", false, tflops);
+  d.tf32_stated = j.contains("tf32_tflops");
   d.fp16_tflops = number("fp16_tflops", false, tflops);
   d.bf16_tflops = number("bf16_tflops", false, tflops);
   d.memory_gbps = number("memory_gbps", true, gbps);

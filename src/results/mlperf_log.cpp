@@ -179,9 +179,12 @@ void MllogStream::on_epoch_end(const EpochRecord& record) {
     open_eval_ = record.epoch;
     write(now, MllogEvent::interval_end, "eval_stop", nullptr, epoch_metadata(record.epoch));
     open_eval_ = 0;
-    LogJson scored = epoch_metadata(record.epoch);
-    scored["tbench_eval_loss"] = record.eval_loss;
-    write(now, MllogEvent::point_in_time, "eval_accuracy", record.eval_accuracy, scored);
+    // Nothing scored (no masked token among the held-out samples): no accuracy to log.
+    if (record.eval_accuracy) {
+      LogJson scored = epoch_metadata(record.epoch);
+      scored["tbench_eval_loss"] = record.eval_loss ? LogJson(*record.eval_loss) : LogJson(nullptr);
+      write(now, MllogEvent::point_in_time, "eval_accuracy", *record.eval_accuracy, scored);
+    }
   }
   write(now, MllogEvent::interval_end, "block_stop", nullptr, block_metadata(record.epoch));
   open_block_ = 0;

@@ -1,5 +1,7 @@
 #include "tbench/results/records.hpp"
 
+#include "tbench/json_text.hpp"
+
 namespace tbench {
 
 void to_json(nlohmann::json& j, const IterationRecord& r) {
@@ -27,8 +29,8 @@ void to_json(nlohmann::json& j, const EpochRecord& r) {
   j["peak_rss_bytes"] = bytes(r.peak_rss_bytes);
   j["gpu"] = r.gpu ? to_json(*r.gpu) : nlohmann::json(nullptr);
   j["eval"] = r.eval_samples == 0 ? nlohmann::json(nullptr)
-                                  : nlohmann::json{{"loss", r.eval_loss},
-                                                   {"accuracy", r.eval_accuracy},
+                                  : nlohmann::json{{"loss", or_null(r.eval_loss)},
+                                                   {"accuracy", or_null(r.eval_accuracy)},
                                                    {"samples", r.eval_samples},
                                                    {"seconds", r.eval_seconds}};
   if (r.eval_samples > 0 && r.eval_perplexity) j["eval"]["perplexity"] = *r.eval_perplexity;

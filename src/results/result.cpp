@@ -271,6 +271,11 @@ void make_global(Summary& s, const DistSection& dist) {
   global(s.tokens_per_s, &RankReport::tokens_per_s);
   global(s.real_tokens_per_s, &RankReport::real_tokens_per_s);
   global(s.train_flops_per_s, &RankReport::train_flops_per_s);
+  // The ranks' real tokens over their padded ones, as the global rates now say: rank 0's own share
+  // is biased where bucket_by_length hands it each step's longest sample.
+  if (s.tokens_per_s && s.real_tokens_per_s && *s.tokens_per_s > 0) {
+    s.padding_efficiency = *s.real_tokens_per_s / *s.tokens_per_s;
+  }
   std::vector<double> shares, medians;
   for (const auto& r : dist.ranks) {
     if (r.comm_share) shares.push_back(*r.comm_share);

@@ -54,6 +54,20 @@ void set_gpu_figures(Summary& s, const std::vector<EpochRecord>& epochs) {
 
 }  // namespace
 
+double epoch_seconds_unprofiled(const EpochRecord& e, const std::vector<IterationRecord>& iterations,
+                                double timed_step_mean) {
+  double profiled_seconds = 0;
+  int64_t profiled = 0;
+  for (const auto& r : iterations) {
+    if (r.epoch != e.epoch || !r.profiled) continue;
+    profiled_seconds += r.seconds;
+    ++profiled;
+  }
+  const double seconds = e.seconds - e.profiler_seconds;
+  if (profiled == 0 || !(timed_step_mean > 0)) return seconds;
+  return seconds - profiled_seconds + static_cast<double>(profiled) * timed_step_mean;
+}
+
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
   TimedSteps t;
   bool every_step_counted = true;
@@ -118,11 +132,10 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
         static_cast<double>(t.device_idle_at_start) / static_cast<double>(t.device_idle_known);
   }
 
-  // The profiler's own start and stop (timing.profile_steps) is no part of training: left out, as
-  // the timing check, the epoch's samples/s and predict leave it out.
   std::vector<double> complete_epochs;
+  const double timed_step_mean = s.step_ms.count > 0 ? t.seconds / static_cast<double>(s.step_ms.count) : 0.0;
   for (const auto& e : records.epochs) {
-    if (e.complete) complete_epochs.push_back(e.seconds - e.profiler_seconds);
+    if (e.complete) complete_epochs.push_back(epoch_seconds_unprofiled(e, records.iterations, timed_step_mean));
   }
   const Spread epochs = spread(complete_epochs);
   s.epochs_completed = epochs.count;

@@ -243,4 +243,10 @@ std::string format_fixed(double value, int digits) {
   return text;
 }
 
+std::string format_significant(double value, int digits) {
+  if (!(std::fabs(value) > 0) || !std::isfinite(value)) return format_fixed(value, 1);
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(value))));
+  return format_fixed(value, std::clamp(digits - 1 - magnitude, 1, 9));
+}
+
 }  // namespace tbench

@@ -396,13 +396,15 @@ IterationRecord Trainer::start_record(int64_t epoch, int64_t step, int64_t globa
 void Trainer::report(const std::vector<IterationRecord>& finished, const std::vector<TrainObserver*>& observers,
                      EpochTotals& totals, TrainRun& run) const {
   for (const auto& record : finished) {
-    run.records.iterations.push_back(record);  // kept first: an observer that throws loses nothing
-    for (auto* o : observers) o->on_iteration(record);
+    // Kept and counted in its epoch first: an observer that throws (the stream's disk full) loses
+    // nothing, and the epoch's record agrees with the iterations.
+    run.records.iterations.push_back(record);
     totals.record.steps += 1;
     totals.record.samples += record.samples;
     totals.record.tokens += record.tokens;
     totals.record.step_seconds += record.seconds;
     totals.loss_sum += record.loss;
+    for (auto* o : observers) o->on_iteration(record);
     if (!std::isfinite(record.loss) && !record.skipped && run.outcome.status == RunStatus::completed) {
       run.outcome.status = RunStatus::failed;
       run.outcome.error = "training loss became " + std::to_string(record.loss) + " at epoch " +
@@ -488,12 +490,14 @@ EvalResult Trainer::evaluate() {
   }
   result.samples = samples.size();
   const int64_t count = sums.count.item<int64_t>();
-  const double scored = static_cast<double>(std::max<int64_t>(1, count));
-  result.loss = sums.loss_sum.item<double>() / scored;
-  result.accuracy = static_cast<double>(sums.correct.item<int64_t>()) / scored;
+  if (count > 0) {
+    const double scored = static_cast<double>(count);
+    result.loss = sums.loss_sum.item<double>() / scored;
+    result.accuracy = static_cast<double>(sums.correct.item<int64_t>()) / scored;
+  }
   // No masked token scored, or a loss too large for exp: no perplexity rather than 1 or inf.
-  if (objective_.reports_perplexity() && count > 0 && std::isfinite(std::exp(result.loss))) {
-    result.perplexity = std::exp(result.loss);
+  if (objective_.reports_perplexity() && result.loss && std::isfinite(std::exp(*result.loss))) {
+    result.perplexity = std::exp(*result.loss);
   }
   if (config_.pseudo_perplexity_fraction > 0) add_pseudo_perplexity(result);
   set_training_mode();

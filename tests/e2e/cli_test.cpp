@@ -118,6 +118,22 @@ TEST_F(Cli, ADivergedRunsResultMeetsTheSchema) {
   EXPECT_EQ(run_tbench("report " + out).exit_code, 0);
 }
 
+// A step whose record cannot be written (the stream's disk full; here --fail-at-step's observer)
+// is kept in the result and counted in its epoch: the epoch record left it out while the
+// iterations held it (found by an audit).
+TEST_F(Cli, AStepWhoseRecordFailsIsCountedInItsEpoch) {
+  const std::string out = dir.file("fail.json");
+  const auto r = run_tbench("run --quiet --fail-at-step 3 " + spec_path(testing::tiny_spec(out)));
+  ASSERT_EQ(r.exit_code, 4) << r.err;
+  const auto result = testing::read_json(out);
+  ASSERT_EQ(result["iterations"].size(), 3u);
+  ASSERT_EQ(result["epochs"].size(), 1u);
+  EXPECT_EQ(result["epochs"][0]["steps"], 3);
+  int64_t samples = 0;
+  for (const auto& it : result["iterations"]) samples += it["samples"].get<int64_t>();
+  EXPECT_EQ(result["epochs"][0]["samples"], samples);
+}
+
 // `--version` and every result name the revision the binary was built from, recorded at build
 // time (not when CMake last ran): the commit, "-dirty" if tracked files differed from it.
 TEST_F(Cli, VersionAndResultsNameTheRevisionBuilt) {

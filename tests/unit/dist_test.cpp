@@ -1162,6 +1162,44 @@ TEST(Scaling, SpeedupComparesEpochTimePerTrainedSample) {
   EXPECT_DOUBLE_EQ(*three.efficiency, 1.0);
 }
 
+// A 1-process baseline under data.drop_last false trains its last, partial step too: counted as a
+// full batch (steps x batch), its epoch trained 224 samples for 200 and the speedup read 11% low
+// (found by an audit). The epochs' own count stands; rows that average unlike runs, or set a
+// measured epoch against a projected one, are warned of.
+TEST(Scaling, CountsTheSamplesTheEpochsTrained) {
+  testing::ScratchDir dir;
+  json partial = scaling_result(1, 10.0);  // 8 steps of 8
+  partial["iterations"].back()["samples"] = 4;
+  partial["epochs"][0]["samples"] = 60;
+  partial["spec"]["data"]["drop_last"] = false;
+  const json two = scaling_result(2, 6.0);  // 4 steps of 8 on each of 2 ranks: 64 samples
+  std::vector<std::string> warnings;
+  const auto rows = build_scaling(load_results({dir.write("w1.json", partial.dump()), dir.write("w2.json", two.dump())}),
+                                  &warnings);
+  const ScalingRow& row = rows[0].world_size == 2 ? rows[0] : rows[1];
+  ASSERT_TRUE(row.speedup.has_value()) << row.flag;
+  EXPECT_DOUBLE_EQ(*row.speedup, (10.0 / 60) / (6.0 / 64));
+  EXPECT_TRUE(warnings.empty());
+
+  json full = scaling_result(1, 10.0);
+  full["spec"]["data"]["drop_last"] = true;
+  warnings.clear();
+  build_scaling(load_results({dir.write("w1.json", partial.dump()), dir.write("full.json", full.dump()),
+                              dir.write("w2.json", two.dump())}),
+                &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("its 2 runs differ in data.drop_last"), std::string::npos) << warnings[0];
+
+  json projected = scaling_result(1, 10.0);
+  projected["epochs"][0]["complete"] = false;
+  projected["summary"].erase("epoch_seconds");
+  projected["summary"]["projected_epoch_seconds"] = 10.0;
+  warnings.clear();
+  build_scaling(load_results({dir.write("p1.json", projected.dump()), dir.write("w2.json", two.dump())}), &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("against epochs projected from steady steps"), std::string::npos) << warnings[0];
+}
+
 // `threads: 0` gives one process every core and N processes cores / N each, so their thread
 // counts differ and no 1-process run matched (found by review). On CPU the baseline is then the
 // 1-process run that used the same cores; with the same threads per process, that one still wins.

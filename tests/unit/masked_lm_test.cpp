@@ -18,6 +18,7 @@
 #include "tbench/models/model_cost.hpp"
 #include "tbench/models/safetensors.hpp"
 #include "tbench/models/student_init.hpp"
+#include "tbench/results/records.hpp"
 #include "tbench/train/objective.hpp"
 #include "tbench/train/trainer.hpp"
 
@@ -679,8 +680,36 @@ TEST(MaskedLmTraining, LossDecreasesOnATinyModel) {
   ASSERT_EQ(epochs.size(), 6u);
   EXPECT_LT(epochs.back().loss, epochs.front().loss - 1.0);
   ASSERT_TRUE(epochs.back().eval_perplexity.has_value());
-  EXPECT_NEAR(*epochs.back().eval_perplexity, std::exp(epochs.back().eval_loss), 1e-9);
+  EXPECT_NEAR(*epochs.back().eval_perplexity, std::exp(*epochs.back().eval_loss), 1e-9);
   EXPECT_LT(*epochs.back().eval_perplexity, *epochs.front().eval_perplexity);
+}
+
+// Held-out samples with no masked token score nothing: their loss and accuracy are none, as
+// HF's NaN says, not 0.0 beside a missing perplexity (found by an audit).
+TEST(MaskedLmEval, NothingScoredIsNoLossRatherThanZero) {
+  torch::manual_seed(12);
+  auto model = build_masked_lm(shipped_model_config("tiny-bert"));
+  PreparedData data;
+  data.train = framed_samples(4, 10);
+  data.eval = framed_samples(2, 10);
+  data.collate = masked_collate(10);
+  data.collate.masking.probability = 0.0;
+  auto objective = masked_lm_objective(*model, Precision::fp32, torch::kCPU);
+  TrainerConfig config;
+  config.batch_size = 2;
+  config.prefetch = 0;
+  Trainer trainer(config, *objective, data, torch::kCPU);
+  std::atomic<bool> stop{false};
+  const TrainRun run = trainer.run({}, stop);
+  ASSERT_EQ(run.outcome.status, RunStatus::completed) << run.outcome.error;
+  const EpochRecord& epoch = run.records.epochs.front();
+  EXPECT_EQ(epoch.eval_samples, 2);
+  EXPECT_FALSE(epoch.eval_loss.has_value());
+  EXPECT_FALSE(epoch.eval_accuracy.has_value());
+  EXPECT_FALSE(epoch.eval_perplexity.has_value());
+  nlohmann::json record;
+  to_json(record, epoch);
+  EXPECT_TRUE(record["eval"]["loss"].is_null()) << record.dump();
 }
 
 // Pseudo-perplexity (Salazar et al.): each non-special token masked alone, scored by one forward

@@ -315,6 +315,10 @@ TEST(Utilisation, GlobalRatesSumTheRanksOwn) {
   EXPECT_DOUBLE_EQ(*summed.real_tokens_per_s, 1300.0);
   EXPECT_DOUBLE_EQ(*summed.train_flops_per_s, 100e9);
   EXPECT_DOUBLE_EQ(*summed.per_device_train_flops_per_s, 60e9);
+  // Every rank's real tokens over their padded ones: rank 0's own share (0.8) was kept under
+  // scope "global" (found by an audit).
+  ASSERT_TRUE(summed.padding_efficiency.has_value());
+  EXPECT_DOUBLE_EQ(*summed.padding_efficiency, 1300.0 / 1600.0);
   dist.ranks[1].train_flops_per_s.reset();  // a step without its own count on rank 1
   make_global(s, dist);
   EXPECT_DOUBLE_EQ(*s.train_flops_per_s, 120e9);

@@ -193,6 +193,19 @@ TEST(SteadyStep, CountsNeighbouringStepsAlikeFromTenSteps) {
   EXPECT_DOUBLE_EQ(line.line->effective_count, line.effective_steps);
 }
 
+// A short run's figures with one decimal read 0.1 s for 0.111 and ±0.0 s for a 16% spread (found
+// by an audit): as many decimals as three significant digits need, one at least.
+TEST(Stats, FiguresKeepTheirSignificantDigits) {
+  EXPECT_EQ(format_significant(123.44), "123.4");
+  EXPECT_EQ(format_significant(12.345), "12.3");
+  EXPECT_EQ(format_significant(0.1113), "0.111");
+  EXPECT_EQ(format_significant(0.018), "0.0180");
+  EXPECT_EQ(format_significant(0.018, 2), "0.018");
+  EXPECT_EQ(format_significant(-0.5), "-0.500");
+  EXPECT_EQ(format_significant(0.0), "0.0");
+  EXPECT_EQ(format_significant(1e-30), "0.000000000");  // at most 9 decimals
+}
+
 // llround past long long's range is undefined: a corrupt figure prints as a dash, not as "-30:-8".
 TEST(Stats, DurationsPastAnyRunPrintAsADash) {
   EXPECT_EQ(format_duration(1e300), "-");

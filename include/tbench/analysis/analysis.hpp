@@ -77,6 +77,10 @@ struct ResultFile {
   std::vector<double> planned_epoch_step_train_flops;
   double epoch_seconds = 0;    // mean of complete epochs, else the projection from steady steps
   bool epoch_projected = false;
+  // Samples that epoch trains over all ranks: the complete epochs' own count (a partial last step
+  // under data.drop_last false trains fewer than a batch), else the projection's full steps.
+  double epoch_samples = 0;
+  std::vector<int64_t> epoch_samples_seen;  // each complete epoch's /epochs/N/samples (rank 0's)
   // The projection's 95% interval (summary.projected_epoch_seconds_ci95), where epoch_projected
   // and the run recorded one.
   std::optional<Interval> projected_epoch_ci95;
@@ -106,8 +110,9 @@ class TooShortToAnalyse : public Error {
 // Loads and checks a result; errors name the file and what is wrong (exit 2).
 ResultFile load_result(const std::string& path);
 // With `left_out`, the files `report DIR/*.json` takes beside a folder's results (a sweep's state
-// file, a profiled run's trace) are left out, each added there as "<path> is <what it is>";
-// without, they are refused as any other file that is not a result.
+// file, a profiled run's trace) and results too short to analyse (TooShortToAnalyse) are left out,
+// each added there as a line that names the file and why; without, they are refused as any other
+// file that is not a result.
 std::vector<ResultFile> load_results(const std::vector<std::string>& paths, std::vector<std::string>* left_out = nullptr);
 
 // A result's row in reports, scaling and predictions: the model, with " [mlm]" or
@@ -145,14 +150,16 @@ const nlohmann::json* find_dotted(const nlohmann::json& root, const std::string&
 // A dotted field the result's spec does not record is an input error naming the file.
 std::string label_of(const ResultFile& r, const std::string& by);
 
-// A run's steady-state seconds per sample, step by step (the throughput's reciprocal: steps of
-// other sizes, a partial last one, weigh alike), the timed steps in order taken as a series
-// (SteadyStep): their lag-1 autocorrelation from kSerialStepsMin steps on, and what they are worth
-// as independent ones.
+// A run's steady-state seconds per sample, step by step (the throughput's reciprocal), over its
+// full steps: a partial step (an epoch's last, under data.drop_last false) pays a step's fixed
+// cost for fewer samples, and is left out and counted. The timed full steps in order are taken as
+// a series (SteadyStep): their lag-1 autocorrelation from kSerialStepsMin steps on, and what they
+// are worth as independent ones.
 struct PerSampleStepTimes {
   Spread seconds;
   std::optional<double> lag1_autocorrelation;
   double effective_steps = 0;
+  int64_t partial_steps = 0;  // timed steps of fewer samples than the run's full step, left out
   std::optional<LogMean> log_mean() const { return tbench::log_mean(seconds, effective_steps); }
 };
 PerSampleStepTimes per_sample_step_times(const ResultFile& r);
@@ -174,8 +181,11 @@ struct ReportCell {
   // A cell of one projected run: that projection's 95% interval, where the run recorded one
   // (repeats show their spread instead).
   std::optional<Interval> projected_ci95;
-  double samples_per_s = 0;                // mean over repeats
-  std::optional<double> speedup;           // baseline epoch time / this epoch time
+  double samples_per_s = 0;                // over repeats: all their samples over all their time
+  double epoch_samples = 0;                // samples an epoch trained over all ranks, mean over repeats
+  // Baseline epoch time / this epoch time, each per sample it trained: the two columns' epochs may
+  // train different counts (more processes, another batch size: drop_last leaves another remainder).
+  std::optional<double> speedup;
   // Its 95% interval: each side's epoch time known from its repeats where it has two or more (runs
   // are independent draws), else from its one run's steady step (run_steady_step, as its summary's
   // projected epoch; the run-to-run drift that repeats show is then unseen), which basis says:
@@ -205,6 +215,8 @@ struct Report {
   // Columns whose runs differ from the baseline column's in more than the column key and the
   // seeds (a speedup of two workloads, not of one setting): one line each, naming the fields.
   std::vector<std::string> unlike_columns;
+  // Speedups of epochs that trained different sample counts (per trained sample): one line each.
+  std::vector<std::string> unlike_samples;
   // Cells with a run whose CPU peak probes lay far apart (ReportCell::machine_speed_moved): one
   // line each, naming the run and its probes, for the command to warn of.
   std::vector<std::string> speed_moved;
@@ -216,6 +228,9 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
 // are alike): the fields of
 // setting_differences. Empty when they are repeats of one setting.
 std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& runs, const std::string& by);
+// Repeats of one setting do the same work each: together they train at the harmonic mean of their
+// rates, all their samples over all their time.
+double rate_of_their_total_work(const std::vector<double>& rates);
 
 std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
 nlohmann::json report_json(const Report& report);
@@ -229,11 +244,12 @@ struct ScalingRow {
   int64_t world_size = 1;
   int runs = 0;
   double epoch_seconds = 0;  // mean over repeats
-  bool projected = false;
+  bool projected = false;     // a run's epoch was projected from steady steps
+  bool measured = false;      // a run's epoch was measured whole
   // Samples an epoch trained on, over all processes: with drop_last an N-process epoch can train
   // on fewer than the 1-process one, so speedup compares epoch time per trained sample.
   double epoch_samples = 0;
-  double samples_per_s = 0;  // global, mean over repeats
+  double samples_per_s = 0;  // global, over repeats: all their samples over all their time
   std::optional<double> comm_share, speedup, efficiency;
   // "", "super-linear", "collapsing", "no 1-process baseline", or "no eager 1-process baseline" where
   // the only one replayed a CUDA graph (data-parallel steps never do: the two steps differ).
@@ -242,7 +258,10 @@ struct ScalingRow {
   // the same cores (threads x processes on the host, as `threads: 0` resolves); this names it.
   std::string baseline;
 };
-std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results);
+// With `warnings`, a line for each row that averages runs differing in more than their seeds
+// (mixed_settings), and each speedup of a measured epoch against a projected one (~).
+std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results,
+                                      std::vector<std::string>* warnings = nullptr);
 std::string render_scaling(const std::vector<ScalingRow>& rows, const std::string& format);  // table|markdown|csv|json
 
 // ---- report --profile -----------------------------------------------------------------------------
@@ -272,7 +291,8 @@ struct SettingDifference {
 // its mean per-sample step time is known from.
 struct ComparedSide {
   int64_t runs = 0;
-  int64_t steps = 0;          // timed steps, over its runs
+  int64_t steps = 0;          // timed full steps, over its runs
+  int64_t partial_steps = 0;  // timed partial steps left out (PerSampleStepTimes), over its runs
   double samples_per_s = 0;   // 1 / the runs' mean per-sample step time
   // "repeats" (two runs or more: the spread of the runs' means, each run an independent draw, so
   // run-to-run drift counts) or "steps" (one run: its timed steps as a series, which cannot see how
@@ -291,6 +311,7 @@ struct Comparison {
   ComparedSide a, b;
   double ratio = 0;                    // B's throughput over A's
   std::optional<Interval> ci95;        // its 95% confidence interval; none where a side knows nothing
+  std::string no_interval;             // why there is none
   bool significant = false;            // the interval excludes 1
   std::vector<SettingDifference> differences;  // what else tells A's first run and B's apart
 };
@@ -300,7 +321,7 @@ struct Comparison {
 // side's mean known from its runs' spread where it has two or more, else from its one run's steps
 // counted as their effective number (a drifting machine's neighbouring steps are alike, and know
 // their mean less well than as many independent ones). None where a side has one run of one
-// timed step. Neither side may be empty.
+// timed step, or where every step on both sides took the same time. Neither side may be empty.
 Comparison compare_results(const std::vector<const ResultFile*>& a, const std::vector<const ResultFile*>& b);
 Comparison compare_results(const ResultFile& a, const ResultFile& b);  // one run a side
 

@@ -18,6 +18,9 @@ struct DeviceSpec {
   double bf16_tflops = 0;    // dense BF16 tensor (0: unsupported)
   double memory_gbps = 0;
   std::string source;        // where the figures come from
+  // A spec file without tf32_tflops says nothing of TF32 (not "none"): a TF32 run's prediction
+  // would fall to the non-tensor FP32 peak, 6x slower on an A100.
+  bool tf32_stated = true;
 };
 
 // Built-in table: V100, T4, A100, H100, H200, RTX 3090, Titan RTX, L4, A10 ...
@@ -27,7 +30,8 @@ const std::vector<DeviceSpec>& known_gpus();
 // ("NVIDIA H100 80GB HBM3"). nullopt when nothing matches.
 std::optional<DeviceSpec> find_gpu(const std::string& name);
 
-// A spec file: {"name": ..., "fp32_tflops": ..., "fp16_tflops": ..., "bf16_tflops": ..., "memory_gbps": ...}.
+// A spec file: {"name": ..., "fp32_tflops": ..., "tf32_tflops": ..., "fp16_tflops": ..., "bf16_tflops": ...,
+// "memory_gbps": ...}; tf32, fp16 and bf16 optional.
 DeviceSpec read_device_spec(const std::string& path);
 
 // Dense peak TFLOP/s of `device` for a training precision ("fp32", "fp16", "bf16"); 0 if unsupported.

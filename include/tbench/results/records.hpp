@@ -69,8 +69,7 @@ struct EpochRecord {
   // Held-out evaluation after the epoch (data.eval_fraction); eval_samples 0 = none. Its time is
   // not part of `seconds`.
   int64_t eval_samples = 0;
-  double eval_loss = 0;
-  double eval_accuracy = 0;
+  std::optional<double> eval_loss, eval_accuracy;  // none where nothing was scored (no masked token)
   std::optional<double> eval_perplexity;  // masked-LM tasks: exp(eval_loss per masked token)
   std::optional<double> eval_pseudo_perplexity;  // mlm.pseudo_perplexity_fraction: each token masked alone
   int64_t eval_pseudo_perplexity_tokens = 0;

@@ -112,6 +112,13 @@ struct TimedSteps {
   double seconds = 0, comm_wait_seconds = 0, flops = 0;
   int64_t samples = 0, tokens = 0, real_tokens = 0, skipped = 0, excluded = 0, profiled = 0;
 };
+// An epoch's time as training alone would have taken it: less the profiler's own start and stop
+// (timing.profile_steps), and with its profiled steps, which the profiler slows (about 2x on a tiny
+// CPU model), counted at the timed steps' mean. Its wall time where nothing in it was profiled, or
+// where no step was timed.
+double epoch_seconds_unprofiled(const EpochRecord& e, const std::vector<IterationRecord>& iterations,
+                                double timed_step_mean);
+
 // `train_flops_per_sample` counts for records without their own FLOPs.
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample);
 

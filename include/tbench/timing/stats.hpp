@@ -110,4 +110,9 @@ std::string format_duration(double seconds);
 // `value` with `digits` decimals, e.g. format_fixed(1.6971, 2) -> "1.70".
 std::string format_fixed(double value, int digits);
 
+// `value` with one decimal, or more where it needs them to show `digits` significant ones (at
+// most 9): 123.44 -> "123.4", 0.1113 -> "0.111", 0.018 -> "0.0180". A short run's figures printed
+// with one decimal read 0.1 s for 0.111 and ±0.0 s for a 16% spread.
+std::string format_significant(double value, int digits = 3);
+
 }  // namespace tbench

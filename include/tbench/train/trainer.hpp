@@ -119,8 +119,9 @@ StepPlan plan_steps(const TrainerConfig& config, int64_t dataset_size, int64_t w
 // Held-out loss and accuracy, measured after an epoch (not part of its time). Masked-LM tasks
 // score the masked tokens: loss and accuracy per masked token, and the perplexity exp(loss).
 struct EvalResult {
-  double loss = 0;
-  double accuracy = 0;
+  // Per scored token (masked-LM) or sample; none where nothing was scored (no token masked in the
+  // held-out samples), as HF's NaN says, rather than 0.
+  std::optional<double> loss, accuracy;
   int64_t samples = 0;
   std::optional<double> perplexity;
   std::optional<double> pseudo_perplexity;  // exp(-mean log p(token | the rest)), each token masked alone
