@@ -153,7 +153,7 @@ Table records_table(const Report& r, const std::string& label_header) {
                    {"epoch_time"}, {"projected"},  {"samples_per_s"}, {"speedup"},            {"gpu_power_w"},
                    {"gpu_energy_j_per_sample"},    {"projected_ci95_low"},  {"projected_ci95_high"},
                    {"speedup_ci95_low"},           {"speedup_ci95_high"},   {"speedup_ci95_basis"},
-                   {"peak_probe_spread"},          {"machine_speed_moved"}};
+                   {"peak_probe_spread"},          {"machine_speed_moved"},  {"epoch_samples"}};
   for (const auto& model : r.models) {
     const auto& cells = r.cells.at(model);
     for (const auto& label : r.labels) {
@@ -170,7 +170,7 @@ Table records_table(const Report& r, const std::string& label_header) {
                             bound(c.projected_ci95, &Interval::low, 3), bound(c.projected_ci95, &Interval::high, 3),
                             bound(c.speedup_ci95, &Interval::low, 4), bound(c.speedup_ci95, &Interval::high, 4),
                             Cell::text_or_null(c.speedup_ci95_basis), Cell::number_or_blank(c.peak_probe_spread, 4),
-                            Cell::boolean(c.machine_speed_moved())});
+                            Cell::boolean(c.machine_speed_moved()), Cell::number(c.epoch_samples, 1)});
     }
   }
   return table;

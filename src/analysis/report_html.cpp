@@ -71,6 +71,10 @@ function mmss(s) {  // format_duration's form: the fraction a figure under 10 s 
   if (s < 9.995) return "00:0" + s.toFixed(2);
   s = Math.round(s); const h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), r = s % 60;
   const p = n => String(n).padStart(2, "0"); return (h ? h + ":" + p(m) : p(m)) + ":" + p(r); }
+function significant(v, digits) {  // format_significant's: one decimal, or as many as `digits` need
+  if (!(Math.abs(v) > 0) || !isFinite(v)) return v.toFixed(1);
+  return v.toFixed(Math.min(9, Math.max(1, digits - 1 - Math.floor(Math.log10(Math.abs(v))))));
+}
 function svg(id, w, h) { return el("svg", {class: "chart", width: w, height: h, viewBox: `0 0 ${w} ${h}`}, document.getElementById(id)); }
 function legend(id, names) {
   const d = document.createElement("div"); d.className = "legend";
@@ -114,7 +118,7 @@ function table() {
   const t = document.getElementById("table"), r = DATA.report;
   let html = "<tr><th>model</th>" + r.labels.map(l => `<th>${esc(l)}</th>`).join("") + "</tr>";
   r.models.forEach(m => { html += `<tr><td>${esc(m)}</td>` + r.labels.map(l => { const c = cell(m, l); if (!c) return "<td>–</td>";
-    return `<td>${c.projected ? "~" : ""}${mmss(c.epoch_seconds_mean)}${c.runs > 1 ? " ±" + c.epoch_seconds_stdev.toFixed(1) + "s" : ""}` +
+    return `<td>${c.projected ? "~" : ""}${mmss(c.epoch_seconds_mean)}${c.runs > 1 ? " ±" + significant(c.epoch_seconds_stdev, 2) + "s" : ""}` +
       `${c.projected_ci95_low !== null ? " [" + mmss(c.projected_ci95_low) + ", " + mmss(c.projected_ci95_high) + "]" : ""}` +
       `<br>${c.samples_per_s.toFixed(1)}/s${c.speedup !== null ? "<br>" + c.speedup.toFixed(2) + "x" : ""}` +
       `${c.speedup_ci95_low !== null ? " (" + c.speedup_ci95_low.toFixed(2) + "-" + c.speedup_ci95_high.toFixed(2) + ")" +
@@ -123,7 +127,7 @@ function table() {
       `${c.gpu_power_w !== null ? "<br>" + c.gpu_power_w.toFixed(0) + " W" : ""}` +
       `${c.gpu_energy_j_per_sample !== null ? ", " + c.gpu_energy_j_per_sample.toFixed(2) + " J/sample" : ""}</td>`; }).join("") + "</tr>"; });
   t.innerHTML = html;
-  document.getElementById("note").textContent = `Columns by ${r.by}; speedup vs '${r.baseline}' (its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift). ~ = epoch time projected from steady-state steps, [ ] its 95% interval.` +
+  document.getElementById("note").textContent = `Columns by ${r.by}; speedup vs '${r.baseline}' (per trained sample; its 95% interval from the repeats; * from one run's steps, blind to run-to-run drift). ~ = epoch time projected from steady-state steps, [ ] its 95% interval.` +
     (r.rows.some(c => c.machine_speed_moved) ? " ! = the machine's speed moved during one of the cell's runs (its CPU peak probes before and after the epochs lay far apart)." : "");
 }
 table();

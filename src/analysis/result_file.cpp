@@ -259,11 +259,16 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     }
     const bool complete = read.flag_or(e, "complete", where, true);
     if (steps > 0 || complete) check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
-    // Its profiled steps at the timed steps' mean, as the summary counts them (epoch_seconds_unprofiled):
-    // the profiler slows the steps it records. The time outside the steps stays as measured.
-    const double unprofiled = profiled > 0 && !r.step_seconds.empty()
-                                  ? static_cast<double>(profiled) * spread(r.step_seconds).mean - profiled_sum
-                                  : 0.0;
+    // Its profiled steps as steady steps of their own work, as the summary counts them
+    // (epoch_seconds_unprofiled): the profiler slows the steps it records. The time outside the
+    // steps stays as measured.
+    double unprofiled = 0;
+    if (profiled > 0 && !r.step_seconds.empty()) {
+      const SteadyStep steady = run_steady_step(r, /*fit_flops=*/true);
+      for (const auto& it : r.iterations) {
+        if (it.epoch == epoch && it.profiled) unprofiled += steady.seconds_at(it.train_flops) - it.seconds;
+      }
+    }
     if (!complete) {
       // A partial epoch's time outside its steps counts too (predict --epochs).
       if (steps > 0 && !r.partial_epoch) {
@@ -278,9 +283,10 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
   }
 }
 
-// The samples an epoch trains over all ranks: what its complete epochs trained (a partial last
-// step under data.drop_last false is fewer than a batch), else, for an epoch projected from its
-// steady steps, the plan's full steps (as the projection counts them).
+// The samples an epoch trains over all ranks: what its complete epochs trained, else (an epoch
+// projected from steady steps, which scales to the planned work; an older result without the
+// count) the plan's: every training sample under data.drop_last false (its last step partial),
+// else its full steps.
 double epoch_samples_of(const ResultFile& r) {
   const double ranks = static_cast<double>(r.world_size);
   if (!r.epoch_projected && !r.epoch_samples_seen.empty()) {
@@ -288,6 +294,7 @@ double epoch_samples_of(const ResultFile& r) {
     for (int64_t samples : r.epoch_samples_seen) sum += static_cast<double>(samples);
     return sum / static_cast<double>(r.epoch_samples_seen.size()) * ranks;
   }
+  if (!r.drop_last && r.world_size == 1 && r.num_samples > 0) return static_cast<double>(r.num_samples);
   // In doubles: each count is bounded where it is read, but their product need not fit an int64.
   return static_cast<double>(r.steps_per_epoch) * static_cast<double>(r.batch_size) *
          static_cast<double>(r.grad_accum) * ranks;
@@ -434,6 +441,8 @@ ResultFile result_from_json(const std::string& path, json document) {
   r.batch_size = read.integer("/spec/train/batch_size", 1);
   r.grad_accum = read.integer("/spec/train/grad_accum_steps", 1);
   r.seq_len = read.integer("/spec/data/seq_len", 1);
+  const json* drop_last = read.find("/spec/data/drop_last");  // absent or null: the default, true
+  r.drop_last = !drop_last || drop_last->is_null() || read.optional_flag("/spec/data/drop_last");
   // Samples an epoch trains on: the data section's count (file sources, eval held out), else the
   // spec's (older results; synthetic data).
   r.num_samples = read.integer_or("/data/train_samples", read.integer_or("/spec/data/num_samples", 0, 0, kMaxParams), 0, kMaxParams);

@@ -55,17 +55,16 @@ void set_gpu_figures(Summary& s, const std::vector<EpochRecord>& epochs) {
 }  // namespace
 
 double epoch_seconds_unprofiled(const EpochRecord& e, const std::vector<IterationRecord>& iterations,
-                                double timed_step_mean) {
-  double profiled_seconds = 0;
-  int64_t profiled = 0;
+                                const SteadyStep* steady) {
+  double profiled_seconds = 0, steady_seconds = 0;
   for (const auto& r : iterations) {
     if (r.epoch != e.epoch || !r.profiled) continue;
     profiled_seconds += r.seconds;
-    ++profiled;
+    if (steady) steady_seconds += steady->seconds_at(r.train_flops);
   }
   const double seconds = e.seconds - e.profiler_seconds;
-  if (profiled == 0 || !(timed_step_mean > 0)) return seconds;
-  return seconds - profiled_seconds + static_cast<double>(profiled) * timed_step_mean;
+  if (!steady || profiled_seconds == 0) return seconds;
+  return seconds - profiled_seconds + steady_seconds;
 }
 
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample) {
@@ -133,9 +132,14 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
   }
 
   std::vector<double> complete_epochs;
-  const double timed_step_mean = s.step_ms.count > 0 ? t.seconds / static_cast<double>(s.step_ms.count) : 0.0;
+  std::optional<SteadyStep> steady;  // in seconds, at any step's work: for the profiled steps
+  if (!t.step_ms.empty()) {
+    std::vector<double> step_seconds;
+    for (double ms : t.step_ms) step_seconds.push_back(ms / 1e3);
+    steady = fit_steady_step(step_seconds, t.step_flops, /*fit_flops=*/true);
+  }
   for (const auto& e : records.epochs) {
-    if (e.complete) complete_epochs.push_back(epoch_seconds_unprofiled(e, records.iterations, timed_step_mean));
+    if (e.complete) complete_epochs.push_back(epoch_seconds_unprofiled(e, records.iterations, steady ? &*steady : nullptr));
   }
   const Spread epochs = spread(complete_epochs);
   s.epochs_completed = epochs.count;

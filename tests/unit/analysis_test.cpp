@@ -331,10 +331,10 @@ TEST_F(Analysis, ReportGroupsRepeatsAndComputesSpeedups) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "model,host,runs,epoch_seconds_mean,epoch_seconds_stdev,epoch_time,projected,samples_per_s,speedup,"
             "gpu_power_w,gpu_energy_j_per_sample,projected_ci95_low,projected_ci95_high,speedup_ci95_low,"
-            "speedup_ci95_high,speedup_ci95_basis,peak_probe_spread,machine_speed_moved");
+            "speedup_ci95_high,speedup_ci95_basis,peak_probe_spread,machine_speed_moved,epoch_samples");
   // S1's two repeats (10 s, 12 s) know their mean with one degree of freedom, S2's one run's
   // identical steps know theirs exactly: 2.2x (0.69-6.98).
-  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05.00,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps,,false\n"),
+  EXPECT_NE(csv.find("bert,S2,1,5.000,0.000,00:05.00,false,16.000,2.2000,,,,,0.6931,6.9836,repeats and steps,,false,80.0\n"),
             std::string::npos)
       << csv;
   EXPECT_EQ(render_report(r, "table").find("J/sample"), std::string::npos);  // no GPU figures, no mention
@@ -386,7 +386,7 @@ TEST_F(Analysis, ReportGivesEachSpeedupItsInterval) {
   EXPECT_EQ(one.speedup_ci95_basis, "steps");
   EXPECT_NE(render_report(one_each, "table").find("2.00x (1.10-3.62)*"), std::string::npos)
       << render_report(one_each, "table");
-  EXPECT_NE(render_report(one_each, "csv").find(",1.1036,3.6245,steps,,false\n"), std::string::npos)
+  EXPECT_NE(render_report(one_each, "csv").find(",1.1036,3.6245,steps,,false,168.0\n"), std::string::npos)
       << render_report(one_each, "csv");
 
   // Dynamic padding: a run's step times follow their FLOPs, so its epoch is known from the line
@@ -428,7 +428,7 @@ TEST_F(Analysis, ReportShowsAProjectedEpochsInterval) {
   ASSERT_TRUE(r.cells.at("bert").at("S1").projected_ci95);
   EXPECT_NE(render_report(r, "table").find("~01:40 [01:35, 01:44]"), std::string::npos) << render_report(r, "table");
   EXPECT_NE(render_report(r, "table").find("[ ] its 95% interval"), std::string::npos);
-  EXPECT_NE(render_report(r, "csv").find(",95.200,104.400,,,,,false\n"), std::string::npos) << render_report(r, "csv");
+  EXPECT_NE(render_report(r, "csv").find(",95.200,104.400,,,,,false,"), std::string::npos) << render_report(r, "csv");
   const json row = json::parse(render_report(r, "json"))["rows"][0];
   EXPECT_EQ(row["projected_ci95_low"], 95.2);
   EXPECT_EQ(row["projected_ci95_high"], 104.4);
@@ -666,8 +666,8 @@ TEST_F(Analysis, ReportMarksCellsWhereTheMachinesSpeedMoved) {
   EXPECT_NE(table.find("1.00x ! (n=2)"), std::string::npos) << table;
   EXPECT_NE(render_report(r, "markdown").find("1.00x ! (n=2)"), std::string::npos);
   const std::string csv = render_report(r, "csv");
-  EXPECT_NE(csv.find(",1.0000,true\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",0.1000,false\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",1.0000,true,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.1000,false,"), std::string::npos) << csv;
   const json rows = json::parse(render_report(r, "json"))["rows"];
   EXPECT_EQ(rows[0]["machine_speed_moved"], true);
   EXPECT_EQ(rows[1]["machine_speed_moved"], false);
@@ -786,6 +786,16 @@ TEST_F(Analysis, ReportSpeedupIsPerTrainedSample) {
   ASSERT_EQ(r.unlike_samples.size(), 1u);
   EXPECT_NE(r.unlike_samples[0].find("'h2' trained 64 samples an epoch against 'h1''s 96"), std::string::npos)
       << r.unlike_samples[0];
+  // A projection scales to the planned work, a partial last step (data.drop_last false) at its own
+  // size: its epoch trains every sample, not whole batches (found by review).
+  json projected = make_result("m", "h3", 1.0, 1, 10);
+  projected["summary"].erase("epoch_seconds");
+  projected["epochs"][0]["complete"] = false;
+  projected["spec"]["data"]["drop_last"] = false;
+  projected["data"] = {{"train_samples", 75}};
+  EXPECT_DOUBLE_EQ(load_result(write("projected.json", projected)).epoch_samples, 75);
+  projected["spec"]["data"]["drop_last"] = true;
+  EXPECT_DOUBLE_EQ(load_result(write("projected.json", projected)).epoch_samples, 80);
   // Where the epochs trained alike, the speedup is their times' ratio, with no note.
   const Report same = build_report({runs[0], load_result(write("same.json", make_result("m", "h2", 0.5, 1, 12)))}, "host", "");
   EXPECT_NEAR(*same.cells.at("m").at("h2").speedup, 2.0, 1e-9);
@@ -819,6 +829,12 @@ TEST_F(Analysis, AProfiledEpochCountsItsProfiledStepsAtTheTimedMean) {
   EXPECT_NEAR(r.epoch_seconds, 3 + 8 + 1 + 0.01, 1e-9);
   ASSERT_EQ(r.epoch_step_sum.size(), 1u);
   EXPECT_NEAR(r.epoch_step_sum[0], 12.0, 1e-9);
+  // The profiled step is the epoch's partial last one (a quarter of the work): a steady step of
+  // its own work, not of the full steps' mean.
+  for (auto& it : result["iterations"]) it["train_flops"] = 8e9;
+  result["iterations"][9]["train_flops"] = 2e9;
+  result["iterations"][9]["samples"] = 2;
+  EXPECT_NEAR(load_result(write("partial.json", result)).epoch_seconds, 3 + 8 + 0.25 + 0.01, 1e-9);
 }
 
 // A cell that averages runs of different settings is flagged; repeats that differ only in their

@@ -178,6 +178,29 @@ TEST(Mllog, ACompletedRunIsInitThenRunWithABlockPerEpoch) {
 
 // A run stopped before its epoch's first step has no epoch record: the epoch and its block
 // still end, not complete, and the run is aborted, with tbench's own status and error.
+// A masked-LM evaluation that masked no held-out token scored nothing: its interval is logged,
+// and no accuracy (its loss and accuracy are null in the result).
+TEST(Mllog, AnEvaluationThatScoredNothingLogsNoAccuracy) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("r.mllog");
+  {
+    MllogStream log(path, std::chrono::system_clock::now(), facts());
+    log.on_epoch_start(1, 2, 2);
+    log.on_iteration(step(1, 16));
+    EpochRecord record;
+    record.epoch = 1;
+    record.eval_samples = 8;
+    log.on_epoch_end(record);
+    log.end_training();
+    log.finish(RunStatus::completed, "");
+  }
+  const auto events = read_mllog(path);
+  expect_intervals_close(events);
+  const auto keys = keys_of(events);
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "eval_stop"), keys.end());
+  EXPECT_EQ(std::find(keys.begin(), keys.end(), "eval_accuracy"), keys.end());
+}
+
 TEST(Mllog, AStoppedRunClosesItsOpenEpochAndIsAborted) {
   testing::ScratchDir dir;
   const std::string path = dir.file("r.mllog");

@@ -45,6 +45,7 @@ struct ResultFile {
   std::vector<ResultIteration> iterations;
   int64_t threads = 0, batch_size = 0, seq_len = 0, grad_accum = 1, steps_per_epoch = 0, params = 0;
   int64_t num_samples = 0;
+  bool drop_last = true;  // spec.data.drop_last (absent: true, the default)
   int64_t world_size = 1;         // data-parallel processes (the result's dist section), else 1
   int64_t processes_on_host = 1;  // of those, the ones on rank 0's host, sharing its cores
   std::optional<double> comm_share;  // data-parallel: share of step time spent waiting for all-reduces

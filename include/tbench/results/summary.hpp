@@ -114,10 +114,12 @@ struct TimedSteps {
 };
 // An epoch's time as training alone would have taken it: less the profiler's own start and stop
 // (timing.profile_steps), and with its profiled steps, which the profiler slows (about 2x on a tiny
-// CPU model), counted at the timed steps' mean. Its wall time where nothing in it was profiled, or
-// where no step was timed.
+// CPU model), counted as `steady` steps of their own work (SteadyStep::seconds_at their FLOPs: the
+// profiled last steps may be a partial one, or pad to other widths). Its wall time where nothing
+// in it was profiled, or where no step was timed (no `steady`).
+struct SteadyStep;
 double epoch_seconds_unprofiled(const EpochRecord& e, const std::vector<IterationRecord>& iterations,
-                                double timed_step_mean);
+                                const SteadyStep* steady);
 
 // `train_flops_per_sample` counts for records without their own FLOPs.
 TimedSteps timed_steps(const std::vector<IterationRecord>& iterations, double train_flops_per_sample);
