@@ -147,6 +147,9 @@ int sweep_command() {
   json summary = sweep_state(plan);
   if (!results.empty()) {
     const Report report = build_report(results, "name", "");
+    // Points of another batch size or world size train other counts an epoch: their speedup is
+    // per trained sample, as report says beside its table.
+    for (const auto& line : report.unlike_samples) std::fprintf(stderr, "sweep: note: %s\n", line.c_str());
     if (g_sweep.as_json) {
       summary["report"] = report_json(report);
     } else {
