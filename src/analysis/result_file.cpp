@@ -246,16 +246,13 @@ void read_epochs(const ResultReader& read, const json& list, ResultFile& r) {
     if (e.contains("eval") && e["eval"].is_object() && e["eval"].contains("seconds")) {
       r.epoch_eval_seconds.push_back(read.seconds(e["eval"]["seconds"], where + "/eval/seconds"));
     }
-    double sum = 0, profiled_sum = 0;
+    double sum = 0;
     int64_t steps = 0, profiled = 0;
     for (const auto& it : r.iterations) {
       if (it.epoch != epoch) continue;
       sum += it.seconds;
       ++steps;
-      if (it.profiled) {
-        profiled_sum += it.seconds;
-        ++profiled;
-      }
+      profiled += it.profiled ? 1 : 0;
     }
     const bool complete = read.flag_or(e, "complete", where, true);
     if (steps > 0 || complete) check_epoch_holds_its_steps(read, where, epoch, steps, sum, wall - profiler);
