@@ -112,16 +112,6 @@ double speedup_per_trained_sample(const ReportCell& base, const ReportCell& cell
   return (base.epoch_mean / base.epoch_samples) / (cell.epoch_mean / cell.epoch_samples);
 }
 
-// Whether a cell's runs measured whole epochs, projected them from steady steps, or both.
-struct EpochKinds {
-  bool measured = false, projected = false;
-};
-EpochKinds epoch_kinds(const std::vector<const ResultFile*>& runs) {
-  EpochKinds kinds;
-  for (const auto* r : runs) (r->epoch_projected ? kinds.projected : kinds.measured) = true;
-  return kinds;
-}
-
 // What a model x label grid shows where that model was not run under that label: markdown has
 // the typographic en dash, plain text stays ASCII.
 std::string missing_mark(bool markdown) { return markdown ? "–" : "-"; }
@@ -228,6 +218,16 @@ std::vector<std::string> column_differences(const ResultFile& baseline, const Re
 
 }  // namespace
 
+EpochKinds epoch_kinds(const std::vector<const ResultFile*>& runs) {
+  EpochKinds kinds;
+  for (const auto* r : runs) (r->epoch_projected ? kinds.projected : kinds.measured) = true;
+  return kinds;
+}
+
+bool mixes_measured_and_projected(const EpochKinds& a, const EpochKinds& b) {
+  return (a.measured || b.measured) && (a.projected || b.projected);
+}
+
 // The mean epoch time beside it says the same. The arithmetic mean would weigh a fast run above a
 // slow one (runs at 1119/s and 635/s: 877/s, for 810/s done).
 double rate_of_their_total_work(const std::vector<double>& rates) {
@@ -308,10 +308,9 @@ Report build_report(const std::vector<ResultFile>& results, const std::string& b
     for (auto& [label, cell] : cells) {
       if (!(cell.epoch_mean > 0)) continue;
       const EpochKinds kinds = epoch_kinds(groups[model][label]);
-      if (label != report.baseline && (base_kinds.measured || kinds.measured) && (base_kinds.projected || kinds.projected)) {
-        report.unlike_epochs.push_back(model + ": the speedup of '" + label + "' over '" + report.baseline +
-                                       "' sets epochs measured whole (warm-up included) against epochs projected "
-                                       "from steady steps (~); run both to a whole epoch, or both with train.max_steps");
+      if (label != report.baseline && mixes_measured_and_projected(base_kinds, kinds)) {
+        report.unlike_epochs.push_back(model + ": the speedup of '" + label + "' over '" + report.baseline + "' " +
+                                       kMeasuredAgainstProjected);
       }
       cell.speedup = speedup_per_trained_sample(base_cell, cell);
       if (label == report.baseline) continue;

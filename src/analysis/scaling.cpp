@@ -83,7 +83,7 @@ Table overview_table(const std::vector<ScalingRow>& rows) {
                    {"note"}};
   for (const auto& row : rows) {
     table.rows.push_back({row.model, row.config, std::to_string(row.world_size),
-                          (row.projected ? "~" : "") + format_duration(row.epoch_seconds),
+                          (row.epochs.projected ? "~" : "") + format_duration(row.epoch_seconds),
                           format_fixed(row.samples_per_s, 1), format_fixed(per_process_samples_per_s(row), 1),
                           optional_text(row.speedup, 2, "x"), optional_text(percent(row.efficiency), 0, "%"),
                           optional_text(percent(row.comm_share), 1, "%"), note_of(row)});
@@ -99,7 +99,7 @@ Table records_table(const std::vector<ScalingRow>& rows) {
                    {"speedup"},       {"efficiency"}, {"comm_share"},    {"flag"}};
   for (const auto& row : rows) {
     table.rows.push_back({row.model, row.config, Cell::integer(row.world_size), Cell::integer(row.runs),
-                          Cell::number(row.epoch_seconds, 3), Cell::boolean(row.projected),
+                          Cell::number(row.epoch_seconds, 3), Cell::boolean(row.epochs.projected),
                           Cell::number(row.samples_per_s, 3), Cell::number(per_process_samples_per_s(row), 3),
                           Cell::number_or_blank(row.speedup, 4), Cell::number_or_blank(row.efficiency, 4),
                           Cell::number_or_blank(row.comm_share, 4), Cell::text_or_null(flag_and_baseline(row))});
@@ -156,9 +156,8 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results, st
       rates.push_back(r->samples_per_s);
       samples.push_back(r->epoch_samples);
       if (r->comm_share) shares.push_back(*r->comm_share);
-      row.projected = row.projected || r->epoch_projected;
-      row.measured = row.measured || !r->epoch_projected;
     }
+    row.epochs = epoch_kinds(runs);
     const auto mixed = mixed_settings(runs, "");
     if (warnings && !mixed.empty()) {
       warnings->push_back(row.model + " / " + row.config + " x " + std::to_string(row.world_size) + ": its " +
@@ -190,10 +189,9 @@ std::vector<ScalingRow> build_scaling(const std::vector<ResultFile>& results, st
     const double per_sample = seconds_per_trained_sample(row);
     if (per_sample <= 0 || seconds_per_trained_sample(*base) <= 0) continue;
     row.speedup = seconds_per_trained_sample(*base) / per_sample;
-    if (warnings && &row != base && (row.projected || base->projected) && (row.measured || base->measured)) {
-      warnings->push_back(row.model + " / " + row.config + " x " + std::to_string(row.world_size) +
-                          ": its speedup sets epochs measured whole (warm-up included) against epochs projected from "
-                          "steady steps (~); run both to a whole epoch, or both with train.max_steps");
+    if (warnings && &row != base && mixes_measured_and_projected(row.epochs, base->epochs)) {
+      warnings->push_back(row.model + " / " + row.config + " x " + std::to_string(row.world_size) + ": its speedup " +
+                          kMeasuredAgainstProjected);
     }
     row.efficiency = *row.speedup / static_cast<double>(row.world_size);
     if (row.world_size > 1 && *row.efficiency > kSuperLinear) row.flag = "super-linear";

@@ -133,7 +133,7 @@ Summary summarize(const RunRecords& records, const SummaryInputs& in) {
 
   std::vector<double> complete_epochs;
   std::optional<SteadyStep> steady;  // in seconds, at any step's work: for the profiled steps
-  if (!t.step_ms.empty()) {
+  if (t.profiled > 0 && !t.step_ms.empty()) {
     std::vector<double> step_seconds;
     for (double ms : t.step_ms) step_seconds.push_back(ms / 1e3);
     steady = fit_steady_step(step_seconds, t.step_flops, /*fit_flops=*/true);

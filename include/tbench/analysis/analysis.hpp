@@ -233,6 +233,19 @@ std::vector<std::string> mixed_settings(const std::vector<const ResultFile*>& ru
 // rates, all their samples over all their time.
 double rate_of_their_total_work(const std::vector<double>& rates);
 
+// Whether runs measured whole epochs (warm-up steps and the gaps between steps in them), projected
+// them from steady steps alone (~), or both.
+struct EpochKinds {
+  bool measured = false, projected = false;
+};
+EpochKinds epoch_kinds(const std::vector<const ResultFile*>& runs);
+// A speedup of one against the other sets unlike epochs against each other: `report` and
+// `report --scaling` warn of it, in kMeasuredAgainstProjected's words.
+bool mixes_measured_and_projected(const EpochKinds& a, const EpochKinds& b);
+inline constexpr const char* kMeasuredAgainstProjected =
+    "sets epochs measured whole (warm-up included) against epochs projected from steady steps (~); run both to a "
+    "whole epoch, or both with train.max_steps";
+
 std::string render_report(const Report& report, const std::string& format);  // table|markdown|csv|json|html
 nlohmann::json report_json(const Report& report);
 
@@ -245,8 +258,7 @@ struct ScalingRow {
   int64_t world_size = 1;
   int runs = 0;
   double epoch_seconds = 0;  // mean over repeats
-  bool projected = false;     // a run's epoch was projected from steady steps
-  bool measured = false;      // a run's epoch was measured whole
+  EpochKinds epochs;          // its runs' epochs: measured whole, projected (~), or both
   // Samples an epoch trained on, over all processes: with drop_last an N-process epoch can train
   // on fewer than the 1-process one, so speedup compares epoch time per trained sample.
   double epoch_samples = 0;
