@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include <spdlog/spdlog.h>
@@ -269,6 +272,18 @@ void warn_of_results_of_no_point(const SweepPlan& plan) {
                plan.out_dir, others.size(), names, plan.out_dir);
 }
 
+// The last error line the run logged (bad input writes no result), else its exit code.
+std::string failure_reason_in_log(const SweepPoint& p, const std::string& log_path) {
+  std::ifstream log(log_path);
+  std::string line, last;
+  while (std::getline(log, line)) {
+    if (line.find("error") != std::string::npos) last = line;
+  }
+  const auto at = last.find("error ");
+  return at == std::string::npos ? "exit code " + std::to_string(p.exit_code) : last.substr(at + 6);
+}
+
+// The error the result recorded, else the log's.
 std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
   if (fs::exists(p.result_path)) {
     try {
@@ -279,32 +294,75 @@ std::string failure_reason(const SweepPoint& p, const std::string& log_path) {
     } catch (const std::exception&) {
     }
   }
-  // No result (bad input): the last error line the run logged.
+  return failure_reason_in_log(p, log_path);
+}
+
+// The spec a point runs, as a stable hash: the end line of its log names it, so that another
+// array task can tell a failure of this sweep's point from one of an earlier spec.
+std::string point_spec_hash(const SweepPlan& plan, const SweepPoint& p) {
+  return stable_hash_hex(load_spec(plan.spec_path, p.overrides).resolved.dump());
+}
+
+constexpr const char* kEndLinePrefix = "tbench sweep: point ended, exit code ";
+
+// After a point's process ends, the sweep adds a last line to its log: the exit code and the spec
+// it ran. A point that fails on bad input writes no result, and without this line another array
+// task (--point) could not tell it from one not yet run.
+void append_end_line(const std::string& log_path, int exit_code, const std::string& spec_hash) {
+  std::ofstream log(log_path, std::ios::app);
+  log << kEndLinePrefix << exit_code << ", spec " << spec_hash << "\n";
+}
+
+struct LoggedEnd {
+  int exit_code = -1;
+  std::string spec_hash;
+};
+
+// The end line, if the log's last line is one (a point still running, or killed with its sweep,
+// has none).
+std::optional<LoggedEnd> read_end_line(const std::string& log_path) {
   std::ifstream log(log_path);
   std::string line, last;
   while (std::getline(log, line)) {
-    if (line.find("error") != std::string::npos) last = line;
+    if (!line.empty()) last = line;
   }
-  const auto at = last.find("error ");
-  return at == std::string::npos ? "exit code " + std::to_string(p.exit_code) : last.substr(at + 6);
+  if (last.rfind(kEndLinePrefix, 0) != 0) return std::nullopt;
+  LoggedEnd end;
+  char hash[17] = {};
+  if (std::sscanf(last.c_str() + std::strlen(kEndLinePrefix), "%d, spec %16[0-9a-f]", &end.exit_code, hash) != 2) {
+    return std::nullopt;
+  }
+  end.spec_hash = hash;
+  return end;
 }
 
 // Under --point, the points another array task runs: as their result files stand when this task
 // writes, so that a task's state file shows the sweep, not that task alone. A result of another
 // spec than its point asks for now (the base spec edited before a re-submit) is no point of this
-// sweep yet: pending, as --resume would redo it.
+// sweep yet: pending, as --resume would redo it. A point that ended without a result of its spec
+// (bad input, a crash) is failed, or interrupted, as its log's end line says.
 void take_unselected_points_from_disk(SweepPlan& plan, int only_point) {
   if (only_point < 0) return;
   for (auto& p : plan.points) {
     if (p.index == only_point) continue;
     p.status = "pending";
     p.reason.clear();
-    if (!fs::exists(p.result_path)) continue;
-    const EarlierResult earlier = read_earlier_result(p.result_path);
-    if (earlier.status != "completed" && earlier.status != "failed" && earlier.status != "interrupted") continue;
-    if (!spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec).empty()) continue;
-    p.status = earlier.status;
-    if (p.status == "failed") p.reason = failure_reason(p, log_path_of(plan, p));
+    p.exit_code = -1;
+    if (fs::exists(p.result_path)) {
+      const EarlierResult earlier = read_earlier_result(p.result_path);
+      const bool finished =
+          earlier.status == "completed" || earlier.status == "failed" || earlier.status == "interrupted";
+      if (finished && spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec).empty()) {
+        p.status = earlier.status;
+        if (p.status == "failed") p.reason = failure_reason(p, log_path_of(plan, p));
+        continue;
+      }
+    }
+    const std::optional<LoggedEnd> end = read_end_line(log_path_of(plan, p));
+    if (!end || end->exit_code == 0 || end->spec_hash != point_spec_hash(plan, p)) continue;
+    p.exit_code = end->exit_code;
+    p.status = end->exit_code == static_cast<int>(ExitCode::interrupted) ? "interrupted" : "failed";
+    if (p.status == "failed") p.reason = failure_reason_in_log(p, log_path_of(plan, p));
   }
 }
 
@@ -505,6 +563,7 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
     const std::string log_path = log_path_of(plan, p);
     const FileIdentity before = file_identity(p.result_path);
     p.exit_code = run_point(plan, p, options, log_path);
+    append_end_line(log_path, p.exit_code, point_spec_hash(plan, p));
     if (p.exit_code == 0) {
       p.status = "completed";
     } else if (p.exit_code == static_cast<int>(ExitCode::interrupted) || g_sweep_interrupted) {
@@ -517,7 +576,8 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
       g_sweep_interrupted = 1;
     } else {
       p.status = "failed";
-      p.reason = failure_reason(p, log_path);
+      // A point that failed before writing leaves an earlier --force'd result, which is not this run's.
+      p.reason = file_identity(p.result_path) != before ? failure_reason(p, log_path) : failure_reason_in_log(p, log_path);
       code = ExitCode::run_failed;
       spdlog::warn("point {} failed: {}", p.id, p.reason);
     }

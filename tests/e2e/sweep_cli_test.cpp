@@ -231,6 +231,35 @@ TEST_F(SweepCli, SingleArrayTaskRunsOnePoint) {
   EXPECT_EQ(edited.out.find("train.batch_size=8"), std::string::npos) << edited.out;
 }
 
+// A point that failed on bad data wrote no result, so every other array task called it pending
+// (and --resume's table gave no hint why it stayed empty). The sweep's end line in its log says
+// it failed, with the spec it ran: a failure of an earlier spec is no failure of this one.
+TEST_F(SweepCli, AnArrayTaskSeesAnotherTasksPointThatFailedWithoutAResult) {
+  const std::string good = dir.write("good.jsonl", "{\"input_ids\": [2, 40, 41, 3], \"label\": 0}\n"
+                                                   "{\"input_ids\": [2, 42, 3], \"label\": 1}\n");
+  const std::string bad = dir.write("bad.jsonl", "{\"input_ids\": [2, 40, 41, 3], \"label\": 0}\nnot json\n");
+  const std::string sweep = "sweep " + spec() + " --set data.source=tokenized --set data.num_samples=null --set train.batch_size=2" +
+                            " --grid data.path=" + good + "," + bad + " --out-dir " + out();
+  const auto failed = run_tbench(sweep + " --resume --point 1");
+  ASSERT_EQ(failed.exit_code, 4) << failed.err;
+  const std::string log = testing::read_text(out() + "/" + state()["points"][1]["id"].get<std::string>() + ".log");
+  EXPECT_NE(log.find("tbench sweep: point ended, exit code 2, spec "), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(state()["points"][1]["result"].get<std::string>()));
+
+  const auto other = run_tbench(sweep + " --resume --point 0");
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_EQ(state()["points"][0]["status"], "completed");
+  EXPECT_EQ(state()["points"][1]["status"], "failed") << state().dump(2);
+  EXPECT_EQ(state()["points"][1]["exit_code"], 2);
+  EXPECT_NE(state()["points"][1]["reason"].get<std::string>().find("bad.jsonl:2"), std::string::npos) << state().dump(2);
+  EXPECT_NE(other.err.find("failed: "), std::string::npos) << other.err;
+
+  // Another spec now (a --set changed before a re-submit): that failure is not this sweep's point.
+  const auto edited = run_tbench(sweep + " --set train.seed=99 --force --point 0");
+  ASSERT_EQ(edited.exit_code, 0) << edited.err;
+  EXPECT_EQ(state()["points"][1]["status"], "pending") << state().dump(2);
+}
+
 TEST_F(SweepCli, SweepBlockInTheSpec) {
   auto s = testing::tiny_spec(dir.file("unused.json"));
   s["train"]["epochs"] = 1;
