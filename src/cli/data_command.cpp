@@ -132,6 +132,7 @@ void print_work(const json& report) {
   if (!f.contains("unpad")) return;
   const json& u = f["unpad"];
   const double unpadded = u["train_flops_per_sample"], as_padded = u["padded_train_flops_per_sample"];
+  if (as_padded <= 0) return;
   std::cout << "  model.unpad             -   " << format_fixed(unpadded / 1e9, 2) << " GFLOP, "
             << format_fixed(100 * unpadded / as_padded, 0) << "% of the same batches' work with padding ("
             << u["padding"].get<std::string>() << (u["bucket_by_length"].get<bool>() ? " + buckets" : "") << "); attention "
@@ -152,6 +153,9 @@ int data_command() {
   padded_spec.model.unpad = false;
   const RunModels padded = run_models(padded_spec);
   const PreparedData data = prepare_data(spec, padded.model);
+  // What `run` refuses (fewer samples than a step takes) has no epoch to describe.
+  check_samples_fill_a_step(spec, spec.data.source == DataSource::synthetic ? "data.num_samples" : "data.path",
+                            data.train.size(), data.eval.size(), 1);
   json report = data.description;
   report["labels"] = label_counts(data);
   report["batch_size"] = spec.train.batch_size;
@@ -193,10 +197,12 @@ int data_command() {
   std::cout << to_string(spec.data.source) << " " << (spec.data.path.empty() ? "" : spec.data.path + " ") << "- "
             << report["samples"] << " samples (" << report["train_samples"] << " train, " << report["eval_samples"]
             << " eval), " << report["truncated_samples"] << " truncated to seq_len " << spec.data.seq_len << "\n"
-            << "tokens per sample: mean " << format_fixed(l["mean"].get<double>(), 1) << ", p10 "
+            // The lengths are the training samples' (what an epoch pads); the labels and the histogram
+            // count every sample.
+            << (report["eval_samples"].get<int64_t>() > 0 ? "tokens per training sample: mean " : "tokens per sample: mean ") << format_fixed(l["mean"].get<double>(), 1) << ", p10 "
             << format_fixed(l["p10"].get<double>(), 1) << ", median " << format_fixed(l["median"].get<double>(), 1)
             << ", p90 " << format_fixed(l["p90"].get<double>(), 1) << ", max " << l["max"] << "\n"
-            << (spec.task == Task::classification ? "labels: " + json_text(report["labels"]) + "\n" : "");
+            << (spec.task == Task::classification ? "labels (every sample): " + json_text(report["labels"]) + "\n" : "");
   if (report["corpus"].is_object()) {
     const json& c = report["corpus"];
     if (c.contains("lines")) {

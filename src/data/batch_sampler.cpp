@@ -7,10 +7,6 @@
 namespace tbench {
 namespace {
 
-// HF's group_by_length sorts "mega-batches" of 50 batches: long enough to group similar lengths,
-// short enough that the order stays random across the epoch.
-constexpr int64_t kStepsPerBucket = 50;
-
 int64_t samples_per_step(const SamplerOptions& o) { return o.batch_size * o.accum_steps * o.world_size; }
 
 // Cuts `order` into global steps; with drop_last the partial remainder is left out.
@@ -24,27 +20,26 @@ std::vector<std::vector<int64_t>> cut_steps(const std::vector<int64_t>& order, i
   return steps;
 }
 
-std::vector<std::vector<int64_t>> bucketed_steps(const TokenizedSamples& samples, std::vector<int64_t> order,
-                                                 const SamplerOptions& o, int64_t epoch) {
-  const int64_t per_step = samples_per_step(o);
-  if (o.drop_last) order.resize(order.size() - order.size() % static_cast<std::size_t>(per_step));
+// HF's group_by_length (LengthGroupedSampler: trainer_pt_utils.get_length_grouped_indices): the
+// shuffled order is cut into mega-batches of min(n / (4 steps), 50) steps (at least one), each
+// sorted longest first (stably: ties keep the shuffled order), and the longest sample of all
+// trades places with the first sample, so a batch size that does not fit fails in step 1. The
+// mega-batches stay in order; drop_last then drops the partial last step, as HF's DataLoader does.
+// HF groups by its per-device batch x accumulation steps; with several ranks, tbench by the
+// global step, which each rank then shares.
+std::vector<int64_t> length_grouped_order(const TokenizedSamples& samples, std::vector<int64_t> order, int64_t per_step) {
+  const auto n = static_cast<int64_t>(order.size());
+  const int64_t steps_per_megabatch = std::max<int64_t>(1, std::min<int64_t>(n / (4 * per_step), 50));
+  const auto megabatch = static_cast<std::size_t>(steps_per_megabatch * per_step);
   const auto longer = [&](int64_t a, int64_t b) { return samples.length(a) > samples.length(b); };
-  const std::size_t bucket = static_cast<std::size_t>(per_step * kStepsPerBucket);
-  for (std::size_t first = 0; first < order.size(); first += bucket) {
-    const auto end = order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + bucket));
-    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(first), end, longer);
+  std::size_t longest_first = 0;
+  for (std::size_t first = 0; first < order.size(); first += megabatch) {
+    const auto begin = order.begin() + static_cast<std::ptrdiff_t>(first);
+    std::stable_sort(begin, order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), first + megabatch)), longer);
+    if (samples.length(order[first]) > samples.length(order[longest_first])) longest_first = first;
   }
-  auto steps = cut_steps(order, per_step, o.drop_last);
-  // Shuffle the steps so lengths do not trend through the epoch, then put the longest first:
-  // a batch size that does not fit fails in the first step, not an hour in.
-  const auto shuffled = epoch_order(static_cast<int64_t>(steps.size()), o.seed + 1, epoch);
-  std::vector<std::vector<int64_t>> result;
-  for (const int64_t i : shuffled) result.push_back(std::move(steps[static_cast<std::size_t>(i)]));
-  const auto longest = std::max_element(result.begin(), result.end(), [&](const auto& a, const auto& b) {
-    return samples.length(a.front()) < samples.length(b.front());
-  });
-  if (longest != result.end()) std::iter_swap(result.begin(), longest);
-  return result;
+  if (!order.empty()) std::swap(order[0], order[longest_first]);
+  return order;
 }
 
 StepBatches this_ranks_micro_batches(const std::vector<int64_t>& step, const SamplerOptions& o) {
@@ -66,8 +61,8 @@ int64_t steps_per_epoch(int64_t num_samples, const SamplerOptions& o) {
 
 std::vector<StepBatches> plan_epoch(const TokenizedSamples& samples, const SamplerOptions& o, int64_t epoch) {
   auto order = epoch_order(samples.size(), o.seed, epoch);
-  const auto steps = o.bucket_by_length ? bucketed_steps(samples, std::move(order), o, epoch)
-                                        : cut_steps(order, samples_per_step(o), o.drop_last);
+  if (o.bucket_by_length) order = length_grouped_order(samples, std::move(order), samples_per_step(o));
+  const auto steps = cut_steps(order, samples_per_step(o), o.drop_last);
   std::vector<StepBatches> plan;
   plan.reserve(steps.size());
   for (const auto& step : steps) plan.push_back(this_ranks_micro_batches(step, o));

@@ -3,12 +3,14 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "tbench/data/data_sources.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/json_text.hpp"
+#include "tbench/stable_hash.hpp"
 #include "tbench/timing/stats.hpp"
 
 namespace tbench {
@@ -124,11 +126,20 @@ void check_seq_len_holds_the_template(const RunSpec& spec, const Tokenizer& toke
                                        ": set data.seq_len to " + std::to_string(special) + " or more");
 }
 
+// A data file in the token cache's key: its path, size and a hash of its bytes. A modification time
+// would miss a file rewritten within one timestamp tick (a second, on some filesystems) at the same
+// size, or restored with its old time (`touch -r`, `cp -p`), and serve the old tokens; hashing
+// costs about a second a GB, against minutes of tokenizing.
 std::string describe_file(const std::string& path) {
   std::error_code ignored;
   const auto size = fs::file_size(path, ignored);
-  const auto mtime = fs::last_write_time(path, ignored).time_since_epoch().count();
-  return fs::absolute(path).string() + "|" + std::to_string(size) + "|" + std::to_string(mtime);
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buffer(1 << 20);
+  uint64_t hash = kFnv1aOffset;
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    hash = fnv1a(buffer.data(), static_cast<std::size_t>(in.gcount()), hash);
+  }
+  return fs::absolute(path).string() + "|" + std::to_string(size) + "|" + std::to_string(hash);
 }
 
 struct Loaded {

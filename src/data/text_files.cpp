@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -50,6 +51,12 @@ bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t
       }
       continue;
     }
+    if (c == '\r' && in.peek() != '\n') {
+      // A lone \r ends a record too (old Mac exports), as Python's csv module and pandas read it.
+      ++line;
+      fields.push_back(std::move(field));
+      return true;
+    }
     if (c == '"' && field.empty() && !after_quote) {
       quoted = true;
     } else if (c == ',') {
@@ -75,11 +82,20 @@ bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t
   return true;
 }
 
+// One line of `in` without its break: \n, \r\n or a lone \r, as Python reads text. False at end of file.
+bool read_line(std::istream& in, std::string& text) {
+  text.clear();
+  int c = in.get();
+  if (c == EOF) return false;
+  for (; c != EOF && c != '\n' && c != '\r'; c = in.get()) text += static_cast<char>(c);
+  if (c == '\r' && in.peek() == '\n') in.get();
+  return true;
+}
+
 bool read_tsv_record(std::istream& in, std::vector<std::string>& fields, int64_t& line) {
   std::string text;
-  if (!std::getline(in, text)) return false;
+  if (!read_line(in, text)) return false;
   ++line;
-  if (!text.empty() && text.back() == '\r') text.pop_back();
   fields.clear();
   std::size_t start = 0;
   for (std::size_t tab; (tab = text.find('\t', start)) != std::string::npos; start = tab + 1) {
@@ -87,6 +103,23 @@ bool read_tsv_record(std::istream& in, std::vector<std::string>& fields, int64_t
   }
   fields.push_back(text.substr(start));
   return true;
+}
+
+// The data file, refused with what it is where it is no UTF-8 text file: a folder (which reads as
+// empty), or UTF-16 (Excel's "Unicode text"), whose NUL bytes would cut the error at the first one.
+std::ifstream open_data_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw input_error(path + ": is a folder, not a data file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw input_error(path + ": cannot read the data file");
+  char start[2] = {};
+  in.read(start, 2);
+  const bool utf16 = in.gcount() == 2 && ((start[0] == '\xFF' && start[1] == '\xFE') ||
+                                          (start[0] == '\xFE' && start[1] == '\xFF') || start[0] == '\0' || start[1] == '\0');
+  if (utf16) throw input_error(path + ": looks like UTF-16 (a byte-order mark or NUL bytes at its start): save it as UTF-8");
+  in.clear();
+  in.seekg(0);
+  return in;
 }
 
 // Excel and Notepad start UTF-8 files with a byte-order mark. It goes before the header is parsed:
@@ -106,8 +139,7 @@ std::size_t column_index(const std::vector<std::string>& header, const std::stri
 }
 
 std::vector<TextRow> read_delimited(const TextFileOptions& o, bool csv) {
-  std::ifstream in(o.path, std::ios::binary);
-  if (!in) throw input_error(o.path + ": cannot read the data file");
+  std::ifstream in = open_data_file(o.path);
   std::vector<std::string> header, fields;
   int64_t line = 1, next_line = 1;
   const auto read = [&](std::vector<std::string>& out) {
@@ -179,8 +211,7 @@ std::string string_field(const json& object, const std::string& key, const std::
 }
 
 std::vector<TextRow> read_jsonl(const TextFileOptions& o) {
-  std::ifstream in(o.path, std::ios::binary);
-  if (!in) throw input_error(o.path + ": cannot read the data file");
+  std::ifstream in = open_data_file(o.path);
   std::vector<TextRow> rows;
   std::string text;
   for (int64_t line = 1; (o.max_rows == 0 || static_cast<int64_t>(rows.size()) < o.max_rows) && std::getline(in, text); ++line) {
@@ -244,6 +275,8 @@ std::vector<int64_t> resolve_labels(const std::vector<std::string>& labels, cons
     if (first_name != labels.end()) {
       std::set<std::string> found;
       for (std::size_t i = 0; i < labels.size(); ++i) {
+        // An empty field is a missing label (HF's loader reads None), not a class of its own.
+        if (labels[i].empty()) fail_at(path, lines[i], "the label is empty");
         found.insert(labels[i]);
         if (static_cast<int64_t>(found.size()) > num_labels) {
           fail_at(path, lines[i], "label '" + labels[i] + "' makes " + std::to_string(found.size()) +
@@ -300,13 +333,38 @@ void cut_before_closing_tokens(std::vector<int64_t>& values, int64_t length, int
   values.erase(values.begin() + head, values.end() - kept_tail);
 }
 
+// A row that `dataset.map(tokenizer, padding=...)` padded holds its pads in input_ids and says so
+// in attention_mask: tbench pads each batch itself (data.padding), so the pads go, or they would
+// count as tokens (attended to, padding efficiency 1.0, a pad kept in place of [SEP] when cut).
+// Right padding (BERT, RoBERTa) and left padding (XLNet) leave one run of real tokens; a mask with
+// holes is no padding tbench could redo.
+void drop_masked_padding(const json& mask, std::vector<int64_t>& ids, std::vector<int64_t>& types,
+                         const std::string& path, int64_t line) {
+  if (!mask.is_array() || mask.size() != ids.size()) fail_at(path, line, "attention_mask must be a list as long as input_ids");
+  std::size_t first = ids.size(), end = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    if (!mask[i].is_number_integer() || (mask[i] != 0 && mask[i] != 1)) {
+      fail_at(path, line, "attention_mask holds " + json_text(mask[i]) + ", not 0 (padding) or 1 (a token)");
+    }
+    if (mask[i] == 0) continue;
+    if (first == ids.size()) first = i;
+    if (end != 0 && end != i) {
+      fail_at(path, line, "attention_mask has padding (0) between tokens (1) at position " + std::to_string(end) +
+                              ": padding goes before or after a row's tokens");
+    }
+    end = i + 1;
+  }
+  if (first == ids.size()) fail_at(path, line, "attention_mask marks no token (all 0)");
+  ids = std::vector<int64_t>(ids.begin() + static_cast<long>(first), ids.begin() + static_cast<long>(end));
+  if (!types.empty()) types = std::vector<int64_t>(types.begin() + static_cast<long>(first), types.begin() + static_cast<long>(end));
+}
+
 }  // namespace
 
 TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string& label_column,
                                       const TokenizedJsonlLimits& limits, std::vector<std::string>& names) {
   const int64_t vocab_size = limits.vocab_size, token_types = limits.token_types, max_rows = limits.max_rows;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw input_error(path + ": cannot read the data file");
+  std::ifstream in = open_data_file(path);
   std::vector<std::vector<int64_t>> ids, types;
   std::vector<std::string> labels;
   std::vector<int64_t> lines;
@@ -345,6 +403,7 @@ TokenizedSamples read_tokenized_jsonl(const std::string& path, const std::string
         sample_types.push_back(t.get<int64_t>());
       }
     }
+    if (object.contains("attention_mask")) drop_masked_padding(object["attention_mask"], sample, sample_types, path, line);
     if (!object.contains(label_column)) fail_at(path, line, "data.label_column: no key '" + label_column + "'");
     labels.push_back(json_label(object[label_column], path, line));
     ids.push_back(std::move(sample));

@@ -255,7 +255,11 @@ torch::Tensor masked_lm_scores(const torch::Tensor& hidden, const TokenLayout& l
   const auto rows = scored_positions.defined()
                         ? hidden.reshape({-1, hidden.size(-1)}).index_select(0, layout.rows_of(scored_positions))
                         : hidden;
-  const auto transformed = norm(activation(activation_name, transform(rows)));
+  // Under autocast the transform's output is bf16/fp16, and no residual add promotes it back (as in
+  // the encoder): LibTorch 1.13's CPU autocast runs layer_norm as it finds it, so bf16 input against
+  // fp32 weights fails. The norm runs in its weights' precision, as CUDA autocast would run it.
+  const auto activated = activation(activation_name, transform(rows));
+  const auto transformed = norm(activated.to(norm->weight.scalar_type()));
   return torch::linear(transformed, word_embeddings, bias);
 }
 

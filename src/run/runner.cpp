@@ -45,6 +45,12 @@ using nlohmann::json;
 
 std::atomic<bool> g_stop_requested{false};
 
+// DistilBERT's recipe starts the student from the teacher's layers; a student given its own
+// model.weights starts from those (they are what it loads), and the teacher's are not copied.
+bool student_starts_from_teacher(const RunSpec& spec) {
+  return spec.task == Task::distillation && spec.distillation.init_from_teacher && spec.model.weights.empty();
+}
+
 // First Ctrl-C: finish the step in flight, then write what was measured. Second: default action.
 extern "C" void on_interrupt(int) {
   g_stop_requested.store(true);
@@ -187,7 +193,7 @@ ModelInfo model_info(const RunPlan& plan, int64_t built_params, std::vector<doub
     t.forward_flops_per_sample = teacher_cost.forward_flops_per_sample;
     t.weights = d.teacher.weights;
     m.teacher = t;
-    if (d.init_from_teacher) m.initialised_from = "teacher";
+    if (student_starts_from_teacher(plan.spec)) m.initialised_from = "teacher";
   }
   return m;
 }
@@ -348,12 +354,24 @@ void check_task_fits_models(const RunSpec& spec, const ModelConfig& model, const
                                                  " tokens, the student " + model.name + " " +
                                                  std::to_string(model.vocab_size) + ": they must share a vocabulary");
   }
+  // Same size is not the same vocabulary: RoBERTa's byte-level BPE numbers other tokens than
+  // BERT's WordPiece, and a teacher padding with another id would score the student's padding.
+  const auto tokenizer_family = [](Architecture arch) {
+    return arch == Architecture::roberta ? "byte-level BPE (RoBERTa)" : "WordPiece (BERT, DistilBERT)";
+  };
+  if (std::string(tokenizer_family(teacher->arch)) != tokenizer_family(model.arch) ||
+      teacher->pad_token_id != model.pad_token_id) {
+    fail_field(spec, "distillation.teacher", teacher->name + " reads " + tokenizer_family(teacher->arch) + " ids, padding with " +
+                                                 std::to_string(teacher->pad_token_id) + ", the student " + model.name + " " +
+                                                 tokenizer_family(model.arch) + " ids, padding with " +
+                                                 std::to_string(model.pad_token_id) + ": they must share a vocabulary");
+  }
   if (spec.distillation.alpha_cos > 0 && teacher->hidden_size != model.hidden_size) {
     fail_field(spec, "distillation.alpha_cos", "the cosine loss compares hidden states, but the teacher's are " +
                                                    std::to_string(teacher->hidden_size) + " wide and the student's " +
                                                    std::to_string(model.hidden_size) + " (set alpha_cos to 0)");
   }
-  if (spec.distillation.init_from_teacher) {
+  if (student_starts_from_teacher(spec)) {
     const std::string mismatch = student_init_mismatch(model, *teacher);
     if (!mismatch.empty()) fail_field(spec, "distillation.init_from_teacher", mismatch + " (set it to false)");
   }
@@ -602,7 +620,7 @@ std::shared_ptr<MaskedLanguageModel> build_teacher(const RunPlan& plan, MaskedLa
   if (!d.teacher.weights.empty()) {
     load_weights(plan.spec, *teacher, d.teacher.weights, "distillation.teacher_weights", /*whole=*/true);
   }
-  if (d.init_from_teacher) {
+  if (student_starts_from_teacher(plan.spec)) {
     const auto set = init_student_from_teacher(student, plan.model, *teacher, *plan.teacher);
     spdlog::info("student {} started from teacher {}: {} tensors (layers {})", plan.model.name, plan.teacher->name,
                  set.size(), json_text(json(teacher_layers_for(plan.model.num_layers, plan.teacher->num_layers))));

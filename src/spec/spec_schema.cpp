@@ -1,6 +1,7 @@
 // The run spec's schema: every field, its type, range and default, and the strict validation
 // that turns a SpecDocument into a RunSpec. One table below is the single source of truth;
 // `tbench validate --fields` prints it.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <filesystem>
@@ -630,6 +631,24 @@ void check_plm(const Validator& v, const RunSpec& spec) {
   }
 }
 
+// data.labels numbers the classes in its order: a name twice would leave a class unused (and the
+// second never matched), and more names than num_labels name classes the head does not have.
+void check_label_names(const Validator& v, const RunSpec& spec) {
+  const std::vector<std::string>& names = spec.data.labels;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i].empty()) v.fail("data.labels", "holds an empty name (entry " + std::to_string(i) + ")");
+    const auto earlier = std::find(names.begin(), names.begin() + static_cast<long>(i), names[i]);
+    if (earlier != names.begin() + static_cast<long>(i)) {
+      v.fail("data.labels", "'" + names[i] + "' is listed twice (entries " + std::to_string(earlier - names.begin()) +
+                                " and " + std::to_string(i) + "): each name is one class");
+    }
+  }
+  if (spec.task == Task::classification && static_cast<int64_t>(names.size()) > spec.num_labels) {
+    v.fail("data.labels", "names " + std::to_string(names.size()) + " classes, but num_labels is " +
+                              std::to_string(spec.num_labels) + ": set num_labels to " + std::to_string(names.size()));
+  }
+}
+
 // Which data each task trains on, and the sections that only one task reads.
 void check_task(const Validator& v, const RunSpec& spec, const json& given) {
   const bool pretraining = spec.task != Task::classification;
@@ -673,7 +692,10 @@ void check_task(const Validator& v, const RunSpec& spec, const json& given) {
       v.fail("mlm.pseudo_perplexity_fraction", "scores held-out blocks: set data.eval_fraction too");
     }
     if (m.mask_fraction + m.random_fraction > 1 + 1e-12) {
-      v.fail("mlm.random_fraction", "mlm.mask_fraction + mlm.random_fraction must be at most 1, got " +
+      // Named by the one the spec set (both set: the second of the pair).
+      const json* set_random = find(given, "mlm.random_fraction");
+      v.fail(set_random == nullptr && find(given, "mlm.mask_fraction") ? "mlm.mask_fraction" : "mlm.random_fraction",
+             "mlm.mask_fraction + mlm.random_fraction must be at most 1, got " +
                                         json_text(json(m.mask_fraction)) + " + " + json_text(json(m.random_fraction)));
     }
   }
@@ -787,6 +809,7 @@ RunSpec resolve_spec(const SpecDocument& doc) {
 
   // Checks that involve more than one field.
   check_data_spec(v, spec.data);
+  check_label_names(v, spec);
   check_task(v, spec, doc.root);
   if (spec.dist.heartbeat_timeout_s > 0 && spec.dist.heartbeat_timeout_s < 3) {
     v.fail("dist.heartbeat_timeout_s", "must be 0 (off) or at least 3 (a read that lands between two beats of a "

@@ -22,7 +22,14 @@ class Distillation final : public TrainingObjective {
   }
 
   torch::nn::Module& trained() override { return student_; }
-  std::vector<std::string> term_names() const override { return {"ce", "mlm", "cos"}; }
+  // As HF's distiller, a term of weight 0 is neither computed nor reported: its time is not the
+  // run's, and a cosine term of weight 0 lets the teacher be of another width.
+  std::vector<std::string> term_names() const override {
+    std::vector<std::string> names = {"ce"};
+    if (loss_.alpha_mlm > 0) names.push_back("mlm");
+    if (loss_.alpha_cos > 0) names.push_back("cos");
+    return names;
+  }
   bool reports_perplexity() const override { return true; }  // of the student
 
   LossTerms loss(const ModelInputs& inputs, const torch::Tensor& labels) override {
@@ -40,11 +47,19 @@ class Distillation final : public TrainingObjective {
                 "mlm.sparse_prediction needs distillation.restrict_ce_to_mask");
     const auto real = at_positions(inputs.attention_mask.ne(0), s.positions);  // unpadded, every row
     const auto ce = distillation_kl(student_scores, teacher_scores, loss_.temperature, loss_.restrict_ce_to_mask ? masked : real);
-    const auto mlm = masked_cross_entropy(student_scores, targets);
-    const auto width = s.hidden.size(-1);
-    const auto cos = cosine_distance(s.hidden.reshape({-1, width}), t.hidden.reshape({-1, width}), real);
-    const auto total = loss_.alpha_ce * ce + loss_.alpha_mlm * mlm + loss_.alpha_cos * cos;
-    return {total, {ce.detach(), mlm.detach(), cos.detach()}};
+    LossTerms out{loss_.alpha_ce * ce, {ce.detach()}};
+    if (loss_.alpha_mlm > 0) {
+      const auto mlm = masked_cross_entropy(student_scores, targets);
+      out.total = out.total + loss_.alpha_mlm * mlm;
+      out.parts.push_back(mlm.detach());
+    }
+    if (loss_.alpha_cos > 0) {
+      const auto width = s.hidden.size(-1);
+      const auto cos = cosine_distance(s.hidden.reshape({-1, width}), t.hidden.reshape({-1, width}), real);
+      out.total = out.total + loss_.alpha_cos * cos;
+      out.parts.push_back(cos.detach());
+    }
+    return out;
   }
 
   void score(const ModelInputs& inputs, const torch::Tensor& labels, EvalSums& sums) override {

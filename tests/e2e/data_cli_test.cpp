@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
@@ -127,6 +128,19 @@ TEST_F(DataCli, ReviewsCsvRunsEndToEndWithPaddingEfficiencyDataWaitAndEval) {
   EXPECT_EQ(second["data"]["cache"]["hit"], true);
   EXPECT_EQ(second["data"]["lengths"], data["lengths"]);
   EXPECT_EQ(second["iterations"][0]["loss"], result["iterations"][0]["loss"]);
+
+  // Rewritten at the same size and given back its old time (found by an audit: the key held the
+  // modification time, and the old tokens and labels were served): tokenized again.
+  const auto written = std::filesystem::last_write_time(csv);
+  std::string relabelled = testing::read_text(csv);
+  const auto at = relabelled.find(",positive\n");
+  ASSERT_NE(at, std::string::npos);
+  relabelled.replace(at, 10, ",negative\n");
+  std::ofstream(csv, std::ios::binary | std::ios::trunc) << relabelled;
+  std::filesystem::last_write_time(csv, written);
+  const std::string third = dir.file("out/third.json");
+  ASSERT_EQ(run_tbench("run --quiet " + write_spec(text_spec(third), "third.json")).exit_code, 0);
+  EXPECT_EQ(testing::read_json(third)["data"]["cache"]["hit"], false);
 
   // The analysis commands read results of file sources (whose spec has no num_samples).
   const auto report = run_tbench("report --format csv " + out + " " + again);
@@ -267,6 +281,13 @@ TEST_F(DataCli, DataCommandsPercentilesAreInterpolatedAndItsHistogramLosesNoInpu
   }
   json spec = testing::tiny_spec(dir.file("unused.json"));
   spec["data"] = {{"source", "tokenized"}, {"path", dir.write("four.jsonl", lines)}, {"seq_len", 16}};
+  // At batch 8 the 4 samples make no step: refused as `run` refuses it (found by an audit: it
+  // printed 0.000 efficiencies and "-nan%").
+  const auto no_step = run_tbench("data " + write_spec(spec));
+  EXPECT_EQ(no_step.exit_code, 2) << no_step.err;
+  EXPECT_NE(no_step.err.find("data.path: 4 training samples are fewer than one optimizer step"), std::string::npos)
+      << no_step.err;
+  spec["train"]["batch_size"] = 2;
   const std::string spec_file = write_spec(spec);
   const auto r = run_tbench("data --json " + spec_file);
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -126,6 +126,64 @@ TEST(TasksCli, DistillationRunRecordsItsTermsAndTheTeacher) {
   EXPECT_NE(first_line.find("\"loss_terms\""), std::string::npos);
 }
 
+// Found by an audit. A teacher of another width failed at step 1 (exit 4) even with alpha_cos 0,
+// which validation had said to set: a term of weight 0 is now neither computed nor listed, as in
+// HF's distiller. A student given model.weights recorded "initialised_from: teacher" though it
+// trained from its weights. A RoBERTa teacher of a BERT student's vocabulary size was accepted.
+TEST(TasksCli, DistillationComputesOnlyWeightedTermsAndSaysWhereTheStudentStarted) {
+  ScratchDir dir;
+  auto wide = json::parse(testing::read_text(std::string(TBENCH_SOURCE_DIR) + "/models/tiny-bert.json"));
+  wide["hidden_size"] = wide["hidden_size"].get<int64_t>() * 2;
+  wide["intermediate_size"] = wide["hidden_size"].get<int64_t>() * 4;
+  auto spec = distillation_spec(dir.file("wide.json"));
+  spec["distillation"] = {{"teacher", dir.write("wide-bert.json", wide.dump())}, {"alpha_cos", 0}, {"init_from_teacher", false}};
+  const auto r = run_tbench("run -q " + dir.write("wide-spec.json", spec.dump()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json result = testing::read_json(dir.file("wide.json"));
+  expect_schema(result);
+  for (const auto& it : result["iterations"]) {
+    EXPECT_EQ(it["loss_terms"].size(), 2u) << it.dump();
+    EXPECT_FALSE(it["loss_terms"].contains("cos")) << it.dump();
+  }
+
+  // A student with its own weights starts from them, not from the teacher's layers.
+  const std::string weights = dir.file("student.safetensors");
+  auto saving = distillation_spec(dir.file("saved.json"));
+  saving["distillation"]["init_from_teacher"] = false;
+  saving["model"] = {{"name", "tiny-distilbert"}, {"save_weights", weights}};
+  ASSERT_EQ(run_tbench("run -q " + dir.write("save-spec.json", saving.dump())).exit_code, 0);
+  auto loading = distillation_spec(dir.file("loaded.json"));
+  loading["model"] = {{"name", "tiny-distilbert"}, {"weights", weights}};
+  const auto loaded = run_tbench("run -q " + dir.write("load-spec.json", loading.dump()));
+  ASSERT_EQ(loaded.exit_code, 0) << loaded.err;
+  EXPECT_FALSE(testing::read_json(dir.file("loaded.json"))["model"].contains("initialised_from"));
+
+  auto roberta = distillation_spec(dir.file("roberta.json"));
+  auto tiny_roberta = json::parse(testing::read_text(std::string(TBENCH_SOURCE_DIR) + "/models/tiny-roberta.json"));
+  tiny_roberta["vocab_size"] = shipped_model_config("tiny-distilbert").vocab_size;
+  roberta["distillation"] = {{"teacher", dir.write("tiny-roberta.json", tiny_roberta.dump())}, {"init_from_teacher", false}};
+  const auto refused = run_tbench("run -q " + dir.write("roberta-spec.json", roberta.dump()));
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("distillation.teacher"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("must share a vocabulary"), std::string::npos) << refused.err;
+}
+
+// LibTorch 1.13's CPU autocast left the masked-LM head's LayerNorm a bf16 input against fp32
+// weights: every bf16 mlm and distillation run on the CPU failed at step 1 (exit 4).
+TEST(TasksCli, MaskedLmTasksTrainInBf16OnTheCpu) {
+  ScratchDir dir;
+  for (const std::string task : {"mlm", "distillation"}) {
+    SCOPED_TRACE(task);
+    auto spec = task == "mlm" ? masked_lm_spec(dir.file(task + ".json")) : distillation_spec(dir.file(task + ".json"));
+    spec["precision"] = "bf16";
+    const auto r = run_tbench("run -q " + dir.write(task + "-spec.json", spec.dump()));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json result = testing::read_json(dir.file(task + ".json"));
+    EXPECT_EQ(result["summary"]["status"], "completed");
+    for (const auto& it : result["iterations"]) EXPECT_TRUE(std::isfinite(it["loss"].get<double>())) << it.dump();
+  }
+}
+
 // mlm.sparse_prediction trains the same network (same seed, same masks, same dropout: the same
 // losses step by step) while the head scores only the masked positions; each step's FLOPs leave
 // out the head at the positions it skipped, and the result says which computation ran.
@@ -352,7 +410,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadTaskSpec{"MlmSectionWithClassification", {"mlm.probability=0.2"}, "mlm", "only used with task"},
         BadTaskSpec{"DistillationSectionWithClassification", {"distillation.teacher=tiny-bert"}, "distillation",
                     "set task: distillation"},
-        BadTaskSpec{"FractionsAboveOne", {"task=mlm", "mlm.mask_fraction=0.95"}, "mlm.random_fraction", "at most 1"},
+        BadTaskSpec{"FractionsAboveOne", {"task=mlm", "mlm.mask_fraction=0.95"}, "mlm.mask_fraction", "at most 1"},
         BadTaskSpec{"PseudoPerplexityWithoutHeldOutData", {"task=mlm", "mlm.pseudo_perplexity_fraction=0.1"},
                     "mlm.pseudo_perplexity_fraction", "data.eval_fraction"},
         BadTaskSpec{"ProbabilityAboveOne", {"task=mlm", "mlm.probability=1.5"}, "mlm.probability", "(0, 1]"},
@@ -360,8 +418,13 @@ INSTANTIATE_TEST_SUITE_P(
                     {"task=distillation", "model=tiny-distilbert", "distillation.teacher=bert-base-uncased"},
                     "distillation.teacher", "share a vocabulary"},
         BadTaskSpec{"StudentWithoutALayerMapping",
+                    {"task=distillation", "model=tiny-bert", "distillation.teacher=tiny-distilbert"},
+                    "distillation.init_from_teacher", "cannot start from a distilbert teacher"},
+        BadTaskSpec{"TeacherOfAnotherTokenizer",
                     {"task=distillation", "model=tiny-roberta", "distillation.teacher=tiny-bert"},
-                    "distillation.init_from_teacher", "cannot start from a bert teacher"},
+                    "distillation.teacher", "WordPiece"},
+        BadTaskSpec{"FractionsAboveOneNameTheFieldSet", {"task=mlm", "mlm.random_fraction=0.5"}, "mlm.random_fraction",
+                    "at most 1"},
         BadTaskSpec{"XlnetTeacher", {"task=distillation", "model=tiny-bert", "distillation.teacher=tiny-xlnet"},
                     "distillation.teacher", "must be a masked LM"},
         BadTaskSpec{"MissingTeacherConfig", {"task=distillation", "distillation.teacher=no/such/config.json"},
