@@ -46,7 +46,7 @@ bool read_csv_record(std::istream& in, std::vector<std::string>& fields, int64_t
           after_quote = true;
         }
       } else {
-        if (c == '\n') ++line;
+        if (c == '\n' || (c == '\r' && in.peek() != '\n')) ++line;  // a lone \r is a line, as Python counts it
         field += static_cast<char>(c);
       }
       continue;
@@ -106,10 +106,14 @@ bool read_tsv_record(std::istream& in, std::vector<std::string>& fields, int64_t
 }
 
 // The data file, refused with what it is where it is no UTF-8 text file: a folder (which reads as
-// empty), or UTF-16 (Excel's "Unicode text"), whose NUL bytes would cut the error at the first one.
+// empty), a pipe, or UTF-16 (Excel's "Unicode text"), whose NUL bytes would cut the error at the first one.
 std::ifstream open_data_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw input_error(path + ": is a folder, not a data file");
+  // A pipe or a device reads once: tbench reads the file twice (its token cache key hashes it).
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw input_error(path + ": is not a regular file (a pipe or a device): write the data to a file first");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw input_error(path + ": cannot read the data file");
   char start[2] = {};

@@ -303,17 +303,29 @@ std::string point_spec_hash(const SweepPlan& plan, const SweepPoint& p) {
   return stable_hash_hex(load_spec(plan.spec_path, p.overrides).resolved.dump());
 }
 
-constexpr const char* kEndLinePrefix = "tbench sweep: point ended, exit code ";
+// The same, or "" where the spec no longer loads (edited into a bad state while points run): no
+// hash matches it, so such a point reads as pending rather than ending the sweep.
+std::string point_spec_hash_or_empty(const SweepPlan& plan, const SweepPoint& p) {
+  try {
+    return point_spec_hash(plan, p);
+  } catch (const Error&) {
+    return "";
+  }
+}
 
-// After a point's process ends, the sweep adds a last line to its log: the exit code and the spec
-// it ran. A point that fails on bad input writes no result, and without this line another array
-// task (--point) could not tell it from one not yet run.
-void append_end_line(const std::string& log_path, int exit_code, const std::string& spec_hash) {
+constexpr const char* kEndLinePrefix = "tbench sweep: point ended ";
+
+// After a point's process ends, the sweep adds a last line to its log: its verdict (completed,
+// failed, interrupted: the sweep's, which a signal may have set whatever the exit code), the exit
+// code and the spec it ran. A point that fails on bad input writes no result, and without this
+// line another array task (--point) could not tell it from one not yet run.
+void append_end_line(const std::string& log_path, const SweepPoint& p, const std::string& spec_hash) {
   std::ofstream log(log_path, std::ios::app);
-  log << kEndLinePrefix << exit_code << ", spec " << spec_hash << "\n";
+  log << kEndLinePrefix << p.status << ", exit code " << p.exit_code << ", spec " << spec_hash << "\n";
 }
 
 struct LoggedEnd {
+  std::string status;
   int exit_code = -1;
   std::string spec_hash;
 };
@@ -328,12 +340,31 @@ std::optional<LoggedEnd> read_end_line(const std::string& log_path) {
   }
   if (last.rfind(kEndLinePrefix, 0) != 0) return std::nullopt;
   LoggedEnd end;
-  char hash[17] = {};
-  if (std::sscanf(last.c_str() + std::strlen(kEndLinePrefix), "%d, spec %16[0-9a-f]", &end.exit_code, hash) != 2) {
+  char status[16] = {}, hash[17] = {};
+  if (std::sscanf(last.c_str() + std::strlen(kEndLinePrefix), "%15[a-z], exit code %d, spec %16[0-9a-f]", status,
+                  &end.exit_code, hash) != 3) {
     return std::nullopt;
   }
+  end.status = status;
   end.spec_hash = hash;
   return end;
+}
+
+// Whether an earlier result ran the spec its point asks for now (false where that spec no longer loads).
+bool ran_the_spec_asked_now(const SweepPlan& plan, const SweepPoint& p, const EarlierResult& earlier) {
+  try {
+    return spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec).empty();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Whether `log` was written after `result` (a --force'd run that failed before writing leaves the
+// earlier result in place).
+bool written_after(const std::string& log, const std::string& result) {
+  std::error_code a, b;
+  const auto log_time = fs::last_write_time(log, a), result_time = fs::last_write_time(result, b);
+  return !a && !b && log_time > result_time;
 }
 
 // Under --point, the points another array task runs: as their result files stand when this task
@@ -348,21 +379,24 @@ void take_unselected_points_from_disk(SweepPlan& plan, int only_point) {
     p.status = "pending";
     p.reason.clear();
     p.exit_code = -1;
-    if (fs::exists(p.result_path)) {
+    const std::string log = log_path_of(plan, p);
+    std::optional<LoggedEnd> end = read_end_line(log);
+    if (end && (end->status == "completed" || end->spec_hash != point_spec_hash_or_empty(plan, p))) end.reset();
+    // A failure logged after the result was written is the point's news; else its result is.
+    if (fs::exists(p.result_path) && !(end && written_after(log, p.result_path))) {
       const EarlierResult earlier = read_earlier_result(p.result_path);
       const bool finished =
           earlier.status == "completed" || earlier.status == "failed" || earlier.status == "interrupted";
-      if (finished && spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec).empty()) {
+      if (finished && ran_the_spec_asked_now(plan, p, earlier)) {
         p.status = earlier.status;
-        if (p.status == "failed") p.reason = failure_reason(p, log_path_of(plan, p));
+        if (p.status == "failed") p.reason = failure_reason(p, log);
         continue;
       }
     }
-    const std::optional<LoggedEnd> end = read_end_line(log_path_of(plan, p));
-    if (!end || end->exit_code == 0 || end->spec_hash != point_spec_hash(plan, p)) continue;
+    if (!end || (end->status != "failed" && end->status != "interrupted")) continue;
     p.exit_code = end->exit_code;
-    p.status = end->exit_code == static_cast<int>(ExitCode::interrupted) ? "interrupted" : "failed";
-    if (p.status == "failed") p.reason = failure_reason_in_log(p, log_path_of(plan, p));
+    p.status = end->status;
+    if (p.status == "failed") p.reason = failure_reason_in_log(p, log);
   }
 }
 
@@ -562,8 +596,9 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
     spdlog::info("sweep point {}/{}: {}", done, total, p.id);
     const std::string log_path = log_path_of(plan, p);
     const FileIdentity before = file_identity(p.result_path);
+    // The spec as the point runs it: the base file may be edited while it runs.
+    const std::string spec_hash = point_spec_hash(plan, p);
     p.exit_code = run_point(plan, p, options, log_path);
-    append_end_line(log_path, p.exit_code, point_spec_hash(plan, p));
     if (p.exit_code == 0) {
       p.status = "completed";
     } else if (p.exit_code == static_cast<int>(ExitCode::interrupted) || g_sweep_interrupted) {
@@ -581,6 +616,7 @@ ExitCode run_sweep(SweepPlan& plan, const SweepOptions& options) {
       code = ExitCode::run_failed;
       spdlog::warn("point {} failed: {}", p.id, p.reason);
     }
+    append_end_line(log_path, p, spec_hash);
     write_state(plan, options.only_point);
   }
   std::signal(SIGINT, previous_int);

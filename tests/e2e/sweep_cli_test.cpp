@@ -243,7 +243,7 @@ TEST_F(SweepCli, AnArrayTaskSeesAnotherTasksPointThatFailedWithoutAResult) {
   const auto failed = run_tbench(sweep + " --resume --point 1");
   ASSERT_EQ(failed.exit_code, 4) << failed.err;
   const std::string log = testing::read_text(out() + "/" + state()["points"][1]["id"].get<std::string>() + ".log");
-  EXPECT_NE(log.find("tbench sweep: point ended, exit code 2, spec "), std::string::npos) << log;
+  EXPECT_NE(log.find("tbench sweep: point ended failed, exit code 2, spec "), std::string::npos) << log;
   EXPECT_FALSE(std::filesystem::exists(state()["points"][1]["result"].get<std::string>()));
 
   const auto other = run_tbench(sweep + " --resume --point 0");
@@ -253,6 +253,16 @@ TEST_F(SweepCli, AnArrayTaskSeesAnotherTasksPointThatFailedWithoutAResult) {
   EXPECT_EQ(state()["points"][1]["exit_code"], 2);
   EXPECT_NE(state()["points"][1]["reason"].get<std::string>().find("bad.jsonl:2"), std::string::npos) << state().dump(2);
   EXPECT_NE(other.err.find("failed: "), std::string::npos) << other.err;
+
+  // Point 0 run again (--force) on data gone bad: it fails before writing, so its earlier result of
+  // the same spec stays; its log is newer, and the other task reads the failure, not the result.
+  write_text(good, "not json either\n");
+  EXPECT_EQ(run_tbench(sweep + " --force --point 0").exit_code, 4);
+  EXPECT_EQ(run_tbench(sweep + " --resume --point 1").exit_code, 4);
+  EXPECT_EQ(state()["points"][0]["status"], "failed") << state().dump(2);
+  EXPECT_NE(state()["points"][0]["reason"].get<std::string>().find("good.jsonl:1"), std::string::npos) << state().dump(2);
+  write_text(good, "{\"input_ids\": [2, 40, 41, 3], \"label\": 0}\n{\"input_ids\": [2, 42, 3], \"label\": 1}\n");
+  ASSERT_EQ(run_tbench(sweep + " --force --point 0").exit_code, 0);
 
   // Another spec now (a --set changed before a re-submit): that failure is not this sweep's point.
   const auto edited = run_tbench(sweep + " --set train.seed=99 --force --point 0");

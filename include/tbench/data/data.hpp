@@ -206,9 +206,9 @@ using StepBatches = std::vector<std::vector<int64_t>>;
 
 // An epoch's steps for this rank. Every rank draws the same seeded order, so a step's global
 // batch is the same whatever the world size; rank r takes every world_size-th sample of it.
-// Bucketed: the order is cut into chunks of 50 steps' samples, each sorted by length (HF's
-// group_by_length), the steps then shuffled with the chunk's longest step first so an
-// out-of-memory shows at once.
+// Bucketed: HF's group_by_length order (LengthGroupedSampler): mega-batches of up to 50 steps,
+// each sorted longest first, the longest sample moved to the first step so an out-of-memory shows
+// at once.
 std::vector<StepBatches> plan_epoch(const TokenizedSamples& samples, const SamplerOptions& options, int64_t epoch);
 int64_t steps_per_epoch(int64_t num_samples, const SamplerOptions& options);
 
