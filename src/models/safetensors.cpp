@@ -313,7 +313,10 @@ WeightLoadReport load_hf_weights(torch::nn::Module& model, const std::string& pa
   for (auto& item : params) {
     const auto it = available.find(item.key());
     if (it == available.end()) {
-      const bool in_base = !prefix.empty() && item.key().rfind(prefix + ".", 0) == 0;
+      // BERT's pooler feeds only the classifier: a *ForMaskedLM checkpoint (tbench's own mlm runs
+      // save one) has none, and HF's from_pretrained starts it fresh, as it does the head.
+      const bool pooler = !prefix.empty() && item.key().rfind(prefix + ".pooler.", 0) == 0;
+      const bool in_base = !prefix.empty() && item.key().rfind(prefix + ".", 0) == 0 && !pooler;
       (in_base ? missing : report.initialised).push_back(item.key());
       continue;
     }
@@ -323,6 +326,16 @@ WeightLoadReport load_hf_weights(torch::nn::Module& model, const std::string& pa
       throw input_error(file->path() + ": tensor '" + stored + "' has shape " + c10::str(value.sizes()) + ", but " +
                         item.key() + " needs " + c10::str(item.value().sizes()) +
                         " (a checkpoint of another model size or vocabulary?)");
+    }
+    // Integers or booleans where a weight belongs are no weights (a damaged or foreign file), and a
+    // NaN or infinity would surface steps later as a diverged loss, blamed on the learning rate.
+    if (!value.is_floating_point()) {
+      throw input_error(file->path() + ": tensor '" + stored + "' holds " + std::string(c10::toString(value.scalar_type())) +
+                        " values, but " + item.key() + " is a floating-point weight");
+    }
+    if (const int64_t bad = value.numel() - torch::isfinite(value).sum().item<int64_t>(); bad > 0) {
+      throw input_error(file->path() + ": tensor '" + stored + "' holds " + std::to_string(bad) +
+                        " NaN or infinite value(s)");
     }
     item.value().copy_(value.to(item.value().dtype()));
     report.loaded.push_back(item.key());

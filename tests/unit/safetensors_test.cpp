@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 
 #include "support/cli.hpp"
+#include "support/expect_error.hpp"
 #include "tbench/errors.hpp"
 #include "tbench/models/classifier.hpp"
 #include "tbench/models/safetensors.hpp"
@@ -253,6 +255,39 @@ TEST_F(HfWeights, MissingOrMisShapedTensorsAreErrorsNamingThem) {
     EXPECT_NE(std::string(e.what()).find("[1000, 32]"), std::string::npos) << e.what();
   }
   EXPECT_THROW(load_hf_weights(*target, dir.path()), Error);  // a folder without a checkpoint
+}
+
+// Found by an audit: a BERT *ForMaskedLM checkpoint (tbench's own mlm runs save one) has no pooler,
+// and was refused for classification as "lacking" it, where HF starts the pooler fresh. A weight
+// stored as integers loaded as 1.0s, and a NaN loaded silently (it failed steps later as a
+// diverged loss, blamed on the learning rate).
+TEST_F(HfWeights, APoolerlessCheckpointLoadsAndNonFloatOrNonFiniteWeightsAreRefused) {
+  const auto source = make("tiny-bert", 1), target = make("tiny-bert", 2);
+  const auto masked_lm = checkpoint(*source, "mlm.safetensors", [](const std::string& k) {
+    return k.rfind("bert.pooler.", 0) == 0 || k.rfind("classifier.", 0) == 0 ? std::string() : k;
+  });
+  const auto report = load_hf_weights(*target, masked_lm);
+  EXPECT_EQ(report.initialised, (std::vector<std::string>{"bert.pooler.dense.weight", "bert.pooler.dense.bias",
+                                                          "classifier.weight", "classifier.bias"}));
+  EXPECT_TRUE(torch::equal(target->named_parameters()["bert.embeddings.word_embeddings.weight"],
+                           source->named_parameters()["bert.embeddings.word_embeddings.weight"]));
+
+  const auto with = [&](const std::string& file, const torch::Tensor& replacement) {
+    std::vector<std::pair<std::string, torch::Tensor>> tensors;
+    for (const auto& p : source->named_parameters()) {
+      tensors.emplace_back(p.key(), p.key() == "bert.encoder.layer.0.attention.self.query.weight" ? replacement : p.value());
+    }
+    save_safetensors(dir.file(file), tensors);
+    return dir.file(file);
+  };
+  const auto query = source->named_parameters()["bert.encoder.layer.0.attention.self.query.weight"];
+  testing::expect_input_error([&] { load_hf_weights(*target, with("int.safetensors", torch::ones_like(query, torch::kLong))); },
+                     {"int.safetensors", "'bert.encoder.layer.0.attention.self.query.weight'", "Long", "floating-point"});
+  auto nan = query.clone();
+  nan[0][0] = std::numeric_limits<float>::quiet_NaN();
+  nan[1][1] = std::numeric_limits<float>::infinity();
+  testing::expect_input_error([&] { load_hf_weights(*target, with("nan.safetensors", nan)); },
+                     {"nan.safetensors", "query.weight", "2 NaN or infinite"});
 }
 
 }  // namespace
