@@ -303,13 +303,14 @@ std::string point_spec_hash(const SweepPlan& plan, const SweepPoint& p) {
   return stable_hash_hex(load_spec(plan.spec_path, p.overrides).resolved.dump());
 }
 
-// The same, or "" where the spec no longer loads (edited into a bad state while points run): no
-// hash matches it, so such a point reads as pending rather than ending the sweep.
-std::string point_spec_hash_or_empty(const SweepPlan& plan, const SweepPoint& p) {
+// The resolved spec a point asks for now, or none where it no longer loads (the base edited into a
+// bad state while points run): nothing matches it, so such a point reads as pending rather than
+// ending the sweep.
+std::optional<json> spec_asked_now(const SweepPlan& plan, const SweepPoint& p) {
   try {
-    return point_spec_hash(plan, p);
+    return load_spec(plan.spec_path, p.overrides).resolved;
   } catch (const Error&) {
-    return "";
+    return std::nullopt;
   }
 }
 
@@ -350,15 +351,6 @@ std::optional<LoggedEnd> read_end_line(const std::string& log_path) {
   return end;
 }
 
-// Whether an earlier result ran the spec its point asks for now (false where that spec no longer loads).
-bool ran_the_spec_asked_now(const SweepPlan& plan, const SweepPoint& p, const EarlierResult& earlier) {
-  try {
-    return spec_changes(load_spec(plan.spec_path, p.overrides).resolved, earlier.spec).empty();
-  } catch (const Error&) {
-    return false;
-  }
-}
-
 // Whether `log` was written after `result` (a --force'd run that failed before writing leaves the
 // earlier result in place).
 bool written_after(const std::string& log, const std::string& result) {
@@ -381,13 +373,16 @@ void take_unselected_points_from_disk(SweepPlan& plan, int only_point) {
     p.exit_code = -1;
     const std::string log = log_path_of(plan, p);
     std::optional<LoggedEnd> end = read_end_line(log);
-    if (end && (end->status == "completed" || end->spec_hash != point_spec_hash_or_empty(plan, p))) end.reset();
+    const bool has_result = fs::exists(p.result_path);
+    if (!end && !has_result) continue;  // not run yet
+    const std::optional<json> asked = spec_asked_now(plan, p);  // read once: both checks below compare with it
+    if (end && (end->status == "completed" || !asked || end->spec_hash != stable_hash_hex(asked->dump()))) end.reset();
     // A failure logged after the result was written is the point's news; else its result is.
-    if (fs::exists(p.result_path) && !(end && written_after(log, p.result_path))) {
+    if (has_result && !(end && written_after(log, p.result_path))) {
       const EarlierResult earlier = read_earlier_result(p.result_path);
       const bool finished =
           earlier.status == "completed" || earlier.status == "failed" || earlier.status == "interrupted";
-      if (finished && ran_the_spec_asked_now(plan, p, earlier)) {
+      if (finished && asked && spec_changes(*asked, earlier.spec).empty()) {
         p.status = earlier.status;
         if (p.status == "failed") p.reason = failure_reason(p, log);
         continue;
